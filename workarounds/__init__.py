@@ -1,0 +1,1 @@
+"""One module per XPU workaround; each is described in workarounds.toml."""
