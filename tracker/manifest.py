@@ -306,16 +306,15 @@ class _Reader:
             if not isinstance(entry, dict):
                 self.problem(1, f"workaround[{index}]", "must be a table")
                 continue
+            raw_id = entry.get("id")
+            if isinstance(raw_id, str) and raw_id:
+                line = self.lines.of("workaround", index, "id")
+                if raw_id in seen:
+                    self.problem(line, f"workaround[{raw_id}].id", f"duplicate id (first at line {seen[raw_id]})")
+                seen.setdefault(raw_id, line)
             workaround = self.read_workaround(index, entry)
-            if workaround is None:
-                continue
-            line = self.lines.of("workaround", index, "id")
-            if workaround.id in seen:
-                self.problem(line, f"workaround[{workaround.id}].id",
-                             f"duplicate id (first at line {seen[workaround.id]})")
-                continue
-            seen[workaround.id] = line
-            workarounds.append(workaround)
+            if workaround is not None:
+                workarounds.append(workaround)
         if self.problems:
             return None, self.problems
         manifest = Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds})

@@ -1,0 +1,193 @@
+"""`lint`: every broken manifest gets one clear line per problem, never a traceback."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from tracker import manifest as manifest_module
+
+SHIPPED = manifest_module.default_path()
+TEXT = SHIPPED.read_text(encoding="utf-8")
+LINE = re.compile(r"^.+:(\d+): [\w\-\[\].]+: .+$")
+
+
+def lint_text(tmp_path, text, name="broken.toml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path, manifest_module.check(path)
+
+
+def line_of(text, fragment, occurrence=1):
+    hits = [number for number, line in enumerate(text.splitlines(), 1) if fragment in line]
+    return hits[occurrence - 1]
+
+
+def test_shipped_manifest_is_valid():
+    assert manifest_module.check() == []
+
+
+def test_shipped_manifest_has_all_six_workarounds():
+    assert manifest_module.load().ids == (
+        "event-blocking-kwarg", "cuda-event-redirect", "cudagraph-profile-skip",
+        "pp-broadcast-sync", "static-launcher-uva", "uva-view-unpinned")
+
+
+# Each case: (what to replace, with what, field in the problem, words in the message,
+#             text of the line the problem must point at)
+BROKEN = {
+    "bad specifier": ('torch = "<2.15.0"', 'torch = "<<2.15"', "affected[0].torch", "not a PEP 440 specifier",
+                      'torch = "<<2.15"'),
+    "window that can never match": ('vllm = ">=0.23.0,<0.25.0"', 'vllm = ">=0.25.0,<0.23.0"',
+                                    "affected[0].vllm", "can never match", 'vllm = ">=0.25.0,<0.23.0"'),
+    "empty range between equal bounds": ('vllm = "<0.28.0"\ntorch', 'vllm = ">=0.28.0,<0.28.0"\ntorch',
+                                         "affected[0].vllm", "can never match", 'vllm = ">=0.28.0,<0.28.0"'),
+    "bad state": ('state = "open"', 'state = "pending"', "upstream[2].state", "not one of", 'state = "pending"'),
+    "bad role": ('role = "cause"', 'role = "culprit"', "upstream[0].role", "not one of", 'role = "culprit"'),
+    "bad ref": ('ref = "vllm-project/vllm#47081"', 'ref = "vllm#47081"', "upstream[0].ref", "OWNER/REPO#NUMBER",
+                'ref = "vllm#47081"'),
+    "unknown key in a workaround": ("added = 2026-07-07", 'added = 2026-07-07\nownr = "x"', "ownr", "unknown key",
+                                    'ownr = "x"'),
+    "unknown top-level key": ("schema = 1", "schema = 1\nversion = 2", "version", "unknown key", "version = 2"),
+    "unknown component in a window": ('vllm = ">=0.23.0,<0.25.0"', 'vlm = ">=0.23.0,<0.25.0"',
+                                      "affected[0].vlm", "unknown component", "vlm = "),
+    "module that does not exist": ('module = "workarounds.pp_broadcast_sync"', 'module = "workarounds.pp_sync"',
+                                   "module", "does not exist", "workarounds.pp_sync"),
+    "module outside the package": ('module = "workarounds.pp_broadcast_sync"', 'module = "os.path"',
+                                   "module", "workarounds.<name>", 'module = "os.path"'),
+    "bad platform": ('platform = "xpu"', 'platform = "gaudi"', "platform", "not one of", "gaudi"),
+    "released_in on an open reference": ('state = "open"', 'state = "open"\nreleased_in = "torch>=2.16.0"',
+                                         "released_in", "cannot be in a release", "torch>=2.16.0"),
+    "malformed released_in": ('released_in = "torch>=2.14.0"', 'released_in = "torch 2.14"',
+                              "released_in", "COMPONENT>=VERSION", "torch 2.14"),
+    "bad support version": ('torch = "2.10.0"', 'torch = "two"', "support.torch", "not a PEP 440 version",
+                            'torch = "two"'),
+    "date as string": ("added = 2026-07-07", 'added = "last week"', "added", "TOML date", "last week"),
+    "target without module separator": ('path = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"',
+                                        'path = "vllm.v1.worker.gpu.pp_utils.PPHandler.broadcast"',
+                                        "targets[0].path", "package.module:Attribute.path",
+                                        "pp_utils.PPHandler.broadcast"),
+    "bad target kind": ('kind = "classmethod"', 'kind = "property"', "targets[0].kind", "not one of",
+                        'kind = "property"'),
+    "bad id": ('id = "pp-broadcast-sync"', 'id = "PP_Sync"', "id", "lower-case", 'id = "PP_Sync"'),
+    "bad commit": ('released_in = "torch>=2.14.0"', 'released_in = "torch>=2.14.0"\ncommit = "abc"',
+                   "commit", "40-character", 'commit = "abc"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_manifest_gets_a_pointed_problem(tmp_path, case):
+    old, new, field, words, at = BROKEN[case]
+    assert old in TEXT, case
+    text = TEXT.replace(old, new, 1)
+    _, problems = lint_text(tmp_path, text)
+    hits = [p for p in problems if field in p.field and words in p.message]
+    assert hits, [str(p) for p in problems]
+    assert hits[0].line == line_of(text, at), str(hits[0])
+    assert all(LINE.match(str(p)) for p in problems)
+
+
+def test_missing_required_field_points_at_its_workaround(tmp_path):
+    text = TEXT.replace('symptom = "wrong tokens with pipeline parallelism (PP > 1)"\n', "")
+    _, problems = lint_text(tmp_path, text)
+    assert [(p.field, p.message) for p in problems] == [("workaround[pp-broadcast-sync].symptom", "required")]
+    assert problems[0].line == line_of(text, 'id = "pp-broadcast-sync"') - 1  # its [[workaround]] header
+
+
+def test_duplicate_id_points_at_the_second_and_names_the_first(tmp_path):
+    text = TEXT.replace('id = "cuda-event-redirect"', 'id = "event-blocking-kwarg"')
+    _, problems = lint_text(tmp_path, text)
+    assert [str(p).split(": ", 1)[1] for p in problems] == [
+        f"workarounds[event-blocking-kwarg].id: duplicate id (first at line {line_of(TEXT, 'id = ')})"
+        .replace("workarounds[", "workaround[")]
+    assert problems[0].line == line_of(text, 'id = "event-blocking-kwarg"', 2)
+
+
+def test_toml_syntax_error_points_at_its_line(tmp_path):
+    _, problems = lint_text(tmp_path, "schema = 1\n\n[support\nvllm = '1'\n")
+    assert [(p.line, p.field) for p in problems] == [(3, "toml")]
+
+
+def test_file_that_is_not_utf8_is_reported(tmp_path):
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"schema = 1\n\xff\xfe")
+    assert [(p.line, p.field, p.message) for p in manifest_module.check(path)] == [(2, "file", "not UTF-8")]
+
+
+def test_missing_file_is_reported(tmp_path):
+    problems = manifest_module.check(tmp_path / "absent.toml")
+    assert [(p.line, p.field) for p in problems] == [(1, "file")] and "No such file" in problems[0].message
+
+
+def test_empty_manifest_lists_what_is_required(tmp_path):
+    _, problems = lint_text(tmp_path, "")
+    assert {p.field for p in problems} == {"schema", "support", "workaround"}
+
+
+def test_load_raises_manifest_error_carrying_the_problems(tmp_path):
+    path, problems = lint_text(tmp_path, TEXT.replace('state = "open"', 'state = "pending"'))
+    with pytest.raises(manifest_module.ManifestError) as info:
+        manifest_module.load(path)
+    assert info.value.problems == problems
+
+
+def test_lint_cli_prints_one_line_per_problem_and_exits_1(tmp_path):
+    text = TEXT.replace('state = "open"', 'state = "pending"').replace('role = "cause"', 'role = "x"', 1)
+    path, problems = lint_text(tmp_path, text)
+    run = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(path)], capture_output=True, text=True)
+    assert run.returncode == 1 and run.stderr == ""
+    assert run.stdout.splitlines() == [str(p) for p in problems] and len(problems) == 2
+
+
+def test_lint_cli_accepts_the_shipped_manifest():
+    run = subprocess.run([sys.executable, "-m", "tracker.cli", "lint"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip().endswith(": ok")
+
+
+# --- generated breakage: whatever is done to the file, lint answers in lines, never raises ------
+
+LINES = TEXT.splitlines()
+JUNK = st.sampled_from(['"<<1"', '""', "1", "[]", "{}", "true", '"0.1.x"', '">=9,<1"', '"workarounds.nope"',
+                        "2026-13-01", '"open"', "[[workaround]]", "[support]", "= =", '"\\x"', "[1, 2]",
+                        '{ path = "a:b" }', '"torch>=abc"', '"a/b#0"', "nan"])
+
+
+@st.composite
+def broken_manifests(draw):
+    lines = list(LINES)
+    for _ in range(draw(st.integers(1, 4))):
+        index = draw(st.integers(0, len(lines) - 1))
+        action = draw(st.sampled_from(["delete", "value", "duplicate", "garble"]))
+        if action == "delete":
+            del lines[index]
+        elif action == "duplicate":
+            lines.insert(index, lines[index])
+        elif action == "value" and "=" in lines[index]:
+            key = lines[index].split("=", 1)[0]
+            lines[index] = f"{key}= {draw(JUNK)}"
+        else:
+            lines[index] = draw(st.text(alphabet='abc=[]"{}#.,<>0123456789 \n', max_size=20))
+        if not lines:
+            break
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=broken_manifests())
+@example(text=TEXT.replace("[[workaround.affected]]", "[workaround.affected]", 1))
+@example(text=TEXT.replace('vllm_carries_fix = ">=0.25.0"', "vllm_carries_fix = 0.25", 1))
+@example(text=TEXT.replace("targets = [", "targets = 3 #[", 1))
+def test_generated_broken_manifests_get_lines_not_tracebacks(tmp_path, text):
+    path, problems = lint_text(tmp_path, text)
+    count = max(len(text.splitlines()), 1)
+    for problem in problems:
+        assert LINE.match(str(problem)), str(problem)
+        assert 1 <= problem.line <= count
+    if problems:
+        with pytest.raises(manifest_module.ManifestError):
+            manifest_module.load(path)
+    else:
+        assert manifest_module.load(path).ids

