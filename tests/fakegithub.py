@@ -397,6 +397,8 @@ class FakeGitHub:
         self._handlers: list[Callable[..., Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
+        self._in_flight = 0
+        self._idle = threading.Condition()
         self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
                                    request_handler=_QuietHandler)
         self.base_url = f"http://127.0.0.1:{self._server.server_port}{self.prefix}"
@@ -455,6 +457,13 @@ class FakeGitHub:
         """Requests matching ``rule`` wait ``seconds`` before answering (for client timeouts)."""
         self.stalls[rule] = seconds
 
+    def settle(self) -> None:
+        """Wake stalled handlers and wait until every request in flight is answered and logged."""
+        self._released.set()
+        with self._idle:
+            self._idle.wait_for(lambda: self._in_flight == 0)
+        self._released.clear()
+
     def count(self, rule: str | None = None, *, status: int | None = None, method: str | None = None,
               conditional: bool | None = None) -> int:
         return sum(1 for hit in self.log
@@ -488,7 +497,15 @@ class FakeGitHub:
 
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
-        return self._answer(request)(environ, start_response)
+        with self._idle:
+            self._in_flight += 1
+        try:
+            response = self._answer(request)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+        return response(environ, start_response)
 
     def _answer(self, request: Request) -> Response:
         path = request.path
