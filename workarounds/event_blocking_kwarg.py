@@ -1,1 +1,55 @@
-"""Placeholder: replaced by the real module."""
+"""``TypeError: Event.__new__() got an unexpected keyword argument 'blocking'`` building the XPU model runner.
+
+vLLM's ``_torch_cuda_wrapper`` makes ``torch.cuda.Event`` mean ``torch.xpu.Event`` while
+the runner is built, and callers written for CUDA pass ``blocking=True``. Wraps the
+context manager: once inside it, ``torch.cuda.Event`` is a shim that drops exactly the
+keywords the installed ``torch.xpu.Event`` does not accept (read from its signature).
+"""
+
+import contextlib
+import inspect
+
+import torch
+
+from tracker.runtime import Context, Finding
+
+
+def probe(context: Context) -> Finding | None:
+    if context.target_declares("blocking"):
+        return Finding("vllm-carries-fix", "vLLM's _torch_cuda_wrapper already drops blocking (vllm#47868); "
+                                           "nothing to do.")
+    if "blocking" in (accepted_keywords(torch.xpu.Event) or {"blocking"}):
+        return Finding("root-fix-installed", f"torch {torch.__version__}'s torch.xpu.Event accepts blocking "
+                                             "(pytorch#192495); nothing to do.")
+    return None
+
+
+def accepted_keywords(event_class) -> frozenset[str] | None:
+    """Keywords ``event_class`` accepts; None when it takes ``**kwargs`` (accepts any)."""
+    parameters = inspect.signature(event_class).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return frozenset(parameter.name for parameter in parameters
+                     if parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+
+
+def event_shim(event_class):
+    """``event_class`` itself, or a callable that drops the keywords it would reject."""
+    accepted = accepted_keywords(event_class)
+    if accepted is None:
+        return event_class
+
+    def event(*args, **kwargs):
+        return event_class(*args, **{name: value for name, value in kwargs.items() if name in accepted})
+
+    return event
+
+
+def make_wrapper(context: Context):
+    @contextlib.contextmanager
+    def with_event_shim(torch_cuda_wrapper, instance, args, kwargs):
+        with torch_cuda_wrapper(*args, **kwargs) as value:
+            torch.cuda.Event = event_shim(torch.xpu.Event)
+            yield value
+
+    return with_event_shim

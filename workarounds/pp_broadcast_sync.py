@@ -1,1 +1,24 @@
-"""Placeholder: replaced by the real module."""
+"""Wrong tokens with pipeline parallelism (PP > 1) on XPU.
+
+The last rank broadcasts sampled tokens from a side stream that only ``wait_stream``s on
+the main stream, which on XPU does not order the broadcast after the sampler's kernels.
+Wraps ``PPHandler.broadcast``: ``self.main_stream.synchronize()`` first, as vllm#47253
+does. Runs every decode step: the wrapper does nothing else.
+"""
+
+from tracker.runtime import Context, Finding
+
+
+def probe(context: Context) -> Finding | None:
+    if context.target_contains("self.main_stream.synchronize()"):
+        return Finding("vllm-carries-fix", "PPHandler.broadcast already synchronizes the main stream "
+                                           "(vllm#47253); nothing to do.")
+    return None
+
+
+def make_wrapper(context: Context):
+    def synchronize_first(broadcast, handler, args, kwargs):
+        handler.main_stream.synchronize()
+        return broadcast(*args, **kwargs)
+
+    return synchronize_first

@@ -1,0 +1,363 @@
+"""Activation inside a vLLM process: decide, patch, log one line, report.
+
+Data flows one way: manifest -> environment -> decision (``tracker.decision``, the
+only place gating lives) -> probe (may only turn an ``affected`` apply into a skip,
+on evidence that the bug is absent) -> patch (``tracker.patching``) -> report.
+
+Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the
+platform only when vLLM is already imported, and imports a workaround module only
+when that workaround is to be applied.
+
+``report()`` (and ``XPU_WORKAROUNDS_REPORT=DIR`` -> ``DIR/<pid>.json``, rewritten when a
+waiting target is patched on import, and written by forked children too)::
+
+    {"schema": 1, "pid": 123,
+     "environment": {"platform": "xpu", "platform_source": "detected | assumed | override",
+                     "versions": {"vllm": "0.27.1", "torch": "2.13.0", ...}},
+     "warnings": ["XPU_WORKAROUNDS_FORCE: unknown workaround id(s) ..."],
+     "workarounds": [{"id": "uva-view-unpinned", "decision": "apply | skip",
+                      "reason": "affected | forced | platform | ...", "detail": "...",
+                      "outcome": "applied | waiting | skipped | failed | drifted",
+                      "error": "one line, or null", "decided_by": "version | probe",
+                      "targets": [{"path": "pkg.mod:Attr", "outcome": "...", "detail": "...",
+                                   "aliases": ["pkg.other.get_view"]}]}]}
+
+``environment`` is null when activation never got that far (invalid manifest).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracker import patching
+from tracker.decision import Decision, decide
+from tracker.environment import Environment, Settings, build
+from tracker.manifest import Manifest, ManifestError, Workaround, load
+
+SCHEMA = 1
+LOGGER = logging.getLogger("vllm.xpu_workarounds")
+# Worst first: the workaround's outcome is the worst of its targets' outcomes.
+_SEVERITY = ("failed", "drifted", "applied", "waiting", "skipped")
+
+
+class StrictModeError(RuntimeError):
+    """XPU_WORKAROUNDS_STRICT=1 and a needed workaround failed or drifted: stop start-up."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A probe's evidence that the bug is absent here: ``reason`` is a skip reason."""
+
+    reason: str  # vllm-carries-fix | root-fix-installed
+    detail: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a workaround module may read: its manifest entry and the environment."""
+
+    workaround: Workaround
+    environment: Environment
+
+    def target_contains(self, code: str) -> bool:
+        """Whether any target's own source (read, not imported) contains ``code``."""
+        return any(patching.contains(patching.definition(t.path), code) for t in self.workaround.targets)
+
+    def target_declares(self, parameter: str) -> bool:
+        """Whether any target's own source declares a parameter named ``parameter`` (nested defs too)."""
+        return any(patching.declares(patching.definition(t.path), parameter) for t in self.workaround.targets)
+
+    def installed_contains(self, ref: str) -> bool:
+        """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""
+        upstream = next(r for r in self.workaround.upstream if r.ref == ref)
+        if upstream.released_in is None or upstream.state not in ("merged", "landed"):
+            return False
+        installed = self.environment.version(upstream.released_in.component).release
+        return installed is not None and installed >= upstream.released_in.version
+
+
+@dataclass
+class _Entry:
+    workaround: Workaround
+    decision: Decision
+    decided_by: str
+    patches: list[patching.Patch]
+    error: str | None = None  # the module could not be imported or built its wrapper
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.registered = False
+        self.settings: Settings | None = None
+        self.environment: Environment | None = None
+        self.entries: list[_Entry] = []
+        self.warnings: list[str] = []
+        self.report_dir: str | None = None
+        self.fork_hook = False
+
+
+_state = _State()
+
+
+# ----------------------------------------------------------------- activation
+
+
+def register(environ: Mapping[str, str] | None = None) -> None:
+    """Decide and apply every workaround once per process; ``report()`` says what happened.
+
+    Never raises unless ``XPU_WORKAROUNDS_STRICT=1`` and a needed workaround failed
+    or drifted (``RuntimeError``, one line). A second call returns at once.
+    """
+    env = os.environ if environ is None else environ
+    with _state.lock:
+        if _state.registered:
+            return
+        _state.registered = True
+        strict = Settings.from_env(env).strict
+        try:
+            _activate(env)
+        except StrictModeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the plugin must not stop vLLM
+            message = f"xpu-workarounds: could not activate: {type(error).__name__}: {error}"
+            _state.warnings.append(message)
+            LOGGER.warning(message)
+            if strict:
+                raise StrictModeError(message) from None
+
+
+def _activate(env: Mapping[str, str]) -> None:
+    _state.report_dir = env.get("XPU_WORKAROUNDS_REPORT") or None
+    manifest_path = env.get("XPU_WORKAROUNDS_MANIFEST") or None
+    try:
+        manifest = load(manifest_path, check_modules=False)
+    except ManifestError as error:
+        first = error.problems[0] if error.problems else "unreadable"
+        message = f"xpu-workarounds: the manifest is invalid, nothing applied: {first}"
+        _state.warnings.append(message)
+        LOGGER.warning(message)
+        if Settings.from_env(env).strict:
+            raise StrictModeError(message) from None
+        _write_report()
+        return
+    settings = Settings.from_env(env, known_ids=manifest.ids)
+    _state.settings = settings
+    for problem in settings.problems:
+        _state.warnings.append(problem)
+        LOGGER.warning("xpu-workarounds: %s", problem)
+    _state.environment = environment = _environment(settings)
+    for workaround in manifest.workarounds:
+        _state.entries.append(_handle(workaround, environment, settings))
+    LOGGER.info(summary())
+    _write_report()
+    if not _state.fork_hook and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
+        _state.fork_hook = True
+    _enforce(settings)
+
+
+def _environment(settings: Settings) -> Environment:
+    if settings.platform is not None:
+        return build(platform=settings.platform, platform_source="override", assume=settings.assume)
+    platform = _vllm_platform()
+    if platform is not None:
+        return build(platform=platform, platform_source="detected", assume=settings.assume)
+    return build(assume=settings.assume)
+
+
+def _vllm_platform() -> str | None:
+    """The platform vLLM resolved, when vLLM is already imported; None otherwise."""
+    if "vllm" not in sys.modules:
+        return None
+    try:
+        from vllm.platforms import current_platform
+
+        for name in ("xpu", "rocm", "cuda", "cpu"):
+            if getattr(current_platform, f"is_{name}")():
+                return name
+        return "unknown"
+    except Exception as error:  # noqa: BLE001 - fall back to the torch build label
+        message = f"could not ask vLLM for its platform ({type(error).__name__}: {error}); using torch's build label"
+        _state.warnings.append(message)
+        LOGGER.warning("xpu-workarounds: %s", message)
+        return None
+
+
+def _handle(workaround: Workaround, environment: Environment, settings: Settings) -> _Entry:
+    decision = decide(workaround, environment, settings)
+    entry = _Entry(workaround, decision, "version", [])
+    if not decision.apply:
+        return entry
+    context = Context(workaround, environment)
+    try:
+        module = importlib.import_module(workaround.module)
+        probe: Callable[[Context], Finding | None] | None = getattr(module, "probe", None)
+        if probe is not None and decision.reason == "affected":
+            finding = probe(context)
+            if finding is not None:
+                entry.decision = Decision(workaround.id, "skip", finding.reason, finding.detail)
+                entry.decided_by = "probe"
+                return entry
+        wrapper = module.make_wrapper(context)
+    except Exception as error:  # noqa: BLE001 - reported as failed
+        entry.error = f"{type(error).__name__}: {error}"
+        return entry
+    for target in workaround.targets:
+        try:
+            entry.patches.append(patching.patch(
+                target.path, wrapper, owner=workaround.id, kind=target.kind, params=target.params,
+                optional=target.optional, on_change=_changed))
+        except (patching.PatchConflict, ValueError) as error:
+            entry.error = f"{type(error).__name__}: {error}"
+    return entry
+
+
+def _changed(record: patching.Patch) -> None:
+    """A waiting target was patched on import (or an alias rebound): update the report."""
+    LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
+    _write_report()
+    settings = _state.settings
+    if settings is not None and settings.strict and record.outcome in ("failed", "drifted"):
+        raise StrictModeError(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
+
+
+def _enforce(settings: Settings) -> None:
+    if not settings.strict:
+        return
+    for entry in _state.entries:
+        outcome = _outcome(entry)
+        if outcome in ("failed", "drifted"):
+            raise StrictModeError(f"xpu-workarounds: strict mode: {entry.workaround.id} {outcome}: {_error(entry)}")
+
+
+# -------------------------------------------------------------------- report
+
+
+def _outcome(entry: _Entry) -> str:
+    if not entry.decision.apply:
+        return "skipped"
+    if entry.error is not None:
+        return "failed"
+    outcomes = {record.outcome for record in entry.patches} or {"skipped"}
+    return next(outcome for outcome in _SEVERITY if outcome in outcomes)
+
+
+def _error(entry: _Entry) -> str | None:
+    if entry.error is not None:
+        return entry.error
+    for record in entry.patches:
+        if record.outcome in ("failed", "drifted"):
+            return record.error or record.detail
+    return None
+
+
+def _target_json(entry: _Entry) -> list[dict]:
+    by_path = {record.path: record for record in entry.patches}
+    targets = []
+    for target in entry.workaround.targets:
+        record = by_path.get(target.path)
+        if record is None:
+            outcome = "failed" if entry.decision.apply else "skipped"
+            detail = entry.error if entry.decision.apply else "not applied"
+            targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": []})
+        else:
+            targets.append({"path": target.path, "outcome": record.outcome, "detail": record.detail,
+                            "aliases": record.aliases})
+    return targets
+
+
+def report() -> dict:
+    """This process's report (shape in the module docstring)."""
+    with _state.lock:
+        document = {
+            "schema": SCHEMA,
+            "pid": os.getpid(),
+            "environment": _state.environment.as_json() if _state.environment is not None else None,
+            "warnings": list(_state.warnings),
+            "workarounds": [
+                {
+                    "id": entry.workaround.id,
+                    "decision": entry.decision.decision,
+                    "reason": entry.decision.reason,
+                    "detail": entry.decision.detail,
+                    "outcome": _outcome(entry),
+                    "error": _error(entry),
+                    "decided_by": entry.decided_by,
+                    "targets": _target_json(entry),
+                }
+                for entry in _state.entries
+            ],
+        }
+        return copy.deepcopy(document)
+
+
+def summary() -> str:
+    """The one log line: what was applied, what waits for an import, skipped (why), failed."""
+    groups: dict[str, list[str]] = {outcome: [] for outcome in _SEVERITY}
+    for entry in _state.entries:
+        outcome = _outcome(entry)
+        if outcome == "skipped":
+            groups[outcome].append(f"{entry.workaround.id} ({entry.decision.reason})")
+        elif outcome in ("failed", "drifted"):
+            groups[outcome].append(f"{entry.workaround.id} ({_error(entry)})")
+        else:
+            groups[outcome].append(entry.workaround.id)
+    env = _state.environment
+    head = f"xpu-workarounds: platform {env.platform} ({env.platform_source})" if env else "xpu-workarounds"
+    parts = [f"{outcome}: {', '.join(ids)}" for outcome, ids in
+             (("applied", groups["applied"]), ("waiting for import", groups["waiting"]),
+              ("skipped", groups["skipped"]), ("failed", groups["failed"]), ("drifted", groups["drifted"]))
+             if ids]
+    return f"{head}; {'; '.join(parts) or 'no workarounds'}"
+
+
+def _after_fork() -> None:
+    _state.lock = threading.RLock()  # another thread may have held it at fork time
+    _write_report()
+
+
+def _write_report() -> None:
+    """Write DIR/<pid>.json atomically when XPU_WORKAROUNDS_REPORT=DIR; never raises."""
+    directory = _state.report_dir
+    if not directory:
+        return
+    try:
+        target = Path(directory)
+        target.mkdir(parents=True, exist_ok=True)
+        document = report()
+        handle, temporary = tempfile.mkstemp(dir=target, prefix=f".{document['pid']}.", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(document, stream, indent=2)
+            stream.write("\n")
+        os.replace(temporary, target / f"{document['pid']}.json")
+    except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
+        LOGGER.warning("xpu-workarounds: could not write the report to %s: %s", directory, error)
+
+
+def reset() -> None:
+    """Revert every patch and forget this process's state (tests, benchmarks)."""
+    with _state.lock:
+        for entry in _state.entries:
+            for record in entry.patches:
+                patching.revert(record.path)
+        fork_hook = _state.fork_hook
+        _state.__init__()
+        _state.fork_hook = fork_hook
+
+
+def is_registered() -> bool:
+    return _state.registered
+
+
+__all__ = ["Context", "Finding", "StrictModeError", "register", "report", "reset", "summary"]
