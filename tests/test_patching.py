@@ -1,0 +1,411 @@
+"""The patching engine, on small real packages written to a temporary directory."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tracker import patching
+
+_serial = itertools.count()
+
+
+class Package:
+    """A real package on sys.path, unique per test: ``name.module`` files written on demand."""
+
+    def __init__(self, root: Path):
+        self.name = f"pkg_{next(_serial)}_{id(self)}"
+        self.root = root / self.name
+        self.root.mkdir()
+        (self.root / "__init__.py").write_text("")
+
+    def write(self, module: str, source: str) -> str:
+        path = self.root.joinpath(*module.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(self.root).parents:
+            init = self.root / parent / "__init__.py"
+            if not init.exists():
+                init.write_text("")
+        path.write_text(textwrap.dedent(source))
+        return f"{self.name}.{module}"
+
+    def load(self, module: str):
+        return importlib.import_module(f"{self.name}.{module}")
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    created = Package(tmp_path)
+    yield created
+    patching.revert_all()
+    for name in [name for name in sys.modules if name == created.name or name.startswith(created.name + ".")]:
+        del sys.modules[name]
+
+
+def passthrough(calls):
+    def wrapper(wrapped, instance, args, kwargs):
+        calls.append((instance, args, kwargs))
+        return wrapped(*args, **kwargs)
+    return wrapper
+
+
+FUNCTIONS = """
+    import contextlib
+
+    def add(a, b=1):
+        return a + b
+
+    class Counter:
+        def __init__(self, start):
+            self.value = start
+
+        def bump(self, by):
+            self.value += by
+            return self.value
+
+        @classmethod
+        def make(cls, start):
+            return cls(start)
+
+        @staticmethod
+        def double(x):
+            return 2 * x
+
+    class Child(Counter):
+        pass
+
+    @contextlib.contextmanager
+    def entered(log):
+        log.append("enter")
+        yield "inside"
+        log.append("exit")
+"""
+
+
+# ------------------------------------------------------------------ wrapping kinds
+
+
+def test_wrapping_a_function_routes_calls_through_the_wrapper(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    calls = []
+    record = patching.patch(f"{name}:add", passthrough(calls), owner="test", params=["a", "b"])
+    assert record.outcome == "applied"
+    assert module.add(2, b=3) == 5
+    assert calls == [(None, (2,), {"b": 3})]
+
+
+def test_the_wrapper_keeps_the_original_as_wrapped_attribute(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    original = module.add
+    patching.patch(f"{name}:add", passthrough([]), owner="test")
+    assert module.add.__wrapped__ is original
+    assert module.add.__name__ == "add"
+
+
+def test_a_method_wrapper_gets_the_bound_method_and_the_instance(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    seen = []
+
+    def wrapper(wrapped, instance, args, kwargs):
+        seen.append((wrapped.__self__, instance, args))
+        return wrapped(*args, **kwargs)
+
+    patching.patch(f"{name}:Counter.bump", wrapper, owner="test", kind="method", params=["self", "by"])
+    counter = module.Counter(1)
+    assert counter.bump(4) == 5
+    assert seen == [(counter, counter, (4,))]
+
+
+def test_a_classmethod_wrapper_gets_the_class_that_was_called(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    seen = []
+
+    def wrapper(wrapped, instance, args, kwargs):
+        seen.append(instance)
+        return wrapped(*args, **kwargs)
+
+    patching.patch(f"{name}:Counter.make", wrapper, owner="test", kind="classmethod", params=["start"])
+    made = module.Child.make(7)
+    assert type(made) is module.Child and made.value == 7
+    assert seen == [module.Child]
+
+
+def test_a_staticmethod_wrapper_gets_no_instance(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    calls = []
+    patching.patch(f"{name}:Counter.double", passthrough(calls), owner="test", kind="staticmethod", params=["x"])
+    assert module.Counter(0).double(3) == 6
+    assert module.Counter.double(4) == 8
+    assert calls == [(None, (3,), {}), (None, (4,), {})]
+
+
+def test_a_contextmanager_wrapper_can_act_after_the_original_entered(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+
+    @contextlib.contextmanager
+    def wrapper(wrapped, instance, args, kwargs):
+        with wrapped(*args, **kwargs) as value:
+            args[0].append("wrapper after enter")
+            yield value
+
+    record = patching.patch(f"{name}:entered", wrapper, owner="test", kind="contextmanager", params=["log"])
+    log = []
+    with module.entered(log) as value:
+        assert value == "inside"
+    assert record.outcome == "applied"
+    assert log == ["enter", "wrapper after enter", "exit"]
+
+
+def test_an_inherited_method_is_wrapped_on_the_named_class_only(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    calls = []
+    patching.patch(f"{name}:Child.bump", passthrough(calls), owner="test", kind="method")
+    module.Counter(0).bump(1)
+    module.Child(0).bump(2)
+    assert calls == [(calls[0][0], (2,), {})]
+    assert "bump" in vars(module.Child)
+
+
+# ----------------------------------------------------------------------- revert
+
+
+def test_revert_restores_the_exact_original_function(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    original = module.add
+    patching.patch(f"{name}:add", passthrough([]), owner="test")
+    assert patching.revert(f"{name}:add") is True
+    assert module.add is original
+
+
+def test_revert_restores_the_exact_original_classmethod_object(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    original = vars(module.Counter)["make"]
+    patching.patch(f"{name}:Counter.make", passthrough([]), owner="test", kind="classmethod")
+    patching.revert(f"{name}:Counter.make")
+    assert vars(module.Counter)["make"] is original
+
+
+def test_revert_of_an_inherited_method_leaves_the_class_inheriting_again(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    patching.patch(f"{name}:Child.bump", passthrough([]), owner="test", kind="method")
+    patching.revert(f"{name}:Child.bump")
+    assert "bump" not in vars(module.Child)
+    assert module.Child.bump is module.Counter.bump
+
+
+def test_revert_restores_every_rebound_alias(package):
+    name = package.write("funcs", FUNCTIONS)
+    package.load("funcs")
+    package.write("user", f"from {name} import add\n")
+    user = package.load("user")
+    original = user.add
+    patching.patch(f"{name}:add", passthrough([]), owner="test")
+    patching.revert(f"{name}:add")
+    assert user.add is original
+
+
+# ------------------------------------------------------------------ once, one owner
+
+
+def test_patching_again_with_the_same_owner_wraps_once(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    calls = []
+    first = patching.patch(f"{name}:add", passthrough(calls), owner="test")
+    second = patching.patch(f"{name}:add", passthrough(calls), owner="test")
+    module.add(1)
+    assert second is first
+    assert len(calls) == 1
+
+
+def test_a_second_owner_gets_a_clear_error_and_changes_nothing(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    patching.patch(f"{name}:add", passthrough([]), owner="first")
+    installed = module.add
+    with pytest.raises(patching.PatchConflict, match=f"{name}:add is already patched by first; second cannot"):
+        patching.patch(f"{name}:add", passthrough([]), owner="second")
+    assert module.add is installed
+
+
+# ------------------------------------------------------------------- fingerprints
+
+
+def test_a_changed_signature_is_drifted_and_left_alone(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    original = module.add
+    record = patching.patch(f"{name}:add", passthrough([]), owner="test", params=["a", "b", "c"])
+    assert record.outcome == "drifted"
+    assert record.detail == f"{name}:add takes (a, b); the workaround was written for (a, b, c)"
+    assert module.add is original
+
+
+def test_star_parameters_are_fingerprinted_with_their_stars(package):
+    name = package.write("star", """
+        class Attention:
+            def __init__(self, *args, **kwargs):
+                pass
+    """)
+    package.load("star")
+    record = patching.patch(f"{name}:Attention.__init__", passthrough([]), owner="test", kind="method",
+                            params=["self", "*args", "**kwargs"])
+    assert record.outcome == "applied"
+
+
+def test_a_different_kind_is_drifted(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    original = vars(module.Counter)["double"]
+    record = patching.patch(f"{name}:Counter.double", passthrough([]), owner="test", kind="classmethod")
+    assert (record.outcome, record.detail) == ("drifted", f"{name}:Counter.double is a staticmethod, not a classmethod")
+    assert vars(module.Counter)["double"] is original
+
+
+def test_a_missing_attribute_is_drifted(package):
+    name = package.write("funcs", FUNCTIONS)
+    package.load("funcs")
+    record = patching.patch(f"{name}:Counter.gone", passthrough([]), owner="test", kind="method")
+    assert record.outcome == "drifted"
+    assert "does not exist" in record.detail
+
+
+def test_a_missing_optional_target_is_skipped(package):
+    name = package.write("funcs", FUNCTIONS)
+    package.load("funcs")
+    record = patching.patch(f"{name}:Counter.gone", passthrough([]), owner="test", kind="method", optional=True)
+    assert record.outcome == "skipped"
+
+
+def test_a_missing_module_is_drifted_without_waiting(package):
+    record = patching.patch(f"{package.name}.nowhere:f", passthrough([]), owner="test")
+    assert (record.outcome, record.detail) == ("drifted", f"module {package.name}.nowhere does not exist")
+
+
+# ---------------------------------------------------------------------- aliases
+
+
+def test_modules_that_imported_the_function_before_are_rebound(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    package.write("early", f"from {name} import add as plus\n")
+    early = package.load("early")
+    record = patching.patch(f"{name}:add", passthrough([]), owner="test")
+    assert early.plus is module.add
+    assert record.aliases == [f"{package.name}.early.plus"]
+
+
+def test_modules_imported_after_patching_get_the_wrapper(package):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    patching.patch(f"{name}:add", passthrough([]), owner="test")
+    package.write("late", f"from {name} import add\n")
+    late = package.load("late")
+    assert late.add is module.add
+    assert late.add.__wrapped__ is not None
+
+
+def test_aliases_outside_the_targets_top_level_package_are_not_scanned(package, tmp_path):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    other = f"other_{package.name}"
+    (tmp_path / f"{other}.py").write_text(f"from {name} import add\n")
+    outsider = importlib.import_module(other)
+    try:
+        original = module.add
+        patching.patch(f"{name}:add", passthrough([]), owner="test")
+        assert outsider.add is original
+    finally:
+        del sys.modules[other]
+
+
+# --------------------------------------------------------------- patch on import
+
+
+def test_a_module_not_yet_imported_is_not_imported_by_patching(package):
+    name = package.write("later", FUNCTIONS)
+    record = patching.patch(f"{name}:add", passthrough([]), owner="test", params=["a", "b"])
+    assert record.outcome == "waiting"
+    assert name not in sys.modules
+
+
+def test_a_waiting_target_is_patched_when_its_module_is_imported(package):
+    name = package.write("later", FUNCTIONS)
+    changes = []
+    calls = []
+    record = patching.patch(f"{name}:add", passthrough(calls), owner="test", params=["a", "b"],
+                            on_change=lambda r: changes.append(r.outcome))
+    module = package.load("later")
+    assert module.add(1, 1) == 2
+    assert (record.outcome, changes, len(calls)) == ("applied", ["applied"], 1)
+
+
+def test_a_waiting_target_with_a_changed_signature_is_drifted_on_import(package):
+    name = package.write("later", FUNCTIONS)
+    record = patching.patch(f"{name}:add", passthrough([]), owner="test", params=["x"])
+    module = package.load("later")
+    assert record.outcome == "drifted"
+    assert module.add.__name__ == "add" and not hasattr(module.add, "__wrapped__")
+
+
+def test_an_imported_module_keeps_its_real_loader(package):
+    name = package.write("later", FUNCTIONS)
+    patching.patch(f"{name}:add", passthrough([]), owner="test")
+    module = package.load("later")
+    assert type(module.__loader__).__name__ == "SourceFileLoader"
+    assert module.__spec__.loader is module.__loader__
+
+
+def test_an_error_raised_by_on_change_fails_the_import(package):
+    name = package.write("later", FUNCTIONS)
+
+    def stop(record):
+        raise RuntimeError("stop start-up")
+
+    patching.patch(f"{name}:add", passthrough([]), owner="test", params=["x"], on_change=stop)
+    with pytest.raises(RuntimeError, match="stop start-up"):
+        package.load("later")
+
+
+# ------------------------------------------------------- reading code without importing
+
+
+def test_definition_reads_a_target_from_source_without_importing_it(package):
+    name = package.write("later", FUNCTIONS)
+    node = patching.definition(f"{name}:Counter.bump")
+    assert patching.contains(node, "self.value += by")
+    assert not patching.contains(node, "self.value -= by")
+    assert name not in sys.modules
+
+
+def test_definition_of_an_inherited_attribute_is_none(package):
+    name = package.write("later", FUNCTIONS)
+    assert patching.definition(f"{name}:Child.bump") is None
+
+
+def test_declares_finds_parameters_of_nested_functions(package):
+    name = package.write("nested", """
+        def outer():
+            def inner(*args, blocking=None, **kwargs):
+                pass
+    """)
+    node = patching.definition(f"{name}:outer")
+    assert patching.declares(node, "blocking")
+    assert not patching.declares(node, "external")
