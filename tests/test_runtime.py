@@ -1,0 +1,285 @@
+"""The runtime: decisions from the real manifest, patches on small real packages, the report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import textwrap
+
+import pytest
+
+from tracker import runtime
+
+PP_HANDLER = """
+    class PPHandler:
+        def __init__(self, main_stream):
+            self.main_stream = main_stream
+            self.sent = []
+
+        def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch):
+            self.sent.append(sampled_token_ids)
+"""
+
+PP_HANDLER_WITH_FIX = """
+    class PPHandler:
+        def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch):
+            self.main_stream.synchronize()
+"""
+
+
+def manifest_text(target: str, module: str = "workarounds.pp_broadcast_sync", platform: str = "xpu",
+                  params: str = '["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]') -> str:
+    """A one-workaround manifest: the shipped pp-broadcast-sync entry aimed at ``target``."""
+    return textwrap.dedent(f"""
+        schema = 1
+        [support]
+        vllm = "0.19.0"
+        torch = "2.10.0"
+        vllm-xpu-kernels = "0.1.4"
+
+        [[workaround]]
+        id = "pp-broadcast-sync"
+        title = "Synchronize the main stream before the pipeline-parallel broadcast"
+        module = "{module}"
+        platform = "{platform}"
+        owner = "tests"
+        added = 2026-07-01
+        symptom = "wrong tokens with pipeline parallelism (PP > 1)"
+        why = "The side stream is not ordered after the sampler on XPU."
+        how = "Synchronize the main stream first."
+        vllm_carries_fix = ">=0.25.0"
+        targets = [{{ path = "{target}", kind = "method", params = {params} }}]
+
+        [[workaround.affected]]
+        vllm = ">=0.23.0,<0.25.0"
+
+        [[workaround.upstream]]
+        ref = "vllm-project/vllm#47253"
+        role = "inline-fix"
+        state = "merged"
+        released_in = "vllm>=0.25.0"
+    """)
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtime():
+    runtime.reset()
+    yield
+    runtime.reset()
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A real package ``rt_pkg_<n>`` on sys.path; removed from sys.modules afterwards."""
+    name = f"rt_pkg_{abs(hash(tmp_path)) % 10**8}"
+    root = tmp_path / "src" / name
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    yield name, root
+    for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[module]
+
+
+def xpu_stack(**extra: str) -> dict[str, str]:
+    env = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_ASSUME": "vllm==0.24.0,torch==2.12.0"}
+    env.update(extra)
+    return env
+
+
+def custom(tmp_path, package, source: str, **manifest_options) -> dict[str, str]:
+    """Environment for the one-workaround manifest aimed at ``<package>.pp_utils:PPHandler.broadcast``."""
+    name, root = package
+    (root / "pp_utils.py").write_text(textwrap.dedent(source))
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(manifest_text(f"{name}.pp_utils:PPHandler.broadcast", **manifest_options))
+    return xpu_stack(XPU_WORKAROUNDS_MANIFEST=str(manifest))
+
+
+def only(document: dict) -> dict:
+    (workaround,) = document["workarounds"]
+    return workaround
+
+
+class Stream:
+    """Device-stream double (device boundary: the CPU build has no XPU stream); records order."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def synchronize(self):
+        self.log.append("synchronize")
+
+
+# -------------------------------------------------------------- decisions, real manifest
+
+
+def test_on_cpu_every_workaround_is_skipped_for_the_platform():
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu"})
+    document = runtime.report()
+    assert document["environment"]["platform"] == "cpu"
+    assert document["environment"]["platform_source"] == "override"
+    assert {(w["decision"], w["reason"], w["outcome"], w["decided_by"]) for w in document["workarounds"]} == {
+        ("skip", "platform", "skipped", "version")}
+
+
+def test_the_kill_switch_applies_nothing():
+    runtime.register(xpu_stack(XPU_WORKAROUNDS="off"))
+    assert {w["reason"] for w in runtime.report()["workarounds"]} == {"kill-switch"}
+
+
+def test_a_disabled_workaround_is_skipped_as_disabled():
+    runtime.register(xpu_stack(XPU_WORKAROUNDS_DISABLE="pp-broadcast-sync"))
+    by_id = {w["id"]: w for w in runtime.report()["workarounds"]}
+    assert by_id["pp-broadcast-sync"]["reason"] == "disabled"
+
+
+def test_a_needed_workaround_whose_target_module_is_absent_is_drifted():
+    runtime.register(xpu_stack())  # vLLM is not installed in this environment
+    pp = {w["id"]: w for w in runtime.report()["workarounds"]}["pp-broadcast-sync"]
+    assert (pp["decision"], pp["outcome"]) == ("apply", "drifted")
+    assert pp["error"] == "module vllm.v1.worker.gpu.pp_utils does not exist"
+
+
+def test_unknown_ids_become_warnings_in_the_log_and_the_report(caplog):
+    caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_FORCE": "no-such-fix"})
+    (warning,) = runtime.report()["warnings"]
+    assert warning.startswith("XPU_WORKAROUNDS_FORCE: unknown workaround id(s) no-such-fix")
+    assert any(warning in record.getMessage() for record in caplog.records if record.levelno == logging.WARNING)
+
+
+def test_an_invalid_manifest_is_a_warning_and_nothing_is_applied(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("schema = [")
+    runtime.register({"XPU_WORKAROUNDS_MANIFEST": str(broken)})
+    document = runtime.report()
+    assert document["workarounds"] == [] and document["environment"] is None
+    assert document["warnings"][0].startswith("xpu-workarounds: the manifest is invalid, nothing applied:")
+
+
+# ------------------------------------------------------------------- once per process
+
+
+def test_a_second_register_call_changes_nothing():
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu"})
+    first = runtime.report()
+    runtime.register(xpu_stack())
+    assert runtime.report() == first
+
+
+def test_one_info_line_names_what_was_applied_and_skipped(tmp_path, package, caplog):
+    caplog.set_level(logging.INFO, logger="vllm.xpu_workarounds")
+    env = custom(tmp_path, package, PP_HANDLER)
+    __import__(f"{package[0]}.pp_utils")
+    runtime.register(env)
+    runtime.register(env)
+    lines = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+    assert lines == ["xpu-workarounds: platform xpu (override); applied: pp-broadcast-sync"]
+
+
+# ------------------------------------------------------------- patching real modules
+
+
+def test_an_affected_stack_gets_the_wrapper_on_an_imported_target(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER)
+    module = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
+    runtime.register(env)
+    log = []
+    handler = module.PPHandler(Stream(log))
+    handler.broadcast("tokens", 1, 0, None)
+    assert log == ["synchronize"] and handler.sent == ["tokens"]
+    pp = only(runtime.report())
+    assert (pp["decision"], pp["reason"], pp["outcome"], pp["error"]) == ("apply", "affected", "applied", None)
+    assert pp["targets"][0]["outcome"] == "applied"
+
+
+def test_a_target_imported_later_is_waiting_then_applied_in_the_written_report(tmp_path, package):
+    reports = tmp_path / "reports"
+    env = custom(tmp_path, package, PP_HANDLER)
+    env["XPU_WORKAROUNDS_REPORT"] = str(reports)
+    runtime.register(env)
+    written = reports / f"{os.getpid()}.json"
+    assert only(json.loads(written.read_text()))["outcome"] == "waiting"
+    __import__(f"{package[0]}.pp_utils")
+    assert only(json.loads(written.read_text()))["outcome"] == "applied"
+
+
+def test_the_written_report_is_the_report(tmp_path):
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_REPORT": str(tmp_path)})
+    written = json.loads((tmp_path / f"{os.getpid()}.json").read_text())
+    assert written == runtime.report()
+    assert written["schema"] == 1 and written["pid"] == os.getpid()
+    assert [p.name for p in tmp_path.iterdir()] == [f"{os.getpid()}.json"]  # no temporary left behind
+
+
+def test_a_probe_showing_vllm_carries_the_fix_decides_skip(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER_WITH_FIX)
+    runtime.register(env)
+    pp = only(runtime.report())
+    assert (pp["decision"], pp["reason"], pp["decided_by"], pp["outcome"]) == (
+        "skip", "vllm-carries-fix", "probe", "skipped")
+    assert f"{package[0]}.pp_utils" not in sys.modules
+
+
+def test_a_changed_signature_is_reported_drifted_and_left_alone(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, params='["self", "sampled_token_ids"]')
+    module = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
+    original = vars(module.PPHandler)["broadcast"]
+    runtime.register(env)
+    pp = only(runtime.report())
+    assert pp["outcome"] == "drifted"
+    assert "takes (self, sampled_token_ids, num_sampled, num_rejected, input_batch)" in pp["error"]
+    assert vars(module.PPHandler)["broadcast"] is original
+
+
+def test_a_workaround_module_that_cannot_be_imported_is_failed(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, module="workarounds.does_not_exist")
+    runtime.register(env)
+    pp = only(runtime.report())
+    assert (pp["outcome"], pp["error"]) == ("failed", "ModuleNotFoundError: No module named 'workarounds.does_not_exist'")
+
+
+# ------------------------------------------------------------------------- strict
+
+
+def test_strict_mode_stops_on_a_drifted_workaround_with_one_line(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    env["XPU_WORKAROUNDS_STRICT"] = "1"
+    __import__(f"{package[0]}.pp_utils")
+    with pytest.raises(runtime.StrictModeError) as raised:
+        runtime.register(env)
+    message = str(raised.value)
+    assert message.startswith("xpu-workarounds: strict mode: pp-broadcast-sync drifted: ")
+    assert "\n" not in message
+
+
+def test_strict_mode_stops_the_import_of_a_target_that_drifts_on_import(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    env["XPU_WORKAROUNDS_STRICT"] = "1"
+    runtime.register(env)
+    with pytest.raises(runtime.StrictModeError, match="pp-broadcast-sync drifted"):
+        __import__(f"{package[0]}.pp_utils")
+
+
+def test_without_strict_mode_a_drift_is_only_reported(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    __import__(f"{package[0]}.pp_utils")
+    runtime.register(env)
+    assert only(runtime.report())["outcome"] == "drifted"
+
+
+# -------------------------------------------------------------------------- fork
+
+
+def test_a_forked_child_writes_its_own_report(tmp_path):
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_REPORT": str(tmp_path)})
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    written = json.loads((tmp_path / f"{child}.json").read_text())
+    assert written["pid"] == child
+    assert written["workarounds"] == runtime.report()["workarounds"]
