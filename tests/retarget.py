@@ -1,0 +1,25 @@
+"""Workaround tests' helper: a workaround's Context with its target moved into a source file of the test's."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+from tracker import manifest
+from tracker.environment import build
+from tracker.runtime import Context
+
+
+def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch, **assume: str) -> Context:
+    """The shipped ``workaround_id`` aimed at ``path`` (``module:Qual.name``), whose module is ``source``.
+
+    The module is written to ``tmp_path`` and put on sys.path, not imported; the stack is
+    XPU with ``assume`` (component=version, ``_`` for ``-``).
+    """
+    module = path.partition(":")[0]
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    workaround = manifest.load().get(workaround_id)
+    target = dataclasses.replace(workaround.targets[-1], path=path)
+    versions = {name.replace("_", "-"): version for name, version in assume.items()}
+    return Context(dataclasses.replace(workaround, targets=(target,)), build(platform="xpu", assume=versions))

@@ -1,0 +1,71 @@
+"""The vLLM entry point, each case in a fresh interpreter as vLLM would call it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+
+import tracker.plugin
+
+HEAVY = ("typer", "github", "torch", "vllm", "tracker.cli", "tracker.catalogue", "tracker.upstream",
+         "tracker.github_client", "requests")
+
+
+def run(code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    clean.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean, timeout=120)
+
+
+def test_the_entry_point_is_declared_for_vllms_general_plugins():
+    (entry,) = [e for e in metadata.entry_points(group="vllm.general_plugins") if e.name == "xpu_workarounds"]
+    assert entry.value == "tracker.plugin:register"
+    assert entry.load() is tracker.plugin.register
+
+
+def test_register_imports_nothing_heavy_when_vllm_is_not_loaded():
+    result = run(
+        "import sys, tracker.plugin; tracker.plugin.register();"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}))",
+        XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_register_logs_one_line_however_often_it_is_called():
+    result = run(
+        "import logging; logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s');"
+        "import tracker.plugin; tracker.plugin.register(); tracker.plugin.register(); tracker.plugin.register()",
+        XPU_WORKAROUNDS_PLATFORM="cpu")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("vllm.xpu_workarounds")]
+    assert len(lines) == 1
+    assert lines[0].startswith("vllm.xpu_workarounds xpu-workarounds: platform cpu (override); skipped: ")
+
+
+def test_register_does_not_raise_on_a_broken_manifest(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("schema = [")
+    result = run("import tracker.plugin; tracker.plugin.register(); print('started')",
+                 XPU_WORKAROUNDS_MANIFEST=str(broken))
+    assert result.returncode == 0 and result.stdout.strip() == "started"
+
+
+def test_strict_mode_stops_start_up_with_one_clear_line(tmp_path):
+    # vLLM 0.24.0 on XPU needs pp-broadcast-sync; vLLM is not installed here, so its target is absent.
+    result = run("import tracker.plugin; tracker.plugin.register()", XPU_WORKAROUNDS_PLATFORM="xpu",
+                 XPU_WORKAROUNDS_ASSUME="vllm==0.24.0,torch==2.12.0", XPU_WORKAROUNDS_STRICT="1")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "tracker.runtime.StrictModeError: xpu-workarounds: strict mode: pp-broadcast-sync drifted: "
+        "module vllm.v1.worker.gpu.pp_utils does not exist")
+
+
+def test_each_process_writes_its_report_to_the_report_directory(tmp_path):
+    result = run("import os, tracker.plugin; tracker.plugin.register(); print(os.getpid())",
+                 XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_REPORT=str(tmp_path))
+    pid = int(result.stdout)
+    report = json.loads((tmp_path / f"{pid}.json").read_text())
+    assert (report["schema"], report["pid"], report["environment"]["platform"]) == (1, pid, "cpu")

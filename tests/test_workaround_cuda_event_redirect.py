@@ -1,0 +1,104 @@
+"""cuda-event-redirect: torch.cuda.Event is torch.xpu.Event only while the constructor runs."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from retarget import context_at
+from tracker import patching
+from workarounds.cuda_event_redirect import make_wrapper, probe
+
+# vLLM 0.24.0's DeepseekV4XPUAttention.__init__ (vllm/models/deepseek_v4/xpu/xpu_sparse.py).
+VLLM_0_24_ATTENTION = """
+    import torch
+
+    class DeepseekV4Attention:
+        def __init__(self, *args, **kwargs):
+            self.ln_events = [torch.cuda.Event() for _ in range(4)]
+
+    class DeepseekV4XPUAttention(DeepseekV4Attention):
+        def __init__(self, *args, **kwargs) -> None:
+            _orig_event = torch.cuda.Event
+            torch.cuda.Event = torch.xpu.Event  # type: ignore[misc]
+            try:
+                super().__init__(*args, **kwargs)
+            finally:
+                torch.cuda.Event = _orig_event  # type: ignore[misc]
+"""
+
+# main between vllm#47140 and its revert: the redirect is gone. The base records which
+# class it would construct (constructing either raises on the CPU build: device boundary).
+WITHOUT_REDIRECT = """
+    import torch
+
+    class DeepseekV4Attention:
+        def __init__(self, *args, **kwargs):
+            self.event_class = torch.cuda.Event
+
+    class DeepseekV4XPUAttention(DeepseekV4Attention):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+"""
+
+TARGET = "xpu_sparse_src:DeepseekV4XPUAttention.__init__"
+
+
+@pytest.fixture
+def source(tmp_path, monkeypatch):
+    yield lambda text: context_at("cuda-event-redirect", TARGET, text, tmp_path, monkeypatch, vllm="0.24.1")
+    patching.revert_all()
+    sys.modules.pop("xpu_sparse_src", None)
+
+
+def test_torch_cuda_event_is_a_dummy_class_on_this_torch():
+    with pytest.raises(RuntimeError, match="Tried to instantiate dummy base class Event"):
+        torch.cuda.Event()
+
+
+def test_the_constructor_runs_with_torch_xpu_event():
+    seen = []
+    make_wrapper(None)(lambda: seen.append(torch.cuda.Event), None, (), {})
+    assert seen == [torch.xpu.Event]
+
+
+def test_torch_cuda_event_is_the_real_class_again_afterwards():
+    cuda_event = torch.cuda.Event
+    make_wrapper(None)(lambda: None, None, (), {})
+    assert torch.cuda.Event is cuda_event
+    with pytest.raises(RuntimeError, match="dummy base class"):
+        torch.cuda.Event()
+
+
+def test_torch_cuda_event_is_restored_when_the_constructor_raises():
+    cuda_event = torch.cuda.Event
+
+    def init():
+        raise ValueError("bad config")
+
+    with pytest.raises(ValueError, match="bad config"):
+        make_wrapper(None)(init, None, (), {})
+    assert torch.cuda.Event is cuda_event
+
+
+def test_the_class_is_patched_in_place_not_replaced(source):
+    context = source(WITHOUT_REDIRECT)
+    import xpu_sparse_src
+
+    attention_class = xpu_sparse_src.DeepseekV4XPUAttention
+    record = patching.patch(TARGET, make_wrapper(context), owner="cuda-event-redirect", kind="method",
+                            params=context.workaround.targets[0].params)
+    assert record.outcome == "applied"
+    assert xpu_sparse_src.DeepseekV4XPUAttention is attention_class
+    assert attention_class("config", prefix="layers.0").event_class is torch.xpu.Event
+
+
+def test_the_probe_sees_vllm_carrying_the_redirect(source):
+    finding = probe(source(VLLM_0_24_ATTENTION))
+    assert finding is not None and finding.reason == "vllm-carries-fix"
+
+
+def test_the_probe_finds_the_bug_without_the_redirect(source):
+    assert probe(source(WITHOUT_REDIRECT)) is None

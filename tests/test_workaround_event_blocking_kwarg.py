@@ -1,0 +1,107 @@
+"""event-blocking-kwarg: the Event shim, against torch 2.13.0's real torch.xpu.Event."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from retarget import context_at
+from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
+
+# vLLM 0.25.0's vllm/v1/worker/xpu_model_runner.py (vllm#47868): the shim vLLM carries itself.
+VLLM_0_25_WRAPPER = """
+    import contextlib
+    from functools import partial
+    import torch
+
+    @contextlib.contextmanager
+    def _torch_cuda_wrapper():
+        torch.cuda.Stream = torch.xpu.Stream
+        def _xpu_event(*args, blocking=None, **kwargs):
+            return torch.xpu.Event(*args, **kwargs)
+        torch.cuda.Event = _xpu_event
+        yield
+"""
+
+# The nightly between vllm#47081 and vllm#47868: torch.cuda.Event aliased with no shim.
+NIGHTLY_WRAPPER = """
+    import contextlib
+    import torch
+
+    @contextlib.contextmanager
+    def _torch_cuda_wrapper():
+        torch.cuda.Stream = torch.xpu.Stream
+        torch.cuda.Event = torch.xpu.Event
+        yield
+"""
+
+
+@pytest.fixture
+def restore_torch_cuda_event(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", torch.cuda.Event)
+
+
+def context_for(tmp_path, monkeypatch, source: str):
+    return context_at("event-blocking-kwarg", "runner_src:_torch_cuda_wrapper", source, tmp_path, monkeypatch,
+                      vllm="0.24.1", torch="2.13.0")
+
+
+@contextlib.contextmanager
+def nightly_torch_cuda_wrapper():
+    """What vLLM's nightly did inside the runner: alias torch.cuda.Event, no shim."""
+    torch.cuda.Event = torch.xpu.Event
+    yield "runner"
+
+
+def test_torch_2_13_xpu_event_rejects_blocking():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'blocking'"):
+        torch.xpu.Event(blocking=True)
+
+
+def test_the_installed_xpu_event_accepts_only_enable_timing():
+    assert accepted_keywords(torch.xpu.Event) == {"enable_timing"}
+
+
+def test_the_shim_turns_the_type_error_into_a_call_torch_accepts():
+    # What remains is the device boundary: the CPU build cannot create any XPU event.
+    with pytest.raises(RuntimeError, match="Tried to instantiate dummy base class Event"):
+        event_shim(torch.xpu.Event)(enable_timing=True, blocking=True)
+
+
+def test_the_shim_drops_exactly_the_keywords_the_signature_lacks():
+    class Event:  # the keywords torch 2.15.0's torch.xpu.Event takes (pytorch#192495)
+        def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+            self.keywords = {"enable_timing": enable_timing, "blocking": blocking, "interprocess": interprocess}
+
+    event = event_shim(Event)(enable_timing=True, blocking=True, external=True)
+    assert event.keywords == {"enable_timing": True, "blocking": True, "interprocess": False}
+
+
+def test_an_event_class_taking_any_keyword_is_used_unchanged():
+    class Event:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    assert event_shim(Event) is Event
+
+
+def test_inside_the_wrapped_context_blocking_no_longer_raises_a_type_error(restore_torch_cuda_event, tmp_path,
+                                                                            monkeypatch):
+    with nightly_torch_cuda_wrapper(), pytest.raises(TypeError, match="'blocking'"):
+        torch.cuda.Event(blocking=True)
+    wrapper = make_wrapper(context_for(tmp_path, monkeypatch, NIGHTLY_WRAPPER))
+    with wrapper(nightly_torch_cuda_wrapper, None, (), {}) as value:
+        assert value == "runner"
+        with pytest.raises(RuntimeError, match="dummy base class"):  # the device boundary, as above
+            torch.cuda.Event(blocking=True)
+
+
+def test_the_probe_sees_vllm_carrying_the_shim(tmp_path, monkeypatch):
+    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_25_WRAPPER))
+    assert finding is not None and finding.reason == "vllm-carries-fix"
+
+
+def test_the_probe_finds_the_bug_in_the_nightly_and_on_torch_2_13(tmp_path, monkeypatch):
+    assert probe(context_for(tmp_path, monkeypatch, NIGHTLY_WRAPPER)) is None

@@ -1,0 +1,77 @@
+"""pp-broadcast-sync: the main stream is synchronized before the PP broadcast."""
+
+from __future__ import annotations
+
+from retarget import context_at
+from workarounds.pp_broadcast_sync import make_wrapper, probe
+
+# vLLM 0.25.0's PPHandler.broadcast (vllm/v1/worker/gpu/pp_utils.py), which carries vllm#47253.
+VLLM_0_25_BROADCAST = """
+    class PPHandler:
+        def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch) -> None:
+            assert self.is_last_rank
+            if current_platform.is_xpu():
+                self.main_stream.synchronize()
+            with torch.cuda.stream(self.broadcast_stream):
+                self.broadcast_stream.wait_stream(self.main_stream)
+"""
+
+# vLLM 0.24.0's: the side stream waits on the main stream, nothing more.
+VLLM_0_24_BROADCAST = """
+    class PPHandler:
+        def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch) -> None:
+            assert self.is_last_rank
+            with torch.cuda.stream(self.broadcast_stream):
+                self.broadcast_stream.wait_stream(self.main_stream)
+"""
+
+
+class Stream:
+    """Device-stream double (device boundary: no XPU stream on the CPU build); records the order."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def synchronize(self):
+        self.log.append("main_stream.synchronize")
+
+
+class Handler:
+    def __init__(self, log):
+        self.main_stream = Stream(log)
+
+
+def context_for(tmp_path, monkeypatch, source: str):
+    return context_at("pp-broadcast-sync", "pp_src:PPHandler.broadcast", source, tmp_path, monkeypatch,
+                      vllm="0.24.0")
+
+
+def test_the_main_stream_is_synchronized_before_the_broadcast():
+    log = []
+
+    def broadcast(*args):
+        log.append("broadcast")
+
+    make_wrapper(None)(broadcast, Handler(log), ("ids", 1, 0, "batch"), {})
+    assert log == ["main_stream.synchronize", "broadcast"]
+
+
+def test_arguments_and_result_pass_through_unchanged():
+    received = []
+
+    def broadcast(*args, **kwargs):
+        received.append((args, kwargs))
+        return "result"
+
+    assert make_wrapper(None)(broadcast, Handler([]), ("ids", 1), {"input_batch": "b"}) == "result"
+    assert received == [(("ids", 1), {"input_batch": "b"})]
+
+
+def test_the_probe_sees_vllm_carrying_the_sync(tmp_path, monkeypatch):
+    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_25_BROADCAST))
+    assert finding is not None and finding.reason == "vllm-carries-fix"
+
+
+def test_the_probe_finds_the_bug_in_vllm_0_24(tmp_path, monkeypatch):
+    assert probe(context_for(tmp_path, monkeypatch, VLLM_0_24_BROADCAST)) is None
+

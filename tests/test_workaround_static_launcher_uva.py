@@ -1,0 +1,98 @@
+"""static-launcher-uva: Inductor's static launcher is switched off under UVA offload with compilation.
+
+vLLM's config classes cannot be imported without vLLM's dependencies (numpy, pydantic
+models, ...), which this environment does not have; the configs here are plain
+namespaces with the fields vLLM 0.19.0-0.28.0 all have (``offload_config.offload_backend``,
+``.uva.cpu_offload_gb``, ``.prefetch.offload_group_size``; ``compilation_config.mode``
+(an IntEnum, NONE == 0) and ``.inductor_compile_config``). The release-matrix and
+whole-vLLM tests run the wrapper against vLLM's own classes.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from retarget import context_at
+from workarounds.static_launcher_uva import make_wrapper, probe
+
+PIECEWISE = 3  # CompilationMode.VLLM_COMPILE; NONE is 0
+
+# vLLM 0.28.0's XPUPlatform.check_and_update_config carries vllm#51770.
+VLLM_0_28_CHECK = """
+    class XPUPlatform:
+        @classmethod
+        def check_and_update_config(cls, vllm_config) -> None:
+            compilation_config = vllm_config.compilation_config
+            if uva_offloading:
+                compilation_config.inductor_compile_config.setdefault(
+                    "use_static_cuda_launcher", False
+                )
+"""
+
+VLLM_0_27_CHECK = """
+    class XPUPlatform:
+        @classmethod
+        def check_and_update_config(cls, vllm_config) -> None:
+            compilation_config = vllm_config.compilation_config
+"""
+
+
+def config(backend="auto", cpu_offload_gb=4.0, group_size=0, mode=PIECEWISE, inductor=None):
+    return SimpleNamespace(
+        offload_config=SimpleNamespace(offload_backend=backend, uva=SimpleNamespace(cpu_offload_gb=cpu_offload_gb),
+                                       prefetch=SimpleNamespace(offload_group_size=group_size)),
+        compilation_config=SimpleNamespace(mode=mode, inductor_compile_config=dict(inductor or {})),
+    )
+
+
+def checked(vllm_config, original=lambda vllm_config: None):
+    make_wrapper(None)(original, object, (vllm_config,), {})
+    return vllm_config.compilation_config.inductor_compile_config
+
+
+def test_uva_offload_with_compilation_switches_the_static_launcher_off():
+    assert checked(config()) == {"use_static_cuda_launcher": False}
+
+
+def test_an_explicit_uva_backend_counts_as_uva_offload():
+    assert checked(config(backend="uva", cpu_offload_gb=0)) == {"use_static_cuda_launcher": False}
+
+
+def test_a_users_explicit_setting_wins():
+    assert checked(config(inductor={"use_static_cuda_launcher": True})) == {"use_static_cuda_launcher": True}
+
+
+def test_nothing_changes_without_compilation():
+    assert checked(config(mode=0)) == {}
+
+
+def test_nothing_changes_with_prefetch_offload():
+    assert checked(config(group_size=2)) == {}
+
+
+def test_nothing_changes_without_offload():
+    assert checked(config(cpu_offload_gb=0)) == {}
+
+
+def test_vllms_check_runs_first_and_its_result_is_returned():
+    def original(vllm_config):
+        vllm_config.compilation_config.mode = 0  # vLLM may switch compilation off itself
+        return "checked"
+
+    vllm_config = config()
+    assert make_wrapper(None)(original, object, (vllm_config,), {}) == "checked"
+    assert vllm_config.compilation_config.inductor_compile_config == {}
+
+
+def context_for(tmp_path, monkeypatch, source: str):
+    return context_at("static-launcher-uva", "xpu_src:XPUPlatform.check_and_update_config", source, tmp_path,
+                      monkeypatch, vllm="0.27.1", torch="2.13.0")
+
+
+def test_the_probe_sees_vllm_carrying_the_switch(tmp_path, monkeypatch):
+    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_28_CHECK))
+    assert finding is not None and finding.reason == "vllm-carries-fix"
+
+
+def test_the_probe_finds_the_bug_in_vllm_0_27(tmp_path, monkeypatch):
+    assert probe(context_for(tmp_path, monkeypatch, VLLM_0_27_CHECK)) is None
