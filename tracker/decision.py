@@ -6,6 +6,7 @@ or touches the network. The reasons are CONTRACT.md's closed vocabulary.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
@@ -124,11 +125,17 @@ def decide_all(manifest: Manifest, env: Environment, settings: Settings) -> list
 # ---------------------------------------------------------------------- retirement
 
 
+@functools.cache  # pure; every status asks it for each window of each workaround
+def _reaches(spec: SpecifierSet, floor: Version) -> bool:
+    """Whether some version at or above ``floor`` satisfies ``spec``."""
+    return satisfiable(spec & SpecifierSet(f">={floor}"))
+
+
 def _window_supported(window: Window, support: dict[str, Version]) -> str | None:
     """None if some supported stack can fall in ``window``; else why none can."""
     for name, spec in window.specs.items():
         floor = support.get(name)
-        if floor is not None and not satisfiable(spec & SpecifierSet(f">={floor}")):
+        if floor is not None and not _reaches(spec, floor):
             return f"{name}{spec} lies below the support floor {name} {floor}"
     return None
 

@@ -7,9 +7,13 @@ carrying those problems. Nothing here imports torch, vLLM or a workaround module
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import functools
 import importlib.util
+import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,10 +239,85 @@ class _Lines:
 
 def load(path: Path | str | None = None, *, check_modules: bool = True) -> Manifest:
     """The manifest at ``path`` (default: the shipped one); raises ManifestError."""
-    manifest, problems = _read(Path(path) if path is not None else default_path(), check_modules)
+    path = Path(path) if path is not None else default_path()
+    cached = _cache.get(path)
+    if cached is not None and not (check_modules and not all(_module_exists(w.module) for w in cached.workarounds)):
+        return cached
+    manifest, problems = _read(path, check_modules)
     if problems or manifest is None:
         raise ManifestError(problems)
+    _cache.put(path, manifest)
     return manifest
+
+
+class _ParsedCache:
+    """Valid manifests as parsed, for large manifests only, one file per manifest path.
+
+    Parsing costs about 0.7 ms per KiB (tomllib and validation; a 500-workaround
+    manifest: ~0.5 s); loading the cache costs its own imports (~6 ms), so below
+    ``FROM_BYTES`` it is not used (README "Benchmarks"). An entry is used only when
+    the manifest's resolved path, size, mtime and CRC-32 of its bytes, and the code
+    that built it (this file, packaging, Python) are all unchanged; anything else,
+    or any error reading or writing it, means parse as if there were no cache.
+    """
+
+    FROM_BYTES = 64 * 1024
+
+    def key(self, path: Path) -> tuple | None:
+        try:
+            stat = path.stat()
+            if stat.st_size < self.FROM_BYTES:
+                return None
+            import zlib
+
+            import packaging
+
+            code = Path(__file__).stat()
+            return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, zlib.crc32(path.read_bytes()),
+                    code.st_size, code.st_mtime_ns, packaging.__version__, sys.version)
+        except OSError:
+            return None
+
+    def file(self, key: tuple) -> Path:
+        import zlib
+
+        from tracker.environment import cache_dir
+
+        return cache_dir() / "manifest" / f"{zlib.crc32(key[0].encode()):08x}.pickle"
+
+    def get(self, path: Path) -> Manifest | None:
+        key = self.key(path)
+        if key is None:
+            return None
+        try:
+            import pickle
+
+            stored_key, manifest = pickle.loads(self.file(key).read_bytes())
+        except Exception:  # noqa: BLE001 - absent, unreadable or stale: parse instead
+            return None
+        if stored_key != key or not isinstance(manifest, Manifest):
+            return None
+        return manifest if manifest.path == path else dataclasses.replace(manifest, path=path)
+
+    def put(self, path: Path, manifest: Manifest) -> None:
+        key = self.key(path)
+        if key is None:
+            return
+        try:
+            import pickle
+            import tempfile
+
+            target = self.file(key)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump((key, manifest), stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, target)  # atomic: concurrent vLLM processes never see half a file
+        except Exception:  # noqa: BLE001 - a read-only cache only costs speed
+            return
+
+
+_cache = _ParsedCache()
 
 
 def check(path: Path | str | None = None, *, check_modules: bool = True) -> list[Problem]:
@@ -538,6 +617,7 @@ def _bad_version(value: Any) -> Version:
     raise InvalidVersion(repr(value))
 
 
+@functools.cache  # many entries share a module (the scale benchmark: 500 entries, 6 modules)
 def _module_exists(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -545,6 +625,7 @@ def _module_exists(name: str) -> bool:
         return False
 
 
+@functools.cache  # a pure function of the specifier, asked for the same windows again and again
 def satisfiable(spec: SpecifierSet) -> bool:
     """Whether any release version can satisfy ``spec``.
 

@@ -1,0 +1,1 @@
+"""Benchmarks of what xpu-workarounds costs; run ``python benchmarks/run.py``."""

@@ -1,0 +1,70 @@
+"""A generated manifest of 500 workarounds over 50 repositories, for the scale runs.
+
+Generated, never committed: each entry is a copy of one of the shipped workarounds
+(taken in turn), so windows, roles, states and module names are real ones, with
+its own id, its own patch targets (the shipped target's attribute with a suffix,
+so no two entries patch the same thing) and its own upstream references spread
+over ``repositories`` repositories. The result passes ``xpu-workarounds lint``.
+
+    python -m benchmarks.scale_manifest OUT.toml [--workarounds 500] [--repositories 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import tomllib
+from pathlib import Path
+
+import tomlkit
+
+from tracker import manifest as manifest_module
+
+
+def repository(index: int) -> str:
+    return f"scale-org-{index:02d}/project-{index:02d}"
+
+
+def entries(workarounds: int, repositories: int) -> list[dict]:
+    shipped = tomllib.loads(manifest_module.default_path().read_text(encoding="utf-8"))
+    templates = shipped["workaround"]
+    generated = []
+    reference_number = 1000
+    for index in range(workarounds):
+        entry = copy.deepcopy(templates[index % len(templates)])
+        suffix = f"s{index:03d}"
+        entry["id"] = f"{entry['id']}-{suffix}"
+        entry["targets"] = [dict(target, path=f"{target['path']}_{suffix}") for target in entry["targets"]]
+        for number, reference in enumerate(entry["upstream"]):
+            reference_number += 1
+            reference["ref"] = f"{repository((index + number) % repositories)}#{reference_number}"
+        generated.append(entry)
+    return generated
+
+
+def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path:
+    """Write the generated manifest to ``path`` and check it loads; returns ``path``."""
+    shipped = tomllib.loads(manifest_module.default_path().read_text(encoding="utf-8"))
+    document = {"schema": shipped["schema"], "support": shipped["support"],
+                "workaround": entries(workarounds, repositories)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    loaded = manifest_module.load(path)  # raises ManifestError if the generator is wrong
+    refs = {ref.ref for w in loaded.workarounds for ref in w.upstream}
+    repos = {ref.partition("#")[0] for ref in refs}
+    if len(loaded.workarounds) != workarounds or len(repos) != min(repositories, len(refs)):
+        raise AssertionError(f"generated {len(loaded.workarounds)} workarounds over {len(repos)} repositories")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--workarounds", type=int, default=500)
+    parser.add_argument("--repositories", type=int, default=50)
+    arguments = parser.parse_args()
+    print(generate(arguments.output, arguments.workarounds, arguments.repositories))
+
+
+if __name__ == "__main__":
+    main()
