@@ -409,3 +409,14 @@ def test_declares_finds_parameters_of_nested_functions(package):
     node = patching.definition(f"{name}:outer")
     assert patching.declares(node, "blocking")
     assert not patching.declares(node, "external")
+
+
+def test_a_target_that_cannot_be_resolved_fails_without_breaking_its_modules_import(package):
+    name = package.write("lazy", """
+        def __getattr__(name):
+            raise ImportError("optional dependency missing")
+    """)
+    record = patching.patch(f"{name}:thing", passthrough([]), owner="test")
+    module = package.load("lazy")
+    assert module.__name__ == name
+    assert (record.outcome, record.error) == ("failed", "ImportError: optional dependency missing")

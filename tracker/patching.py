@@ -161,17 +161,18 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
     try:
         resolved = _resolve(module, record.path.partition(":")[2])
     except AttributeError as error:
-        if record.optional:
-            _settle(record, "skipped", f"{record.path} does not exist ({error}; optional target)")
-        else:
-            _settle(record, "drifted", f"{record.path} does not exist ({error})")
+        outcome = "skipped" if record.optional else "drifted"
+        _settle(record, outcome, f"{record.path} does not exist ({error}{'; optional target' if record.optional else ''})")
+        return
+    except Exception as error:  # noqa: BLE001 - e.g. a module __getattr__ that fails
+        _settle(record, "failed", f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
         return
     container, name, raw, function = resolved
-    drift = _drift(record, container, raw, function)
-    if drift is not None:
-        _settle(record, "drifted", drift)
-        return
     try:
+        drift = _drift(record, container, raw, function)
+        if drift is not None:
+            _settle(record, "drifted", drift)
+            return
         installed = _make(record, raw, function)
         record._container, record._name = container, name
         record._had_own = name in vars(container)
@@ -422,21 +423,23 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
 
     def loaded(self, module: types.ModuleType) -> None:
         name = module.__name__
+        changed: list[Patch] = []
         with _lock:
             for record in self.prefixes.get(_top(name), []):
                 before = len(record._aliases)
                 _rebind_aliases(record, [module])
-                if len(record._aliases) != before and record.on_change is not None:
-                    record.on_change(record)
-            if name not in self.modules:
-                return
-            self.modules.discard(name)
-            waiting = [r for r in _registry.values() if r.module == name and r.outcome == "waiting"]
-        for record in waiting:
-            with _lock:
-                _apply(record, module)
+                if len(record._aliases) != before:
+                    changed.append(record)
+            if name in self.modules:
+                self.modules.discard(name)
+                for record in [r for r in _registry.values() if r.module == name and r.outcome == "waiting"]:
+                    _apply(record, module)
+                    changed.append(record)
+        # Outside the lock: callbacks may take their own locks, write files, or raise
+        # (strict mode), which fails this import.
+        for record in changed:
             if record.on_change is not None:
-                record.on_change(record)  # may raise (strict mode): the import fails with it
+                record.on_change(record)
 
 
 _watcher: _ImportWatcher | None = None

@@ -269,7 +269,7 @@ def _target_json(entry: _Entry) -> list[dict]:
         record = by_path.get(target.path)
         if record is None:
             outcome = "failed" if entry.decision.apply else "skipped"
-            detail = entry.error if entry.decision.apply else "not applied"
+            detail = entry.error if entry.decision.apply else f"not applied ({entry.decision.reason})"
             targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": []})
         else:
             targets.append({"path": target.path, "outcome": record.outcome, "detail": record.detail,
