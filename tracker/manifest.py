@@ -46,7 +46,7 @@ _WORKAROUND_REQUIRED = (
 _WORKAROUND_OPTIONAL = ("vllm_carries_fix",)
 _TARGET_KEYS = {"path", "kind", "params", "optional"}
 _UPSTREAM_REQUIRED = ("ref", "role", "state")
-_UPSTREAM_OPTIONAL = ("released_in", "commit", "note")
+_UPSTREAM_OPTIONAL = ("released_in", "commit", "note", "remaining")
 
 
 def default_path() -> Path:
@@ -105,6 +105,9 @@ class UpstreamRef:
     released_in: Release | None = None
     commit: str | None = None
     note: str | None = None
+    # A root fix that cures only part of the bug says what it leaves (e.g. "torch.xpu.Event
+    # still rejects external"): code working around that part stays needed.
+    remaining: str | None = None
 
     @property
     def repo(self) -> str:
@@ -594,8 +597,14 @@ class _Reader:
             note = table.get("note")
             if "note" in table and (not isinstance(note, str) or not note.strip()):
                 self.problem(at("note"), f"{name}.note", "must be a non-empty string")
+            remaining = table.get("remaining")
+            if "remaining" in table and (not isinstance(remaining, str) or not remaining.strip()):
+                self.problem(at("remaining"), f"{name}.remaining", "must be a non-empty string")
+            elif "remaining" in table and role in ROLES and role != "root-fix":
+                self.problem(at("remaining"), f"{name}.remaining", "only a root-fix can leave part of the bug")
             if len(self.problems) == before:
-                refs.append(UpstreamRef(ref, role, state, released, commit, note))
+                refs.append(UpstreamRef(ref, role, state, released, commit, note,
+                                        " ".join(remaining.split()) if isinstance(remaining, str) else None))
         return tuple(refs)
 
     def release(self, value: Any, line: int, field_name: str) -> Release | None:
