@@ -1,0 +1,227 @@
+"""A realistic upstream history for every reference in the shipped workarounds.toml.
+
+Dates, release pins and landing styles follow ../shared/reference/upstream-facts.md:
+vLLM cuts ``releases/vX.Y.0`` from main a few days before each ``.0`` tag and ships
+fixes merged after the cut by cherry-pick; pytorch's merge bot lands PRs (GitHub shows
+them closed); vllm-xpu-kernels ships #513 by cherry-pick on ``releases/v0.1.13``.
+
+``seed(server)`` builds it; ``EXPECTED`` is what `upstream` must report for it, written
+from those facts (not computed), and ``INLINE_DEAD_AT_0_34`` the inline audit at v0.34.0.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from fakegithub import FakeGitHub, Repo
+
+# vLLM XPU pins per release (torch, vllm-xpu-kernels): upstream-facts.md, "vLLM releases".
+VLLM_RELEASES: list[tuple[str, str, str, str]] = [
+    # tag, date, torch, kernels
+    ("v0.19.0", "2026-04-03", "2.10.0", "0.1.4"),
+    ("v0.19.1", "2026-04-18", "2.10.0", "0.1.4"),
+    ("v0.20.0", "2026-04-27", "2.11.0", "0.1.5"),
+    ("v0.20.1", "2026-05-03", "2.11.0", "0.1.5"),
+    ("v0.20.2", "2026-05-10", "2.11.0", "0.1.5"),
+    ("v0.21.0", "2026-05-15", "2.11.0", "0.1.7"),
+    ("v0.22.0", "2026-05-29", "2.11.0", "0.1.8"),
+    ("v0.22.1", "2026-06-05", "2.11.0", "0.1.8"),
+    ("v0.23.0", "2026-06-13", "2.11.0", "0.1.9"),
+    ("v0.24.0", "2026-06-30", "2.12.0", "0.1.10"),
+    ("v0.25.0", "2026-07-11", "2.12.0", "0.1.10.1"),
+    ("v0.25.1", "2026-07-14", "2.12.0", "0.1.10.1"),
+    ("v0.26.0", "2026-07-25", "2.12.0", "0.1.11.1"),
+    ("v0.27.0", "2026-08-10", "2.13.0", "0.1.12"),
+    ("v0.27.1", "2026-08-11", "2.13.0", "0.1.12"),
+    ("v0.28.0", "2026-08-26", "2.13.0", "0.1.13.2"),
+    ("v0.29.0", "2026-09-09", "2.13.0", "0.1.14.1"),
+    ("v0.30.0", "2026-09-22", "2.13.0", "0.1.14.1"),
+    ("v0.31.0", "2026-10-05", "2.14.0", "0.1.15.4"),
+    ("v0.32.0", "2026-10-18", "2.14.0", "0.1.15.4"),
+    ("v0.33.0", "2026-11-02", "2.14.0", "0.1.15.4"),
+    ("v0.34.0", "2026-11-16", "2.15.0", "0.1.17"),
+]
+CUT_DAYS = 5  # a release branch is cut this many days before its .0 tag
+
+# vLLM PRs: number -> (title, merged on main, cherry-picked into this release branch)
+VLLM_PULLS: dict[int, tuple[str, str, str | None]] = {
+    33868: ("[XPU] Support UVA weight offloading on XPU", "2026-02-06", None),
+    39977: ("[XPU] Skip CUDA graph memory profiling on XPU", "2026-05-05", None),
+    42187: ("[V1] Broadcast sampled tokens on a side stream for PP", "2026-06-01", None),
+    47140: ("[XPU] Remove the torch.cuda.Event redirect in DeepSeek-V4 XPU attention", "2026-06-30", None),
+    47081: ("[XPU] Alias torch.cuda to torch.xpu while building the XPU model runner", "2026-07-03", None),
+    47253: ("[XPU][PP] Synchronize the main stream before the PP broadcast", "2026-07-02", None),
+    47868: ("[XPU] Drop Event keywords torch.xpu.Event rejects", "2026-07-07", "v0.25.0"),
+    51770: ("[XPU] UVA offload: static launcher off and unpinned tensors", "2026-08-14", None),
+}
+VLLM_REVERT = (47668, 47140, "2026-07-06")  # (revert PR, reverted PR, merged)
+
+TORCH_RELEASES = [  # tag, date, branch cut
+    ("v2.10.0", "2026-01-21", "2025-12-20"),
+    ("v2.11.0", "2026-03-18", "2026-02-16"),
+    ("v2.12.0", "2026-05-13", "2026-04-13"),
+    ("v2.13.0", "2026-07-08", "2026-06-08"),
+    ("v2.14.0", "2026-09-02", "2026-08-03"),
+    ("v2.14.1", "2026-09-30", None),
+    ("v2.15.0", "2026-10-28", "2026-09-29"),
+]
+
+KERNEL_RELEASES = [  # tag, date, branch the tag is on
+    ("v0.1.12.3", "2026-07-28", "releases/v0.1.12"),
+    ("v0.1.13.1", "2026-08-12", "releases/v0.1.13"),
+    ("v0.1.13.2", "2026-08-20", "releases/v0.1.13"),
+    ("v0.1.14.1", "2026-09-01", "releases/v0.1.14"),
+    ("v0.1.15.1", "2026-09-20", "releases/v0.1.15"),
+    ("v0.1.15.4", "2026-10-01", "releases/v0.1.15"),
+    ("v0.1.16.1", "2026-10-25", "releases/v0.1.16"),
+    ("v0.1.16.2", "2026-11-05", "releases/v0.1.16"),
+    ("v0.1.17", "2026-11-12", "releases/v0.1.17"),
+]
+KERNEL_BRANCH_CUTS = {"releases/v0.1.12": "2026-07-20", "releases/v0.1.13": "2026-08-08",
+                      "releases/v0.1.14": "2026-08-28", "releases/v0.1.15": "2026-09-15",
+                      "releases/v0.1.16": "2026-10-20", "releases/v0.1.17": "2026-11-10"}
+
+# What `upstream` must say for this history (from upstream-facts.md).
+EXPECTED: dict[str, tuple[str, str | None]] = {
+    "vllm-project/vllm#47081": ("merged", "vllm>=0.25.0"),
+    "vllm-project/vllm#47868": ("merged", "vllm>=0.25.0"),  # by cherry-pick; v0.26.0 has the main commit
+    "pytorch/pytorch#192495": ("landed", "torch>=2.15.0"),
+    "vllm-project/vllm#47140": ("reverted", None),
+    "vllm-project/vllm#47668": ("merged", "vllm>=0.25.0"),
+    "pytorch/pytorch#189017": ("open", None),
+    "vllm-project/vllm#39977": ("merged", "vllm>=0.21.0"),
+    "vllm-project/vllm#42187": ("merged", "vllm>=0.23.0"),
+    "vllm-project/vllm#47253": ("merged", "vllm>=0.25.0"),
+    "vllm-project/vllm#51770": ("merged", "vllm>=0.28.0"),
+    "pytorch/pytorch#188240": ("landed", "torch>=2.14.0"),
+    "vllm-project/vllm#33868": ("merged", "vllm>=0.19.0"),  # older than the oldest tag seeded
+    "vllm-project/vllm-xpu-kernels#513": ("merged", "vllm-xpu-kernels>=0.1.13.1"),  # by cherry-pick
+}
+# vLLM 0.34.0 pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU.
+INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
+                       "cuda-event-redirect": False, "cudagraph-profile-skip": False, "pp-broadcast-sync": False}
+INLINE_PARTLY_DEAD_AT_0_34 = {"event-blocking-kwarg"}
+
+
+def requirements(torch: str, kernels: str) -> str:
+    return (
+        "# Common dependencies\n-r common.txt\n\nray>=2.9\nsetuptools-scm>=8\n"
+        "--extra-index-url=https://download.pytorch.org/whl/xpu\n"
+        f"torch=={torch}+xpu\ntorchaudio\ntorchvision\n"
+        f"vllm_xpu_kernels @ https://github.com/vllm-project/vllm-xpu-kernels/releases/download/v{kernels}/"
+        f"vllm_xpu_kernels-{kernels}-cp312-cp312-linux_x86_64.whl\n"
+    )
+
+
+def _day(text: str, hours: int = 12) -> datetime:
+    return datetime.fromisoformat(text) + timedelta(hours=hours)
+
+
+def seed_vllm(server: FakeGitHub) -> Repo:
+    repo = server.add_repo("vllm-project/vllm")
+    repo.commit("Initial XPU requirements", files={"requirements/xpu.txt": requirements("2.9.0", "0.1.3")},
+                date="2026-01-05T09:00:00")
+    # Main-branch happenings in date order: PR merges, pin bumps before each cut, cuts.
+    happenings: list[tuple[datetime, str, object]] = []
+    for number, (_, merged, _) in VLLM_PULLS.items():
+        happenings.append((_day(merged, 10), "merge", number))
+    happenings.append((_day(VLLM_REVERT[2], 9), "revert", VLLM_REVERT))
+    for tag, date, torch, kernels in VLLM_RELEASES:
+        if tag.endswith(".0"):
+            cut = _day(date) - timedelta(days=CUT_DAYS)
+            happenings.append((cut - timedelta(hours=6), "pins", (torch, kernels)))
+            happenings.append((cut, "cut", tag))
+    happenings.append((_day("2026-11-20"), "pins", ("2.15.0", "0.1.17")))
+    happenings.sort(key=lambda item: item[0])
+    for number, (title, _, _) in VLLM_PULLS.items():
+        created = _day(VLLM_PULLS[number][1]) - timedelta(days=6)
+        repo.pull(title, number=number, created=created, user="xpu-dev", labels=["ready"])
+    for moment, kind, what in happenings:
+        if kind == "merge":
+            repo.merge(what, date=moment, files={f"vllm/xpu_{what}.py": f"# change of #{what}\n"})
+        elif kind == "revert":
+            revert, reverted, _ = what
+            title = f'Revert "{VLLM_PULLS[reverted][0]} (#{reverted})"'
+            pr = repo.pull(title, number=revert, created=moment - timedelta(hours=3), user="maintainer",
+                           body=f"Reverts vllm-project/vllm#{reverted}: breaks DeepSeek-V4 on XPU.")
+            repo.cross_reference(reverted, pr, date=moment - timedelta(hours=3))
+            repo.merge(revert, date=moment, files={f"vllm/xpu_{reverted}.py": None})
+        elif kind == "pins":
+            torch, kernels = what
+            repo.commit(f"[XPU] Bump XPU pins to torch {torch}, vllm-xpu-kernels {kernels}",
+                        files={"requirements/xpu.txt": requirements(torch, kernels)}, date=moment)
+        elif kind == "cut":
+            repo.branch(f"releases/{what}", "main")
+    for number, (_, _, picked_into) in VLLM_PULLS.items():
+        if picked_into:
+            repo.cherry_pick(repo.pulls[number].merge_commit_sha, onto=f"releases/{picked_into}",
+                             date=_day(VLLM_PULLS[number][1], 20))
+    for tag, date, _, _ in VLLM_RELEASES:
+        series = tag.rsplit(".", 1)[0] + ".0"
+        if not tag.endswith(".0"):
+            repo.commit(f"[Release] Bump version to {tag}", branch=f"releases/{series}",
+                        date=_day(date) - timedelta(hours=2))
+        repo.tag(tag, f"releases/{series}")
+    repo.commit("[Misc] Nightly housekeeping", date="2026-11-28T08:00:00")
+    return repo
+
+
+def seed_torch(server: FakeGitHub) -> Repo:
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("Initial", files={"torch/xpu/streams.py": "class Event: pass\n"}, date="2025-12-01T00:00:00")
+    landings = {188240: ("[Inductor][XPU] Accept UVA pointers in the static Triton launcher", "2026-07-02"),
+                192495: ("[XPU] Add blocking and interprocess to torch.xpu.Event", "2026-09-20")}
+    for number, (title, day) in landings.items():
+        repo.pull(title, number=number, created=_day(day) - timedelta(days=12), user="xpu-dev",
+                  labels=["open source", "ciflow/xpu"], body=f"Fixes XPU issue for #{number}.")
+    repo.pull("[XPU] Device-generic torch.Event", number=189017, created="2026-07-10T12:00:00", user="xpu-dev",
+              labels=["open source", "module: xpu"])
+    happenings: list[tuple[datetime, str, object]] = []
+    for tag, date, cut in TORCH_RELEASES:
+        if cut:
+            happenings.append((_day(cut), "cut", tag))
+    for number, (_, day) in landings.items():
+        happenings.append((_day(day, 15), "land", number))
+    happenings.sort(key=lambda item: item[0])
+    for moment, kind, what in happenings:
+        if kind == "land":
+            repo.commit("[CI] Update pinned commits", date=moment - timedelta(hours=5))
+            repo.land(what, date=moment, files={f"torch/_fix_{what}.py": "fixed\n"})
+        else:
+            repo.branch(f"release/{what[1:].rsplit('.', 1)[0]}", "main")
+    for tag, date, _ in TORCH_RELEASES:
+        branch = f"release/{tag[1:].rsplit('.', 1)[0]}"
+        repo.tag(f"{tag}-rc1", branch)
+        repo.commit(f"[release/{branch[8:]}] Version {tag[1:]}", branch=branch, date=_day(date) - timedelta(hours=3))
+        repo.tag(tag, branch)
+    repo.tag("ciflow/xpu/188240", "main")
+    repo.commit("Bump the 2.16 branch cut", date="2026-11-30T10:00:00")
+    return repo
+
+
+def seed_kernels(server: FakeGitHub) -> Repo:
+    repo = server.add_repo("vllm-project/vllm-xpu-kernels")
+    repo.commit("Initial kernels", files={"csrc/uva.cpp": "// assert pinned\n"}, date="2026-05-01T00:00:00")
+    repo.pull("Handle empty and non-pinned input in get_accelerator_view_from_cpu_tensor", number=513,
+              created="2026-08-04T10:00:00", user="kernel-dev")
+    happenings: list[tuple[datetime, str, object]] = [(_day(cut), "cut", branch)
+                                                      for branch, cut in KERNEL_BRANCH_CUTS.items()]
+    happenings.append((_day("2026-08-10", 14), "merge", 513))
+    happenings.sort(key=lambda item: item[0])
+    for moment, kind, what in happenings:
+        if kind == "merge":
+            repo.merge(what, date=moment, files={"csrc/uva.cpp": "// empty and unpinned handled\n"})
+        else:
+            repo.commit(f"Prepare {what}", date=moment - timedelta(hours=1))
+            repo.branch(what, "main")
+    repo.cherry_pick(repo.pulls[513].merge_commit_sha, onto="releases/v0.1.13", date="2026-08-11T09:00:00")
+    for tag, date, branch in KERNEL_RELEASES:
+        repo.commit(f"Release {tag}", branch=branch, date=_day(date) - timedelta(hours=1))
+        repo.tag(tag, branch)
+    return repo
+
+
+def seed(server: FakeGitHub) -> None:
+    seed_vllm(server)
+    seed_torch(server)
+    seed_kernels(server)
