@@ -67,7 +67,7 @@ class GitStore:
     issues: dict[str, dict[int, Issue]] = field(default_factory=dict)  # repo -> number -> issue
     comments: dict[tuple[str, int], list[Comment]] = field(default_factory=dict)
     closed_heads: dict[tuple[str, int], str | None] = field(default_factory=dict)  # head sha when closed
-    denials: list[tuple[str, str, int, dict]] = field(default_factory=list)  # method, rule, status, body
+    denials: list[tuple[str, str, int, dict, bool]] = field(default_factory=list)  # method, rule, answer, apply
 
 
 def blob_sha(raw: bytes) -> str:
@@ -83,11 +83,16 @@ def store(server: FakeGitHub) -> GitStore:
     return server.git  # type: ignore[attr-defined]
 
 
-def deny(server: FakeGitHub, method: str, rule: str, status: int = 403, message: str | None = None) -> None:
-    """The next ``method`` request matching ``rule`` answers ``status`` (once)."""
+def deny(server: FakeGitHub, method: str, rule: str, status: int = 403, message: str | None = None,
+         apply: bool = False) -> None:
+    """The next ``method`` request matching ``rule`` answers ``status`` (once).
+
+    ``apply=True``: the request takes effect all the same and only its answer is lost, as
+    when a POST succeeded but the client saw an error (and a retry met "already exists").
+    """
     body = {"message": message or ("Resource not accessible by integration" if status == 403 else "Error"),
             "documentation_url": "https://docs.github.com/rest"}
-    store(server).denials.append((method, rule, status, body))
+    store(server).denials.append((method, rule, status, body, apply))
 
 
 def writes(server: FakeGitHub) -> int:
@@ -119,9 +124,11 @@ def route(method: str, rule: str):
 def _guarded(method: str, rule: str, handler):
     def answer(server: FakeGitHub, request: Request, **params: Any) -> Any:
         denials = store(server).denials
-        for index, (m, r, status, body) in enumerate(denials):
+        for index, (m, r, status, body, apply) in enumerate(denials):
             if m == method and r == rule:
                 del denials[index]
+                if apply:
+                    handler(server, request, **params)
                 return Reply(status, body)
         return handler(server, request, **params)
     return answer

@@ -199,10 +199,27 @@ def upstream(
 def retire(
     json_output: JsonOption = False,
     check: Annotated[bool, typer.Option("--check", help="Exit 3 when something is retirable.")] = False,
+    open_prs: Annotated[bool, typer.Option(
+        "--open-prs", help="Open or update one removal PR per retirable workaround, and the dashboard issue, "
+                           "judged from the repository's base branch.")] = False,
+    repo: Annotated[Optional[str], typer.Option("--repo", metavar="OWNER/NAME", show_default=False,
+                                                help="With --open-prs: the repository.")] = None,
+    base: Annotated[Optional[str], typer.Option("--base", metavar="BRANCH", show_default=False,
+                                                help="With --open-prs: the base branch (default: the "
+                                                     "repository's default branch).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --open-prs: print what would be done and "
+                                                            "send no write request.")] = False,
+    only: Annotated[Optional[str], typer.Option("--only", metavar="ID", show_default=False,
+                                                help="With --open-prs: only this workaround.")] = None,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence."""
     from tracker.decision import retirement
 
+    if open_prs:
+        _open_removal_prs(repo, base, dry_run, only, json_output, check)
+        return
+    if repo is not None or base is not None or dry_run or only is not None:
+        fail("--repo, --base, --dry-run and --only go with --open-prs")
     manifest = load_manifest()
     retirable, kept = [], []
     for w in manifest.workarounds:
@@ -219,6 +236,30 @@ def retire(
         for item in kept:
             typer.echo(f"keep       {item['id']}: {item['reason']}")
     if check and retirable:
+        raise typer.Exit(EXIT_RETIRABLE)
+
+
+def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: str | None, json_output: bool,
+                      check: bool) -> None:
+    from tracker.retire import RetireError, check_repository, open_prs
+
+    if repo is None:
+        fail("--open-prs needs --repo OWNER/NAME")
+    try:
+        check_repository(repo)
+        outcome = open_prs(repo, base=base, only=only, dry_run=dry_run,
+                           echo=None if json_output else typer.echo)
+    except ValueError as error:
+        fail(str(error))
+    except RetireError as error:
+        fail(str(error), EXIT_UPSTREAM)
+    if json_output:
+        typer.echo(json.dumps(outcome.as_json(), indent=2))
+    elif dry_run:
+        typer.echo("dry run: nothing was changed")
+    if outcome.failed:
+        fail("some steps failed (see above); the others were done", EXIT_UPSTREAM)
+    if check and outcome.retirable:
         raise typer.Exit(EXIT_RETIRABLE)
 
 

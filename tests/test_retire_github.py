@@ -1,0 +1,494 @@
+"""``retire --open-prs`` against the stand-in GitHub server, over real HTTP with real PyGithub.
+
+The server holds a real repository state: this project's own tracked files at a base
+commit, with ``[support]`` torch raised to 2.14.0 so that ``static-launcher-uva`` is
+retirable (pytorch#188240 is in torch 2.14.0), plus a test and a fixture of that
+workaround following the naming convention. Everything the run learns about the
+repository it reads through the API; every change it makes goes through the API.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import github
+import pytest
+from github import Auth
+
+from fakegithub import FakeGitHub
+from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
+from tracker import manifest as manifest_module
+from tracker.catalogue import markdown
+from tracker.github_client import ClientSettings
+from tracker.retire import (BRANCH_PREFIX, DASHBOARD_LABEL, DASHBOARD_TITLE, DOCS_PATH, LABEL, MANIFEST_PATH,
+                            Retirer, read_marker, remove_entry)
+
+ROOT = Path(__file__).resolve().parent.parent
+REPOSITORY = "xpu-org/xpu-workarounds"
+STATIC = "static-launcher-uva"
+SECOND = "cudagraph-profile-skip"  # retirable once the vLLM floor reaches 0.21.0
+STATIC_OWNED = {"workarounds/static_launcher_uva.py", "tests/test_workaround_static_launcher_uva.py",
+                "tests/fixtures/static_launcher_uva/offload_config.json"}
+TOKEN = "ghs_stand-in-token-for-tests"
+
+
+def project_files() -> dict[str, str]:
+    """Every tracked text file of this checkout, as it is in the working tree."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
+    files = {}
+    for name in filter(None, listed.decode().split("\0")):
+        try:
+            files[name] = (ROOT / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # binary or gone from the working tree
+    return files
+
+
+def with_floor(text: str, **floors: str) -> str:
+    """``text`` with ``[support]`` floors replaced (keyword ``vllm_xpu_kernels`` for dashes)."""
+    head, sep, rest = text.partition("[support]\n")
+    table, blank, tail = rest.partition("\n\n")
+    lines = table.splitlines()
+    for name, version in floors.items():
+        key = name.replace("_", "-")
+        lines = [f'{key} = "{version}"' if line.split(" = ")[0] == key else line for line in lines]
+    return head + sep + "\n".join(lines) + blank + tail
+
+
+class Scenario:
+    """One repository on the stand-in server, and runs of the retirer against it."""
+
+    def __init__(self, server: FakeGitHub):
+        self.server = server
+        self.repo = server.add_repo(REPOSITORY)
+        files = project_files()
+        files[MANIFEST_PATH] = with_floor(files[MANIFEST_PATH], torch="2.14.0")
+        files.setdefault("tests/test_workaround_static_launcher_uva.py", "def test_switches_off():\n    pass\n")
+        files["tests/fixtures/static_launcher_uva/offload_config.json"] = '{"offload": "uva"}\n'
+        self.repo.commit("The project at a base commit", files=files)
+        self.settings = ClientSettings(token=TOKEN, base_url=server.base_url, retries=0, timeout=15)
+        # The product's client (github_client.connect) spaces writes a second apart, as GitHub
+        # asks of real bots; against the stand-in that only costs time, so tests turn it off.
+        self.gh = github.Github(auth=Auth.Token(TOKEN), base_url=server.base_url, retry=None, timeout=15,
+                                seconds_between_requests=None, seconds_between_writes=None)
+        self.lines: list[str] = []
+
+    # ---- acting --------------------------------------------------------------------
+    def run(self, dry_run: bool = False, only: str | None = None):
+        self.server.settle()
+        self.server.reset_log()
+        self.lines = []
+        return Retirer(self.gh, self.settings, REPOSITORY, dry_run=dry_run, echo=self.lines.append).run(only)
+
+    def push_base(self, message: str, **files: str | None) -> str:
+        return self.repo.commit(message, files={name.replace("__", "/").replace("_DOT_", "."): text
+                                                for name, text in files.items()})
+
+    def set_manifest(self, text: str) -> str:
+        return self.repo.commit("Edit the manifest", files={MANIFEST_PATH: text})
+
+    @property
+    def base(self) -> str:
+        return self.repo.branches["main"]
+
+    @property
+    def manifest_text(self) -> str:
+        return self.repo.commits[self.base].files[MANIFEST_PATH]
+
+    # ---- looking -------------------------------------------------------------------
+    def prs(self, workaround_id: str):
+        return [pr for pr in self.repo.pulls.values() if pr.head == BRANCH_PREFIX + workaround_id]
+
+    def pr(self, workaround_id: str):
+        found = self.prs(workaround_id)
+        assert len(found) == 1, found
+        return found[0]
+
+    def files(self, branch: str) -> dict[str, str]:
+        return self.repo.commits[self.repo.branches[branch]].files
+
+    def dashboards(self):
+        return [issue for issue in store(self.server).issues.get(REPOSITORY.lower(), {}).values()
+                if DASHBOARD_LABEL in issue.labels]
+
+    def comments(self, number: int) -> list[str]:
+        return [c.body for c in store(self.server).comments.get((REPOSITORY.lower(), number), [])]
+
+    def assert_sound(self) -> None:
+        """No duplicate PR, and every removal branch is one good commit on the current base."""
+        for branch in [b for b in self.repo.branches if b.startswith(BRANCH_PREFIX)]:
+            prs = [pr for pr in self.repo.pulls.values() if pr.head == branch]
+            assert len(prs) == 1, f"{branch}: {len(prs)} PRs"
+            if prs[0].state != "open":
+                continue
+            tip = self.repo.commits[self.repo.branches[branch]]
+            assert tip.parents == [self.base], f"{branch} is not one commit on the current base"
+            workaround_id = branch[len(BRANCH_PREFIX):]
+            base_files = self.repo.commits[self.base].files
+            expected = {p: t for p, t in base_files.items() if p not in owned(workaround_id, base_files)}
+            expected[MANIFEST_PATH] = remove_entry(self.manifest_text, workaround_id)
+            expected.pop(DOCS_PATH, None)
+            assert {p: t for p, t in tip.files.items() if p != DOCS_PATH} == expected
+            edited = manifest_module.load(_write(expected[MANIFEST_PATH]), check_modules=False)
+            assert tip.files[DOCS_PATH] == markdown(edited)
+            assert lint_problems(tip.files) == []
+
+
+def _write(text: str) -> Path:
+    path = Path(tempfile.mkdtemp()) / MANIFEST_PATH
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def owned(workaround_id: str, files: dict[str, str]) -> set[str]:
+    module = workaround_id.replace("-", "_")
+    return {p for p in files if p == f"workarounds/{module}.py" or p.startswith(f"tests/fixtures/{module}/")
+            or p.endswith(f"/test_workaround_{module}.py")}
+
+
+def lint_problems(files: dict[str, str]) -> list[str]:
+    """The manifest of ``files`` checked with its modules resolved in ``files`` alone."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch)
+        for path in [MANIFEST_PATH, *[p for p in files if p.startswith(("workarounds/", "tracker/"))]]:
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(files[path], encoding="utf-8")
+        # The tree's own tracker checks the tree's own manifest; modules resolve from the tree first.
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        result = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(tree / MANIFEST_PATH)],
+                                capture_output=True, text=True, cwd=tree, env=env)
+        return [] if result.returncode == 0 else (result.stdout + result.stderr).splitlines()
+
+
+@pytest.fixture
+def scenario():
+    with FakeGitHub() as server:
+        install(server)
+        yield Scenario(server)
+
+
+def actions(outcome) -> dict[str, tuple[str, int | None]]:
+    return {a.id: (a.action, a.pr) for a in outcome.actions}
+
+
+# ------------------------------------------------------------------------- first run
+
+
+def test_first_run_opens_one_pr_for_the_retirable_workaround(scenario):
+    outcome = scenario.run()
+    pr = scenario.pr(STATIC)
+    assert actions(outcome) == {STATIC: ("opened", pr.number)}
+    assert (pr.state, pr.base, pr.head) == ("open", "main", BRANCH_PREFIX + STATIC)
+    assert LABEL in pr.labels
+    assert not outcome.failed
+
+
+def test_the_pr_branch_removes_exactly_the_workarounds_files(scenario):
+    base_files = dict(scenario.files("main"))
+    scenario.run()
+    branch_files = scenario.files(BRANCH_PREFIX + STATIC)
+    assert set(base_files) - set(branch_files) == STATIC_OWNED
+    assert set(branch_files) <= set(base_files) | {DOCS_PATH}
+    changed = {p for p in branch_files if branch_files[p] != base_files.get(p)}
+    assert changed == {MANIFEST_PATH, DOCS_PATH}
+
+
+def test_the_pr_branch_is_one_commit_on_the_base_head(scenario):
+    base = scenario.base
+    scenario.run()
+    tip = scenario.repo.commits[scenario.repo.branches[BRANCH_PREFIX + STATIC]]
+    assert tip.parents == [base]
+    assert tip.message.startswith(f"Retire workaround {STATIC}\n")
+
+
+def test_the_edited_manifest_on_the_branch_passes_lint_against_the_branchs_own_tree(scenario):
+    scenario.run()
+    files = scenario.files(BRANCH_PREFIX + STATIC)
+    assert lint_problems(files) == []
+    assert STATIC not in [w.id for w in manifest_module.load(_write(files[MANIFEST_PATH])).workarounds]
+
+
+def test_the_branchs_docs_are_regenerated_from_its_manifest(scenario):
+    scenario.run()
+    files = scenario.files(BRANCH_PREFIX + STATIC)
+    assert files[DOCS_PATH] == markdown(manifest_module.load(_write(files[MANIFEST_PATH]), check_modules=False))
+
+
+def test_the_lint_check_of_a_branch_catches_a_missing_module(scenario):
+    # The same check the tests above rely on, shown to fail on a broken tree.
+    files = dict(scenario.files("main"))
+    del files["workarounds/uva_view_unpinned.py"]
+    assert any("uva-view-unpinned" in line and "does not exist" in line for line in lint_problems(files))
+
+
+def test_the_pr_body_carries_the_evidence_and_what_to_run(scenario):
+    scenario.run()
+    body = scenario.pr(STATIC).body
+    assert "pytorch/pytorch#188240" in body and "| root-fix | landed | `torch>=2.14.0` |" in body
+    assert "vllm-project/vllm#51770" in body and "| inline-fix | merged | `vllm>=0.28.0` |" in body
+    assert "vllm 0.19.0, torch 2.14.0, vllm-xpu-kernels 0.1.4" in body
+    assert "every supported release contains it" in body
+    assert "xpu-workarounds lint" in body and "python -m pytest" in body
+    for path in STATIC_OWNED:
+        assert f"- deletes `{path}`" in body
+    assert read_marker(body).id == STATIC
+
+
+def test_first_run_opens_one_dashboard_issue_listing_every_workaround(scenario):
+    outcome = scenario.run()
+    [dashboard] = scenario.dashboards()
+    assert outcome.dashboard.action == "opened" and outcome.dashboard.issue == dashboard.number
+    assert dashboard.title == DASHBOARD_TITLE
+    manifest = manifest_module.load(_write(scenario.manifest_text), check_modules=False)
+    for w in manifest.workarounds:
+        row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{w.id}` |"))
+        assert all(f"`{window.describe()}`" in row for window in w.affected)
+        assert all(f"{ref.ref} ({ref.role}): {ref.state}" in row for ref in w.upstream)
+        assert ("**retirable**" if w.id == STATIC else "**keep**") in row
+    static_row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{STATIC}` |"))
+    assert static_row.endswith(f"| #{scenario.pr(STATIC).number} open |")
+
+
+# ------------------------------------------------------------------------ idempotence
+
+
+def test_a_second_run_with_nothing_new_sends_no_write_and_reports_unchanged(scenario):
+    first = scenario.run()
+    second = scenario.run()
+    assert writes(scenario.server) == 0
+    assert actions(second) == {STATIC: ("unchanged", actions(first)[STATIC][1])}
+    assert second.dashboard.action == "unchanged"
+
+
+def test_after_the_base_moves_the_same_pr_is_updated_onto_the_new_base(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    new_base = scenario.push_base("Unrelated change", README_DOT_md="# moved\n")
+    outcome = scenario.run()
+    assert actions(outcome) == {STATIC: ("updated", number)}
+    assert "the base moved" in outcome.actions[0].detail
+    assert scenario.repo.commits[scenario.repo.branches[BRANCH_PREFIX + STATIC]].parents == [new_base]
+    assert scenario.files(BRANCH_PREFIX + STATIC)["README.md"] == "# moved\n"
+    assert len(scenario.prs(STATIC)) == 1 and scenario.pr(STATIC).state == "open"
+    scenario.assert_sound()
+
+
+def test_when_the_evidence_changes_the_same_pr_gets_a_new_body(scenario):
+    scenario.run()
+    before = scenario.pr(STATIC).body
+    scenario.set_manifest(scenario.manifest_text.replace(
+        'ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "landed"',
+        'ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "merged"'))
+    outcome = scenario.run()
+    after = scenario.pr(STATIC).body
+    assert actions(outcome)[STATIC][0] == "updated" and "the evidence changed" in outcome.actions[0].detail
+    assert read_marker(after).evidence != read_marker(before).evidence
+    assert "| root-fix | merged |" in after
+    assert len(scenario.prs(STATIC)) == 1
+    scenario.assert_sound()
+
+
+def test_a_branch_someone_pushed_to_is_put_back_to_the_removal(scenario):
+    scenario.run()
+    branch = BRANCH_PREFIX + STATIC
+    scenario.repo.commit("A stray commit", branch=branch, files={"stray.txt": "x\n"})
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC][0] == "updated"
+    assert "stray.txt" not in scenario.files(branch)
+    scenario.assert_sound()
+
+
+# ----------------------------------------------------------------------- closed PRs
+
+
+def test_a_pr_a_person_closed_stays_closed_and_the_dashboard_says_so(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    close_by_person(scenario.server, scenario.repo, number)
+    scenario.push_base("Unrelated change", README_DOT_md="# moved\n")
+    outcome = scenario.run()
+    assert actions(outcome) == {STATIC: ("left-closed", number)}
+    assert scenario.pr(STATIC).state == "closed"
+    assert f"#{number} closed without merging, left closed" in scenario.dashboards()[0].body
+
+
+def test_a_pr_a_person_closed_is_reopened_only_when_the_evidence_changes(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    close_by_person(scenario.server, scenario.repo, number)
+    scenario.run()
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.20.0"))
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC] == ("opened", number)
+    assert "reopened" in outcome.actions[0].detail and "evidence changed" in outcome.actions[0].detail
+    assert scenario.pr(STATIC).state == "open" and len(scenario.prs(STATIC)) == 1
+    scenario.assert_sound()
+
+
+def test_a_pr_for_a_workaround_needed_again_is_closed_with_a_comment_saying_why(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    scenario.set_manifest(with_floor(scenario.manifest_text, torch="2.10.0"))
+    outcome = scenario.run()
+    assert actions(outcome) == {STATIC: ("closed", number)}
+    assert scenario.pr(STATIC).state == "closed"
+    [comment] = scenario.comments(number)
+    assert comment.startswith(f"Closing: `{STATIC}` is needed again")
+    assert "torch<2.14.0" in comment  # the window supported stacks still fall in
+
+
+def test_a_pr_closed_because_it_was_needed_again_reopens_when_retirable_again(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    retiring = scenario.manifest_text
+    scenario.set_manifest(with_floor(retiring, torch="2.10.0"))
+    scenario.run()
+    scenario.set_manifest(retiring)
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC] == ("opened", number)
+    assert "retirable again" in outcome.actions[0].detail
+    scenario.assert_sound()
+
+
+def test_a_merged_pr_leaves_nothing_to_do(scenario):
+    scenario.run()
+    merge_by_person(scenario.server, scenario.repo, scenario.pr(STATIC).number)
+    outcome = scenario.run()
+    assert STATIC not in actions(outcome)
+    assert STATIC not in scenario.dashboards()[0].body
+    assert writes(scenario.server) == 1  # the dashboard edit, nothing else
+
+
+# ----------------------------------------------------------------------- failures
+
+
+def test_a_403_on_opening_the_pr_leaves_no_half_made_branch_and_says_so(scenario):
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/pulls", 403)
+    outcome = scenario.run()
+    [action] = outcome.actions
+    assert (action.id, action.action, action.pr) == (STATIC, "failed", None)
+    assert "403" in action.detail and "deleted again, nothing is left half-made" in action.detail
+    assert "Allow GitHub Actions to create and approve pull requests" in action.detail
+    assert BRANCH_PREFIX + STATIC not in scenario.repo.branches
+    assert scenario.prs(STATIC) == []
+    assert outcome.failed
+
+
+def test_a_403_on_pushing_the_branch_creates_no_branch_and_says_so(scenario):
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/git/refs", 403)
+    outcome = scenario.run()
+    assert outcome.actions[0].action == "failed"
+    assert "the branch was not created" in outcome.actions[0].detail
+    assert not [b for b in scenario.repo.branches if b.startswith(BRANCH_PREFIX)]
+
+
+def test_the_run_after_a_failure_opens_the_pr(scenario):
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/pulls", 403)
+    scenario.run()
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC][0] == "opened"
+    scenario.assert_sound()
+
+
+def test_one_failing_pr_does_not_stop_the_others_and_each_is_reported(scenario):
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.21.0"))  # the second one is retirable too
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/pulls", 403)  # the first PR attempt only
+    outcome = scenario.run()
+    result = actions(outcome)
+    assert result[SECOND] == ("failed", None)  # first in manifest order
+    assert result[STATIC] == ("opened", scenario.pr(STATIC).number)
+    assert outcome.failed
+    scenario.assert_sound()
+
+
+def test_already_exists_on_creating_the_pr_means_look_again(scenario):
+    # The POST created the PR but its answer was lost; the retried POST got 422.
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/pulls", 422,
+         "Validation Failed: A pull request already exists for xpu-org:xpu-workarounds/retire-static-launcher-uva.",
+         apply=True)
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC] == ("opened", scenario.pr(STATIC).number)
+    assert len(scenario.prs(STATIC)) == 1
+    scenario.assert_sound()
+
+
+# ------------------------------------------------------------------------- dry run
+
+
+def test_a_dry_run_sends_no_write_and_says_what_it_would_open(scenario):
+    outcome = scenario.run(dry_run=True)
+    assert writes(scenario.server) == 0
+    assert actions(outcome) == {STATIC: ("opened", None)}
+    line = next(line for line in scenario.lines if STATIC in line)
+    assert line.startswith("dry run: opened") and "would open a PR from xpu-workarounds/retire-static" in line
+    assert all(path in line for path in STATIC_OWNED)
+    assert scenario.repo.pulls == {} and scenario.dashboards() == []
+
+
+def test_a_dry_run_after_the_base_moved_says_it_would_update_and_changes_nothing(scenario):
+    scenario.run()
+    scenario.push_base("Unrelated change", README_DOT_md="# moved\n")
+    tip = scenario.repo.branches[BRANCH_PREFIX + STATIC]
+    outcome = scenario.run(dry_run=True)
+    assert writes(scenario.server) == 0
+    assert outcome.actions[0].action == "updated" and outcome.actions[0].detail.startswith("would update")
+    assert scenario.repo.branches[BRANCH_PREFIX + STATIC] == tip
+
+
+def test_only_limits_the_run_to_one_workaround(scenario):
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.21.0"))
+    outcome = scenario.run(only=SECOND)
+    assert list(actions(outcome)) == [SECOND]
+    assert scenario.prs(STATIC) == []
+
+
+# -------------------------------------------------------------- ten changing runs
+
+
+def test_ten_runs_over_a_changing_repository_never_duplicate_a_pr_or_break_a_branch(scenario):
+    retiring = scenario.manifest_text
+    both = with_floor(retiring, vllm="0.21.0")
+    steps = [
+        ("first run", lambda: None, {STATIC: "opened"}),
+        ("nothing new", lambda: None, {STATIC: "unchanged"}),
+        ("base moves", lambda: scenario.push_base("Docs", README_DOT_md="# one\n"), {STATIC: "updated"}),
+        ("floor raised: both retirable", lambda: scenario.set_manifest(both), {STATIC: "updated", SECOND: "opened"}),
+        ("a person closes one", lambda: close_by_person(scenario.server, scenario.repo, scenario.pr(STATIC).number),
+         {STATIC: "left-closed", SECOND: "unchanged"}),
+        ("base moves again", lambda: scenario.push_base("More docs", README_DOT_md="# two\n"),
+         {STATIC: "left-closed", SECOND: "updated"}),
+        ("floor lowered: both needed", lambda: scenario.set_manifest(with_floor(both, vllm="0.19.0", torch="2.10.0")),
+         {SECOND: "closed"}),
+        ("floor raised back", lambda: scenario.set_manifest(both), {STATIC: "left-closed", SECOND: "opened"}),
+        ("upstream state changes", lambda: scenario.set_manifest(both.replace(
+            'ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "landed"',
+            'ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "merged"')),
+         {STATIC: "opened", SECOND: "updated"}),
+        ("nothing new", lambda: None, {STATIC: "unchanged", SECOND: "unchanged"}),
+    ]
+    dashboard = None
+    for name, change, expected in steps:
+        change()
+        outcome = scenario.run()
+        assert {a.id: a.action for a in outcome.actions} == expected, name
+        assert not outcome.failed, name
+        scenario.assert_sound()
+        [issue] = scenario.dashboards()
+        assert dashboard in (None, issue.number), name
+        dashboard = issue.number
+    assert len(scenario.repo.pulls) == 2
+    assert {pr.state for pr in scenario.repo.pulls.values()} == {"open"}
+
+
+def test_the_dashboard_is_updated_in_place_when_a_verdict_changes(scenario):
+    first = scenario.run()
+    scenario.set_manifest(with_floor(scenario.manifest_text, torch="2.10.0"))
+    outcome = scenario.run()
+    assert (outcome.dashboard.action, outcome.dashboard.issue) == ("updated", first.dashboard.issue)
+    [dashboard] = scenario.dashboards()
+    row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{STATIC}` |"))
+    assert "**keep**" in row and row.endswith(f"| #{scenario.pr(STATIC).number} closed: needed again |")

@@ -1,0 +1,189 @@
+"""The removal change: which files a workaround owns, its manifest entry cut with every
+other line kept, lint against the edited tree, regenerated docs, the evidence fingerprint.
+
+Pure functions over the project's own files (no GitHub here; see test_retire_github.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from tracker import manifest as manifest_module
+from tracker.catalogue import markdown
+from tracker.decision import retirement
+from tracker.retire import (DOCS_PATH, MANIFEST_PATH, RemovalError, Snapshot, blob_sha, compute_removal,
+                            fingerprint, manifest_from_text, marker, owned_paths, read_marker, remove_entry)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = (ROOT / "workarounds.toml").read_text(encoding="utf-8")
+RETIRING_TORCH_FLOOR = SHIPPED.replace('torch = "2.10.0"', 'torch = "2.14.0"', 1)
+
+
+def tracked_paths() -> list[str]:
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True)
+    return listed.stdout.split()
+
+
+def snapshot(text: str, extra: list[str] = ()) -> Snapshot:
+    paths = sorted(set(tracked_paths()) | {MANIFEST_PATH, *extra})
+    return Snapshot("main", "1" * 40, "2" * 40, {p: blob_sha(p) for p in paths}, {}, text)
+
+
+def workaround(text: str, workaround_id: str):
+    return manifest_from_text(text).get(workaround_id)
+
+
+# ------------------------------------------------------------------------ owned files
+
+
+def test_a_workaround_owns_its_module_tests_and_fixtures_by_module_name():
+    w = workaround(SHIPPED, "static-launcher-uva")
+    paths = ["workarounds/static_launcher_uva.py", "tests/test_workaround_static_launcher_uva.py",
+             "tests/workarounds/test_static_launcher_uva.py", "tests/fixtures/static_launcher_uva/config.json",
+             "tests/fixtures/static_launcher_uva/deep/trace.txt", "tests/fixtures/static_launcher_uva.json"]
+    assert owned_paths(w, paths) == sorted(paths)
+
+
+def test_files_of_other_workarounds_and_shared_files_are_not_owned():
+    w = workaround(SHIPPED, "uva-view-unpinned")
+    paths = ["workarounds/static_launcher_uva.py", "workarounds/uva_view_unpinned_helpers.py",
+             "tests/test_workaround_static_launcher_uva.py", "tests/test_runtime.py",
+             "tests/fixtures/uva_view_unpinned_more/x.json", "docs/uva_view_unpinned.md",
+             "tests/fixtures/uva_view_unpinned_more.json", "workarounds.toml"]
+    assert owned_paths(w, paths) == []
+
+
+# --------------------------------------------------------------------- manifest entry
+
+
+def test_removing_an_entry_keeps_every_other_line_byte_for_byte():
+    edited = remove_entry(SHIPPED, "pp-broadcast-sync")
+    entry = SHIPPED[SHIPPED.index('[[workaround]]\nid = "pp-broadcast-sync"'):
+                    SHIPPED.index('[[workaround]]\nid = "static-launcher-uva"')]
+    assert edited == SHIPPED.replace(entry, "", 1)
+
+
+def test_removing_an_entry_leaves_exactly_the_other_workarounds():
+    edited = tomllib.loads(remove_entry(SHIPPED, "pp-broadcast-sync"))
+    original = tomllib.loads(SHIPPED)
+    assert edited["workaround"] == [w for w in original["workaround"] if w["id"] != "pp-broadcast-sync"]
+    assert edited["support"] == original["support"]
+
+
+def test_a_comment_above_the_next_entry_stays_and_one_above_the_removed_entry_goes():
+    text = SHIPPED.replace('[[workaround]]\nid = "cuda-event-redirect"',
+                           '# Reviewed 2026-11: still needed on 0.24.x.\n[[workaround]]\nid = "cuda-event-redirect"')
+    text = text.replace('[[workaround]]\nid = "event-blocking-kwarg"',
+                        '# Remove with event-blocking-kwarg.\n[[workaround]]\nid = "event-blocking-kwarg"')
+    edited = remove_entry(text, "event-blocking-kwarg")
+    assert "# Reviewed 2026-11: still needed on 0.24.x.\n[[workaround]]\nid = \"cuda-event-redirect\"" in edited
+    assert "Remove with event-blocking-kwarg" not in edited
+    assert "# The single source of truth about every XPU workaround" in edited
+
+
+def test_removing_the_last_entry_ends_the_file_with_one_newline():
+    last = tomllib.loads(SHIPPED)["workaround"][-1]["id"]
+    edited = remove_entry(SHIPPED, last)
+    assert edited.endswith('"\n') and not edited.endswith("\n\n")
+    assert last not in [w["id"] for w in tomllib.loads(edited)["workaround"]]
+
+
+def test_removing_an_unknown_entry_is_refused():
+    with pytest.raises(RemovalError, match="no-such-fix"):
+        remove_entry(SHIPPED, "no-such-fix")
+
+
+# --------------------------------------------------------------------- whole removal
+
+
+def test_the_removal_deletes_the_owned_files_and_rewrites_manifest_and_docs():
+    extra = ["tests/fixtures/static_launcher_uva/offload.json", "tests/test_workaround_static_launcher_uva.py"]
+    base = snapshot(RETIRING_TORCH_FLOOR, extra)
+    removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    assert set(removal.deleted) == {"workarounds/static_launcher_uva.py", *extra}
+    assert set(removal.written) == {MANIFEST_PATH, DOCS_PATH}
+    assert removal.written[MANIFEST_PATH] == remove_entry(RETIRING_TORCH_FLOOR, "static-launcher-uva")
+
+
+def test_the_regenerated_docs_are_the_catalogue_of_the_edited_manifest(tmp_path):
+    base = snapshot(RETIRING_TORCH_FLOOR)
+    removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    edited = tmp_path / "workarounds.toml"
+    edited.write_text(removal.written[MANIFEST_PATH])
+    assert removal.written[DOCS_PATH] == markdown(manifest_module.load(edited))
+    assert "static-launcher-uva" not in removal.written[DOCS_PATH]
+
+
+def test_the_edited_manifest_passes_lint(tmp_path):
+    base = snapshot(RETIRING_TORCH_FLOOR)
+    removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    edited = tmp_path / "workarounds.toml"
+    edited.write_text(removal.written[MANIFEST_PATH])
+    assert manifest_module.check(edited) == []
+
+
+def test_a_removal_that_would_leave_another_entry_without_its_module_is_refused():
+    # The base lacks uva_view_unpinned's module: lint of the edited tree must fail.
+    base = snapshot(RETIRING_TORCH_FLOOR)
+    base = dataclasses.replace(base, blobs={p: s for p, s in base.blobs.items()
+                                            if p != "workarounds/uva_view_unpinned.py"})
+    with pytest.raises(RemovalError, match=r"workaround\[uva-view-unpinned\]\.module"):
+        compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+
+
+def test_the_expected_tree_is_the_base_minus_deleted_plus_written():
+    base = snapshot(RETIRING_TORCH_FLOOR)
+    removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    expected = removal.expected_blobs(base)
+    assert "workarounds/static_launcher_uva.py" not in expected
+    assert expected[MANIFEST_PATH] == blob_sha(removal.written[MANIFEST_PATH])
+    assert expected["tracker/cli.py"] == base.blobs["tracker/cli.py"]
+
+
+def test_blob_sha_is_gits_object_id():
+    # `printf 'hello\n' | git hash-object --stdin`
+    assert blob_sha("hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+# ---------------------------------------------------------------- evidence fingerprint
+
+
+def evidence(text: str, workaround_id: str = "static-launcher-uva") -> str:
+    manifest = manifest_from_text(text)
+    w = manifest.get(workaround_id)
+    return fingerprint(w, retirement(w, manifest.support), manifest)
+
+
+def test_the_fingerprint_is_stable_for_the_same_evidence():
+    assert evidence(RETIRING_TORCH_FLOOR) == evidence(RETIRING_TORCH_FLOOR)
+
+
+def test_the_fingerprint_changes_with_an_upstream_state():
+    changed = RETIRING_TORCH_FLOOR.replace('ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "landed"',
+                                           'ref = "pytorch/pytorch#188240"\nrole = "root-fix"\nstate = "merged"')
+    assert changed != RETIRING_TORCH_FLOOR
+    assert evidence(changed) != evidence(RETIRING_TORCH_FLOOR)
+
+
+def test_the_fingerprint_changes_with_the_support_floor():
+    raised = RETIRING_TORCH_FLOOR.replace('vllm = "0.19.0"', 'vllm = "0.20.0"', 1)
+    assert evidence(raised) != evidence(RETIRING_TORCH_FLOOR)
+
+
+def test_the_fingerprint_ignores_other_workarounds():
+    other = RETIRING_TORCH_FLOOR.replace('title = "Skip CUDA-graph memory profiling on XPU"',
+                                         'title = "Skip CUDA-graph memory profiling on Intel XPU"')
+    assert other != RETIRING_TORCH_FLOOR
+    assert evidence(other) == evidence(RETIRING_TORCH_FLOOR)
+
+
+def test_the_marker_reads_back_what_was_written():
+    body = f"text\n\n{marker('static-launcher-uva', 'ab12', 'not-retirable')}\n"
+    found = read_marker(body)
+    assert (found.id, found.evidence, found.closed) == ("static-launcher-uva", "ab12", "not-retirable")
+    assert read_marker("a PR someone else wrote") is None
