@@ -1,0 +1,323 @@
+"""`upstream` facts per reference, over real HTTP: the real PyGithub client against the
+stand-in GitHub server (tests/fakegithub.py). Each scenario asserts the state, the release
+and the requests it cost. Retries are off except in the tests about retrying."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fakegithub import FakeGitHub, Repo
+from tracker import manifest as manifest_module
+from tracker import upstream
+from tracker.github_client import ClientSettings, GitHubUnavailable
+
+TOKEN = "ghp_testtoken0123456789"
+PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
+TIMELINE = "/repos/<owner>/<repo>/issues/<int:number>/timeline"
+TAGS = "/repos/<owner>/<repo>/git/matching-refs/<path:ref>"
+COMPARE = "/repos/<owner>/<repo>/compare/<path:basehead>"
+
+
+@pytest.fixture
+def server():
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def settings(server: FakeGitHub, **overrides) -> ClientSettings:
+    values = {"token": TOKEN, "base_url": server.base_url, "retries": 0, "timeout": 5}
+    values.update(overrides)
+    return ClientSettings(**values)
+
+
+def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix") -> manifest_module.Manifest:
+    """A one-workaround manifest naming ``refs`` (role root-fix: no vLLM inline audit)."""
+    tables = "".join(f'\n[[workaround.upstream]]\nref = "{ref}"\nrole = "{role}"\nstate = "open"\n' for ref in refs)
+    path = tmp_path / "workarounds.toml"
+    path.write_text(textwrap.dedent("""\
+        schema = 1
+        [support]
+        vllm = "0.19.0"
+        torch = "2.10.0"
+        vllm-xpu-kernels = "0.1.4"
+
+        [[workaround]]
+        id = "example"
+        title = "Example"
+        module = "workarounds.static_launcher_uva"
+        platform = "xpu"
+        owner = "tests"
+        added = 2026-07-20
+        symptom = "boom"
+        why = "because"
+        how = "like this"
+        targets = [{ path = "vllm.platforms.xpu:XPUPlatform.check_and_update_config", kind = "classmethod", params = ["vllm_config"] }]
+
+        [[workaround.affected]]
+        vllm = "<0.28.0"
+        """) + tables)
+    return manifest_module.load(path, check_modules=False)
+
+
+def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", **client) -> upstream.Report:
+    return upstream.track(manifest_for(tmp_path, *refs), mode=mode, client=settings(server, **client),
+                          cache_dir=tmp_path / "cache")
+
+
+def vllm_with_release_branch(server: FakeGitHub) -> Repo:
+    """vLLM-style history: v0.1.0, then releases/v0.2.0 cut from main before the PR merges."""
+    repo = server.add_repo("vllm-project/vllm")
+    repo.commit("init", files={"setup.py": "v1"}, date="2026-05-01")
+    repo.branch("releases/v0.1.0", "main")
+    repo.tag("v0.1.0", "releases/v0.1.0")
+    repo.commit("more work", date="2026-05-20")
+    repo.branch("releases/v0.2.0", "main")
+    repo.pull("[XPU] Fix the thing", number=500, created="2026-05-18")
+    return repo
+
+
+# ------------------------------------------------------------------------- scenarios
+
+
+def test_merged_pr_is_released_in_the_first_tag_that_contains_it_two_tags_later(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
+    repo.tag("v0.2.0", "releases/v0.2.0")  # cut before the merge: does not contain it
+    repo.commit("later", date="2026-06-10")
+    repo.tag("v0.3.0", "main")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert (facts.state, facts.commit, str(facts.released_in)) == ("merged", sha, "vllm>=0.3.0")
+    assert "v0.2.0 has neither it nor a cherry-pick" in facts.evidence
+    assert server.count(PULL) == server.count(TIMELINE) == server.count(TAGS) == 1
+    assert server.count(COMPARE) == 2  # bisection over three tags: v0.2.0 (no), v0.3.0 (yes)
+    assert server.count() == 5
+
+
+def test_bot_landed_pytorch_pr_that_github_shows_closed_is_landed(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
+    repo.tag("v2.13.0", "main")
+    repo.pull("[Inductor][XPU] Accept UVA pointers", number=188240, created="2026-06-20", labels=["open source"])
+    sha = repo.land(188240, date="2026-07-02", files={"a.py": "2"})
+    repo.commit("more", date="2026-07-20")
+    repo.tag("v2.14.0", "main")
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#188240").references[0]
+
+    assert repo.pulls[188240].merged is False and repo.pulls[188240].state == "closed"
+    assert (facts.state, facts.commit, str(facts.released_in)) == ("landed", sha, "torch>=2.14.0")
+    assert "GitHub shows it closed, not merged" in facts.evidence
+    assert server.count(COMPARE) == 2 and server.count() == 5
+
+
+def test_landed_then_reverted_pr_is_reverted_and_in_no_release(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
+    repo.pull("[XPU] Risky change", number=190000, created="2026-06-20")
+    sha = repo.land(190000, date="2026-07-02", files={"a.py": "2"})
+    repo.bot_revert(190000, date="2026-07-03")
+    repo.tag("v2.14.0", "main")
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#190000").references[0]
+
+    assert (facts.state, facts.commit, facts.released_in) == ("reverted", sha, None)
+    assert "labelled reverted" in facts.evidence
+    assert server.count() == 2  # the PR and its timeline: a reverted change has no release to look for
+
+
+def test_merged_pr_reverted_by_a_revert_pr_is_reverted(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    repo.merge(500, date="2026-05-22")
+    revert = repo.pull('Revert "[XPU] Fix the thing (#500)"', number=501, created="2026-05-23")
+    repo.cross_reference(500, revert, date="2026-05-23")
+    repo.merge(501, date="2026-05-24")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert (facts.state, facts.released_in) == ("reverted", None)
+    assert "vllm-project/vllm#501" in facts.evidence
+
+
+def test_fix_cherry_picked_into_a_release_branch_is_released_in_that_branch_tag(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
+    pick = repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
+    repo.tag("v0.2.0", "releases/v0.2.0")
+    repo.tag("v0.3.0", "main")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert (facts.state, str(facts.released_in)) == ("merged", "vllm>=0.2.0")
+    assert f"cherry-pick {pick[:12]}" in facts.evidence and "v0.3.0 is the first tag containing" in facts.evidence
+    assert server.count(COMPARE) == 2  # the compare that says "no" for v0.2.0 also lists its cherry-pick
+
+
+def test_cherry_pick_is_found_before_calling_a_fix_unreleased(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
+    repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
+    repo.tag("v0.2.0", "releases/v0.2.0")  # no tag contains the main-branch commit itself
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert str(facts.released_in) == "vllm>=0.2.0"
+
+
+def test_merged_fix_in_no_release_yet_is_unreleased(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    repo.merge(500, date="2026-05-22")
+    repo.tag("v0.2.0", "releases/v0.2.0")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert (facts.state, facts.released_in) == ("merged", None)
+    assert "no release contains it yet" in facts.evidence
+    assert server.count(COMPARE) == 1  # v0.2.0: no, and no cherry-pick in it
+
+
+def test_open_pr_is_open(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", date="2026-06-01")
+    repo.pull("[XPU] Device-generic torch.Event", number=189017, created="2026-07-10")
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#189017").references[0]
+
+    assert (facts.state, facts.commit, facts.released_in) == ("open", None, None)
+    assert server.count() == 2
+
+
+def test_pr_closed_without_landing_is_closed_unmerged(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", date="2026-06-01")
+    repo.pull("[XPU] Abandoned approach", number=187000, created="2026-06-10")
+    repo.close(187000, date="2026-06-15")
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#187000").references[0]
+
+    assert (facts.state, facts.commit, facts.released_in) == ("closed-unmerged", None, None)
+    assert server.count() == 2
+
+
+def test_unknown_pr_is_reported_on_its_reference_and_the_others_still_answered(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", date="2026-06-01")
+    repo.pull("[XPU] Open one", number=189017, created="2026-07-10")
+
+    report = learn(server, tmp_path, "pytorch/pytorch#999999", "pytorch/pytorch#189017")
+
+    missing, other = report.references
+    assert (missing.state, missing.released_in) == (None, None)
+    assert "404" in missing.error and missing.ref in missing.error
+    assert other.state == "open"
+    assert server.count(PULL, status=404) == 1 and server.count() == 3  # no timeline asked for the 404
+
+
+# ----------------------------------------------------------------- failures, retries
+
+
+def seeded_open_pr(server: FakeGitHub) -> None:
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", date="2026-06-01")
+    repo.pull("[XPU] Device-generic torch.Event", number=189017, created="2026-07-10")
+
+
+def test_rate_limit_403_fails_at_once_with_the_reset_time_instead_of_sleeping(server, tmp_path):
+    seeded_open_pr(server)
+    server.rate_limit_remaining = 0  # resets in an hour: longer than the bounded wait
+
+    with pytest.raises(GitHubUnavailable) as caught:
+        learn(server, tmp_path, "pytorch/pytorch#189017", retries=3, max_wait=30)
+
+    message = str(caught.value)
+    assert "rate limit exhausted" in message and "resets at" in message and "\n" not in message
+    assert TOKEN not in message
+    assert server.count(status=403) == 1 and server.count() == 1
+
+
+def test_server_error_then_success_is_retried(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 500, times=1)
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#189017", retries=2, backoff=0).references[0]
+
+    assert facts.state == "open"
+    assert server.count(PULL, status=500) == 1 and server.count(PULL, status=200) == 1 and server.count() == 3
+
+
+def test_server_errors_beyond_the_retries_make_github_unavailable(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 502, times=5)
+
+    with pytest.raises(GitHubUnavailable, match=r"answered 502: Server Error \(after 2 retries\)"):
+        learn(server, tmp_path, "pytorch/pytorch#189017", retries=2, backoff=0)
+    assert server.count(PULL, status=502) == 3
+
+
+def test_retry_after_is_honoured(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 429, body={"message": "Too many requests"}, headers={"Retry-After": "1"})
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#189017", retries=2, backoff=0).references[0]
+
+    assert facts.state == "open" and server.count(PULL, status=429) == 1 and server.count(PULL) == 2
+
+
+def test_retry_after_longer_than_the_bound_fails_at_once(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 429, body={"message": "Too many requests"}, headers={"Retry-After": "3600"})
+
+    with pytest.raises(GitHubUnavailable, match="retry after 3600 s, more than the 30 s"):
+        learn(server, tmp_path, "pytorch/pytorch#189017", retries=2, max_wait=30)
+    assert server.count() == 1
+
+
+def test_timeout_makes_github_unavailable(server, tmp_path):
+    seeded_open_pr(server)
+    server.stall(PULL, 30)
+
+    with pytest.raises(GitHubUnavailable, match="did not answer within 1 s"):
+        learn(server, tmp_path, "pytorch/pytorch#189017", timeout=1)
+    server.settle()
+    assert server.count() == 1
+
+
+def test_unreachable_server_makes_github_unavailable(tmp_path):
+    with FakeGitHub() as gone:
+        base_url = gone.base_url  # a loopback port nobody listens on any more
+    client = ClientSettings(token=TOKEN, base_url=base_url, retries=0)
+
+    with pytest.raises(GitHubUnavailable, match="cannot connect to GitHub at 127.0.0.1"):
+        upstream.track(manifest_for(tmp_path, "pytorch/pytorch#1"), mode="refresh", client=client,
+                       cache_dir=tmp_path / "cache")
+
+
+def test_error_messages_never_carry_the_token(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 403, body={"message": f"token {TOKEN} lacks SSO authorization"})
+
+    with pytest.raises(GitHubUnavailable) as caught:
+        learn(server, tmp_path, "pytorch/pytorch#189017")
+    assert "403" in str(caught.value) and TOKEN not in str(caught.value)
+
+
+# ------------------------------------------------------------------------ the client
+
+
+def test_token_comes_from_xpu_workarounds_github_token_before_github_token(server):
+    env = {"XPU_WORKAROUNDS_GITHUB_TOKEN": "ours", "GITHUB_TOKEN": "actions", "GITHUB_API_URL": server.base_url + "/"}
+    chosen = ClientSettings.from_env(env)
+    assert (chosen.token, chosen.base_url) == ("ours", server.base_url)
+    assert ClientSettings.from_env({"XPU_WORKAROUNDS_GITHUB_TOKEN": " ", "GITHUB_TOKEN": "actions"}).token == "actions"
+    assert ClientSettings.from_env({}).base_url == "https://api.github.com"
+    assert TOKEN not in repr(ClientSettings(token=TOKEN))
+
+
+def test_requests_carry_the_chosen_token(server, tmp_path):
+    seeded_open_pr(server)
+    learn(server, tmp_path, "pytorch/pytorch#189017")
+    assert {hit.token for hit in server.log} == {TOKEN}
