@@ -242,6 +242,15 @@ def test_a_workaround_module_that_cannot_be_imported_is_failed(tmp_path, package
     assert (pp["outcome"], pp["error"]) == ("failed", "ModuleNotFoundError: No module named 'workarounds.does_not_exist'")
 
 
+def test_a_target_that_drifts_on_import_is_logged_as_a_warning(tmp_path, package, caplog):
+    caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
+    runtime.register(custom(tmp_path, package, PP_HANDLER, params='["self"]'))
+    __import__(f"{package[0]}.pp_utils")
+    (message,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert message.startswith("xpu-workarounds: pp-broadcast-sync drifted on import: ")
+    assert only(runtime.report())["outcome"] == "drifted"
+
+
 # ------------------------------------------------------------------------- strict
 
 

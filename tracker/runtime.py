@@ -202,13 +202,15 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
     context = Context(workaround, environment)
     try:
         module = importlib.import_module(workaround.module)
-        probe: Callable[[Context], Finding | None] | None = getattr(module, "probe", None)
-        if probe is not None and decision.reason == "affected":
-            finding = probe(context)
-            if finding is not None:
-                entry.decision = Decision(workaround.id, "skip", finding.reason, finding.detail)
-                entry.decided_by = "probe"
-                return entry
+    except Exception as error:  # noqa: BLE001 - reported as failed
+        entry.error = f"{type(error).__name__}: {error}"
+        return entry
+    finding = _probe(module, context) if decision.reason == "affected" else None
+    if finding is not None:
+        entry.decision = Decision(workaround.id, "skip", finding.reason, finding.detail)
+        entry.decided_by = "probe"
+        return entry
+    try:
         wrapper = module.make_wrapper(context)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
@@ -223,9 +225,26 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
     return entry
 
 
+def _probe(module, context: Context) -> Finding | None:
+    """The module's probe, if it has one; a probe that fails leaves the version gate to decide."""
+    probe: Callable[[Context], Finding | None] | None = getattr(module, "probe", None)
+    if probe is None:
+        return None
+    try:
+        return probe(context)
+    except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
+        message = f"{context.workaround.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
+        _state.warnings.append(message)
+        LOGGER.warning("xpu-workarounds: %s", message)
+        return None
+
+
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
-    LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
+    if record.outcome in ("failed", "drifted"):
+        LOGGER.warning("xpu-workarounds: %s %s on import: %s", record.owner, record.outcome, record.detail)
+    else:
+        LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
     _write_report()
     settings = _state.settings
     if settings is not None and settings.strict and record.outcome in ("failed", "drifted"):
