@@ -406,7 +406,8 @@ class FakeGitHub:
 
     # ---- life --------------------------------------------------------------------
     def start(self) -> "FakeGitHub":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fakegithub", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fakegithub", daemon=True)
         self._thread.start()
         return self
 
