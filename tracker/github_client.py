@@ -17,6 +17,7 @@ PyGithub's own ``GithubObject.update()`` revalidates: a 304 costs no rate limit.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -88,6 +89,9 @@ class BoundedRetry(GithubRetry):
 
 def connect(settings: ClientSettings) -> github.Github:
     """A ``github.Github`` for ``settings`` (no request is sent yet)."""
+    # PyGithub (2.10) installs an INFO console handler on its logger at import and logs each
+    # retry through it; our failures are reported as one line, so keep only its warnings.
+    logging.getLogger("github").setLevel(logging.WARNING)
     if settings.retries > 0:
         retry: BoundedRetry | None = BoundedRetry(
             total=settings.retries, backoff_factor=settings.backoff, raise_on_status=False,
@@ -226,6 +230,6 @@ def _after_retries(settings: ClientSettings) -> str:
 
 def _scrub(line: str, settings: ClientSettings) -> str:
     """Belt and braces: whatever a server echoed, the token never leaves in a message."""
-    if settings.token:
+    if settings.token and len(settings.token) >= 8:  # a real token; a shorter one would mangle words
         line = line.replace(settings.token, "***")
     return " ".join(line.split())

@@ -1,0 +1,161 @@
+"""`xpu-workarounds upstream` on the shipped manifest, against the stand-in GitHub server
+seeded with the real history of every reference (tests/upstream_history.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import tomlkit
+from typer.testing import CliRunner
+
+import upstream_history
+from fakegithub import FakeGitHub
+from tracker import manifest as manifest_module
+from tracker.cli import app
+
+TOKEN = "ghp_clitoken9876543210"
+
+
+@pytest.fixture
+def github():
+    with FakeGitHub() as server:
+        upstream_history.seed(server)
+        yield server
+
+
+def run(server: FakeGitHub, cache_dir, *args: str, manifest=None):
+    env = {"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": None,
+           "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir), "XPU_WORKAROUNDS_MANIFEST": None}
+    prefix = ["--manifest", str(manifest)] if manifest is not None else []
+    return CliRunner().invoke(app, [*prefix, "upstream", *args], env=env)
+
+
+def test_upstream_json_reports_every_reference_of_the_shipped_manifest(github, tmp_path):
+    result = run(github, tmp_path, "--json", "--refresh")
+
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert (document["schema"], document["source"]) == (1, "live")
+    found = {item["ref"]: (item["state"], item["released_in"]) for item in document["references"]}
+    assert found == upstream_history.EXPECTED
+    shipped = manifest_module.load()
+    assert {ref.ref for w in shipped.workarounds for ref in w.upstream} == set(found)
+    for item in document["references"]:
+        assert item["evidence"] and item["workarounds"]
+        if item["state"] in ("merged", "landed", "reverted"):
+            assert len(item["commit"]) == 40
+    assert TOKEN not in result.output
+
+
+def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):
+    result = run(github, tmp_path, "--json", "--refresh")
+
+    audit = [item for item in json.loads(result.stdout)["inline_audit"] if item["vllm_ref"] == "v0.34.0"]
+    assert {item["workaround"]: item["dead"] for item in audit} == upstream_history.INLINE_DEAD_AT_0_34
+    by_id = {item["workaround"]: item for item in audit}
+    assert by_id["static-launcher-uva"]["evidence"] == (
+        "vLLM pins torch 2.15.0 for XPU at vLLM 0.34.0; pytorch/pytorch#188240 is in torch 2.14.0.")
+    assert "vllm-xpu-kernels 0.1.17" in by_id["uva-view-unpinned"]["evidence"]
+    assert {item["workaround"] for item in audit if item["partial"]} == upstream_history.INLINE_PARTLY_DEAD_AT_0_34
+    assert "still rejects the external keyword" in by_id["event-blocking-kwarg"]["evidence"]
+
+
+def test_second_refresh_makes_only_conditional_requests(github, tmp_path):
+    first = run(github, tmp_path, "--json", "--refresh")
+    cold = github.stats()
+    github.reset_log()
+
+    second = run(github, tmp_path, "--json", "--refresh")
+
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)["references"] == json.loads(first.stdout)["references"]
+    assert cold["not_modified"] == 0
+    assert github.count() > 0 and github.count() == github.count(status=304, conditional=True)
+
+
+def test_offline_works_from_the_cache_and_says_how_old_it_is(github, tmp_path):
+    live = run(github, tmp_path, "--json", "--refresh")
+    github.reset_log()
+
+    offline = run(github, tmp_path, "--json", "--offline")
+    text = run(github, tmp_path, "--offline")
+
+    assert offline.exit_code == 0, offline.output
+    document = json.loads(offline.stdout)
+    assert document["source"] == "cache" and "cache_age_seconds" in document
+    assert document["references"] == json.loads(live.stdout)["references"]
+    assert "upstream facts from the cache of" in offline.stderr
+    assert text.stdout.startswith("from the cache, checked ")
+    assert github.count() == 0
+
+
+def test_offline_without_a_cache_exits_4_with_one_line(github, tmp_path):
+    result = run(github, tmp_path, "--offline")
+
+    assert result.exit_code == 4
+    assert result.stderr.count("\n") == 1 and "no cached upstream facts" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_unreachable_github_without_a_cache_exits_4_with_one_line_and_writes_nothing(github, tmp_path):
+    github.rate_limit_remaining = 0
+
+    result = run(github, tmp_path, "--json")
+
+    assert result.exit_code == 4
+    assert result.stderr.startswith("xpu-workarounds: error: ") and result.stderr.count("\n") == 1
+    assert "rate limit exhausted" in result.stderr and TOKEN not in result.stderr
+    assert result.stdout == "" and not list(tmp_path.iterdir())
+
+
+def test_failed_refresh_exits_4_and_keeps_the_cache(github, tmp_path):
+    run(github, tmp_path, "--json", "--refresh")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    github.rate_limit_remaining = 0
+
+    result = run(github, tmp_path, "--refresh")
+
+    assert result.exit_code == 4 and "the cache is left as it was" in result.stderr
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github, tmp_path):
+    path = tmp_path / "workarounds.toml"
+    shutil.copy(manifest_module.default_path(), path)
+    original = path.read_text()
+    cache = tmp_path / "cache"
+
+    result = run(github, cache, "--json", "--refresh", "--write", manifest=path)
+
+    assert result.exit_code == 0, result.output
+    written = path.read_text()
+    assert manifest_module.check(path) == []
+    document = tomlkit.parse(written)
+    refs = {table["ref"]: table for w in document["workaround"] for table in w["upstream"]}
+    assert refs["vllm-project/vllm#47140"]["state"] == "reverted"  # reverted by vllm#47668
+    assert refs["vllm-project/vllm#47081"]["released_in"] == "vllm>=0.25.0"
+    assert refs["pytorch/pytorch#188240"]["commit"] == json.loads(result.stdout)["references"][10]["commit"]
+    assert "pytorch/pytorch#189017" in refs and "released_in" not in refs["pytorch/pytorch#189017"]
+    # Comments and untouched lines are kept byte for byte.
+    kept = [line for line in original.splitlines() if line.startswith("#") or line.startswith("why")]
+    assert all(line in written.splitlines() for line in kept)
+    assert "vllm-project/vllm#47140: state merged -> reverted" in result.stderr
+
+
+def test_write_twice_changes_nothing_the_second_time(github, tmp_path):
+    path = tmp_path / "workarounds.toml"
+    shutil.copy(manifest_module.default_path(), path)
+    run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
+    once = path.read_text()
+
+    again = run(github, tmp_path / "cache", "--offline", "--write", manifest=path)
+
+    assert again.exit_code == 0 and path.read_text() == once
+    assert "already up to date" in again.stdout
+
+
+def test_offline_and_refresh_together_are_refused(github, tmp_path):
+    result = run(github, tmp_path, "--offline", "--refresh")
+    assert result.exit_code == 2 and "exclude each other" in result.stderr
