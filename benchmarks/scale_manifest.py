@@ -4,7 +4,8 @@ Generated, never committed: each entry is a copy of one of the shipped workaroun
 (taken in turn), so windows, roles, states and module names are real ones, with
 its own id, its own patch targets (the shipped target's attribute with a suffix,
 so no two entries patch the same thing) and its own upstream references spread
-over ``repositories`` repositories. The result passes ``xpu-workarounds lint``.
+over ``repositories`` repositories, except a reference the workaround's module looks
+up by name (kept as it is). The result passes ``xpu-workarounds lint``.
 
     python -m benchmarks.scale_manifest OUT.toml [--workarounds 500] [--repositories 50]
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
+import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -25,6 +28,11 @@ def repository(index: int) -> str:
     return f"scale-org-{index:02d}/project-{index:02d}"
 
 
+@functools.cache
+def module_source(name: str) -> str:
+    return Path(importlib.util.find_spec(name).origin).read_text(encoding="utf-8")
+
+
 def entries(workarounds: int, repositories: int) -> list[dict]:
     shipped = tomllib.loads(manifest_module.default_path().read_text(encoding="utf-8"))
     templates = shipped["workaround"]
@@ -35,7 +43,10 @@ def entries(workarounds: int, repositories: int) -> list[dict]:
         suffix = f"s{index:03d}"
         entry["id"] = f"{entry['id']}-{suffix}"
         entry["targets"] = [dict(target, path=f"{target['path']}_{suffix}") for target in entry["targets"]]
+        named_in_code = module_source(entry["module"])
         for number, reference in enumerate(entry["upstream"]):
+            if reference["ref"] in named_in_code:
+                continue  # the module looks this reference up by name (e.g. a kernel fix it checks for)
             reference_number += 1
             reference["ref"] = f"{repository((index + number) % repositories)}#{reference_number}"
         generated.append(entry)
@@ -50,9 +61,8 @@ def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
     loaded = manifest_module.load(path)  # raises ManifestError if the generator is wrong
-    refs = {ref.ref for w in loaded.workarounds for ref in w.upstream}
-    repos = {ref.partition("#")[0] for ref in refs}
-    if len(loaded.workarounds) != workarounds or len(repos) != min(repositories, len(refs)):
+    repos = {ref.repo for w in loaded.workarounds for ref in w.upstream if ref.repo.startswith("scale-org-")}
+    if len(loaded.workarounds) != workarounds or len(repos) != repositories:
         raise AssertionError(f"generated {len(loaded.workarounds)} workarounds over {len(repos)} repositories")
     return path
 

