@@ -33,9 +33,12 @@ def settings(server: FakeGitHub, **overrides) -> ClientSettings:
     return ClientSettings(**values)
 
 
-def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix") -> manifest_module.Manifest:
-    """A one-workaround manifest naming ``refs`` (role root-fix: no vLLM inline audit)."""
-    tables = "".join(f'\n[[workaround.upstream]]\nref = "{ref}"\nrole = "{role}"\nstate = "open"\n' for ref in refs)
+def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix",
+                 released_in: str | None = None) -> manifest_module.Manifest:
+    """A one-workaround manifest naming ``refs`` (role root-fix: no vLLM inline audit), each
+    recorded as open, or as merged in ``released_in`` (the release to check first)."""
+    recorded = f'state = "merged"\nreleased_in = "{released_in}"\n' if released_in else 'state = "open"\n'
+    tables = "".join(f'\n[[workaround.upstream]]\nref = "{ref}"\nrole = "{role}"\n{recorded}' for ref in refs)
     path = tmp_path / "workarounds.toml"
     path.write_text(textwrap.dedent("""\
         schema = 1
@@ -62,9 +65,10 @@ def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix") -> manifest
     return manifest_module.load(path, check_modules=False)
 
 
-def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", **client) -> upstream.Report:
-    return upstream.track(manifest_for(tmp_path, *refs), mode=mode, client=settings(server, **client),
-                          cache_dir=tmp_path / "cache")
+def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", released_in: str | None = None,
+          **client) -> upstream.Report:
+    return upstream.track(manifest_for(tmp_path, *refs, released_in=released_in), mode=mode,
+                          client=settings(server, **client), cache_dir=tmp_path / "cache")
 
 
 def vllm_with_release_branch(server: FakeGitHub) -> Repo:
@@ -168,6 +172,21 @@ def test_cherry_pick_is_found_before_calling_a_fix_unreleased(server, tmp_path):
     assert str(facts.released_in) == "vllm>=0.2.0"
 
 
+def test_release_recorded_in_the_manifest_is_checked_first(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
+    repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
+    repo.tag("v0.2.0", "releases/v0.2.0")
+    for minor in range(3, 12):
+        repo.commit(f"work {minor}", date=f"2026-06-{minor:02d}")
+        repo.tag(f"v0.{minor}.0", "main")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", released_in="vllm>=0.2.0").references[0]
+
+    assert str(facts.released_in) == "vllm>=0.2.0"
+    assert server.count(COMPARE) == 1  # v0.2.0 carries the cherry-pick; no earlier tag can have the commit
+
+
 def test_merged_fix_in_no_release_yet_is_unreleased(server, tmp_path):
     repo = vllm_with_release_branch(server)
     repo.merge(500, date="2026-05-22")
@@ -215,6 +234,37 @@ def test_unknown_pr_is_reported_on_its_reference_and_the_others_still_answered(s
     assert "404" in missing.error and missing.ref in missing.error
     assert other.state == "open"
     assert server.count(PULL, status=404) == 1 and server.count() == 3  # no timeline asked for the 404
+
+
+def test_long_timelines_are_read_page_by_page(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", date="2026-06-01")
+    repo.tag("v2.13.0", "main")
+    repo.pull("[XPU] Busy PR", number=191000, created="2026-06-02")
+    for n in range(150):  # CI bots label and unlabel a PR many times before it lands
+        repo.event(191000, "labeled" if n % 2 == 0 else "unlabeled", label="ciflow/trunk")
+    sha = repo.land(191000, date="2026-07-01")
+    repo.tag("v2.14.0", "main")
+
+    cold = learn(server, tmp_path, "pytorch/pytorch#191000").references[0]
+    server.reset_log()
+    warm = learn(server, tmp_path, "pytorch/pytorch#191000").references[0]
+
+    assert (cold.state, cold.commit, str(cold.released_in)) == ("landed", sha, "torch>=2.14.0") and warm == cold
+    assert server.count(TIMELINE) == 2 and server.count(TIMELINE, status=304) == 2  # per_page=100: two pages
+
+
+def test_a_base_url_with_a_path_works_like_github_enterprise(tmp_path):
+    with FakeGitHub(prefix="/api/v3") as enterprise:
+        repo = enterprise.add_repo("pytorch/pytorch")
+        repo.commit("init", date="2026-06-01")
+        repo.pull("[XPU] Open", number=189017, created="2026-07-10")
+        assert enterprise.base_url.endswith("/api/v3")
+
+        assert learn(enterprise, tmp_path, "pytorch/pytorch#189017").references[0].state == "open"
+        enterprise.reset_log()
+        assert learn(enterprise, tmp_path, "pytorch/pytorch#189017").references[0].state == "open"
+        assert enterprise.count() == enterprise.count(status=304) == 2
 
 
 # ----------------------------------------------------------------- failures, retries

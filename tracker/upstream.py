@@ -417,12 +417,18 @@ class Tracker:
         hint = ref.released_in.version if ref.released_in is not None else None
         at = next((i for i, tag in enumerate(tags) if tag.version == hint), None)
         if at is not None:
-            if self.probe(ref, commit, tags[at]).contained:
+            hinted = self.probe(ref, commit, tags[at])
+            if hinted.contained:
                 hi = at
                 if at == 0 or not self.probe(ref, commit, tags[at - 1]).contained:
                     lo = at
                 else:
                     hi = at - 1
+            elif hinted.cherry_pick:
+                # No tag below the hinted one can contain the commit itself (containment is
+                # monotone), so the first tag of its series carrying the cherry-pick is the answer.
+                series = [tag for tag in tags[:at + 1] if tag.series == tags[at].series]
+                return self.picked(ref, commit, component, series, None)
             else:
                 lo = at + 1
         while lo < hi:
@@ -436,12 +442,7 @@ class Tracker:
         # tag that contains the commit (or the newest series when none does) before concluding.
         before = [tag for tag in tags[:hi] if tag.series == tags[hi - 1].series] if hi > 0 else []
         if before and self.probe(ref, commit, before[-1]).cherry_pick:
-            for tag in before:
-                probe = self.probe(ref, commit, tag)
-                if probe.cherry_pick:
-                    by = (f"; {contained.name} is the first tag containing {short} itself" if contained else "")
-                    return (Release(component, tag.version),
-                            f"{tag.name} carries it as cherry-pick {probe.cherry_pick[:12]}{by}")
+            return self.picked(ref, commit, component, before, contained)
         if contained is None:
             checked = f"{before[-1].name}" if before else "no tag"
             return None, (f"no release contains it yet: the newest tag {tags[-1].name} does not "
@@ -452,6 +453,17 @@ class Tracker:
         return (Release(component, contained.version),
                 f"{contained.name} is the first release tag containing it ({tags[hi - 1].name} has neither "
                 f"it nor a cherry-pick of it)")
+
+    def picked(self, ref: UpstreamRef, commit: str, component: str, series: list[Tag],
+               contained: Tag | None) -> tuple[Release, str]:
+        """The first tag of ``series`` carrying a cherry-pick of ``commit`` (its last one does)."""
+        for tag in series:
+            probe = self.probe(ref, commit, tag)
+            if probe.cherry_pick:
+                by = f"; {contained.name} is the first tag containing {commit[:12]} itself" if contained else ""
+                return (Release(component, tag.version),
+                        f"{tag.name} carries it as cherry-pick {probe.cherry_pick[:12]}{by}")
+        raise AssertionError("the series' last tag carries the cherry-pick")
 
     # ---- vLLM's inline workarounds -------------------------------------------------
     def inline_audit(self, facts: dict[str, Facts]) -> list[InlineVerdict]:
