@@ -56,6 +56,8 @@ def upstream_section(quick: bool, manifest: Path | None, label: str) -> dict:
     kwargs = {}
     if "quick" in parameters:
         kwargs["quick"] = quick
+    if "label" in parameters:
+        kwargs["label"] = label
     if manifest is not None:
         if "manifest" not in parameters:
             return {"section": f"GitHub cost ({label})", "targets": [], "figures": {},

@@ -254,7 +254,7 @@ def load(path: Path | str | None = None, *, check_modules: bool = True) -> Manif
 
 
 class _ParsedCache:
-    """Valid manifests as parsed, for large manifests only, one file per manifest path.
+    """Valid manifests as parsed, for large manifests only, one file per manifest path and environment.
 
     Parsing costs about 0.7 ms per KiB (tomllib and validation; a 500-workaround
     manifest: ~0.5 s); loading the cache costs its own imports (~6 ms), so below
@@ -286,18 +286,30 @@ class _ParsedCache:
 
         from tracker.environment import cache_dir
 
-        return cache_dir() / "manifest" / f"{zlib.crc32(key[0].encode()):08x}.pickle"
+        # One file per manifest path and environment (code, packaging, Python): two venvs
+        # sharing a cache dir keep one entry each instead of replacing each other's.
+        where = repr((key[0], *key[4:])).encode()
+        return cache_dir() / "manifest" / f"{zlib.crc32(where):08x}.pickle"
 
     def get(self, path: Path) -> Manifest | None:
         key = self.key(path)
         if key is None:
             return None
-        try:
-            import pickle
+        import gc
+        import pickle
 
+        # Unpickling makes ~100k small objects: in a vLLM process (a heap of ~170k tracked
+        # objects) that sets off full garbage collections, ~10x the load itself. They are
+        # an acyclic tree, so nothing collectable is made while the collector waits.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
             stored_key, manifest = pickle.loads(self.file(key).read_bytes())
         except Exception:  # noqa: BLE001 - absent, unreadable or stale: parse instead
             return None
+        finally:
+            if collecting:
+                gc.enable()
         if stored_key != key or not isinstance(manifest, Manifest):
             return None
         return manifest if manifest.path == path else dataclasses.replace(manifest, path=path)
