@@ -38,11 +38,15 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote, unquote, urlparse
 
+import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
+from requests.utils import parse_header_links
 
-from tracker.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround
+from tracker import github_client
+from tracker.github_client import ClientSettings, GitHubMissing, GitHubUnavailable
+from tracker.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
 from tracker.versions import DISTRIBUTIONS, release_of
 
 SCHEMA = 1
@@ -91,8 +95,6 @@ def default_cache_dir() -> Path:
     configured = os.environ.get("XPU_WORKAROUNDS_CACHE_DIR", "").strip()
     if configured:
         return Path(configured)
-    import platformdirs
-
     return Path(platformdirs.user_cache_dir("xpu-workarounds"))
 
 
@@ -184,10 +186,11 @@ class Source:
     ``used``, which becomes the new cache when the run succeeds.
     """
 
-    def __init__(self, cache: Cache, mode: str, client: Any = None, now: datetime | None = None) -> None:
+    def __init__(self, cache: Cache, mode: str, client: ClientSettings | None = None,
+                 now: datetime | None = None) -> None:
         self.cache = cache
         self.mode = mode
-        self.client = client  # tracker.github_client.ClientSettings, or None offline
+        self.client = client  # None offline
         self.now = now or _now()
         self.used: dict[str, dict[str, Any]] = {}
         self.sent: list[tuple[str, int]] = []  # (key, status) of every request made
@@ -195,8 +198,6 @@ class Source:
 
     def _github(self) -> Any:
         if self._gh is None:
-            from tracker import github_client
-
             self._gh = github_client.connect(self.client)
         return self._gh
 
@@ -205,8 +206,6 @@ class Source:
 
     def get_list(self, path: str, *, what: str) -> list[Any]:
         """Every page of a list, following ``Link: rel="next"``."""
-        from requests.utils import parse_header_links
-
         items: list[Any] = []
         url: str | None = path
         while url is not None:
@@ -224,6 +223,12 @@ class Source:
         path = parsed.path[len(prefix):] if prefix and parsed.path.startswith(prefix) else parsed.path
         return path + (f"?{parsed.query}" if parsed.query else "")
 
+    def _reusable(self, stored: dict[str, Any]) -> bool:
+        if stored.get("immutable"):
+            return True
+        fetched = _parse_iso(stored.get("fetched_at"))
+        return self.mode == "normal" and fetched is not None and self.now - fetched < MAX_AGE
+
     def _entry(self, url: str, *, what: str, immutable: bool = False, key: str | None = None) -> dict[str, Any]:
         key = key or self._key(url)
         if key in self.used:
@@ -234,13 +239,9 @@ class Source:
                 raise NotCached(f"{what}: not in the cache")
             self.used[key] = stored
             return stored
-        if stored is not None and (stored.get("immutable") or (
-                self.mode == "normal" and self.now - (_parse_iso(stored.get("fetched_at")) or datetime.min.replace(
-                    tzinfo=timezone.utc)) < MAX_AGE)):
+        if stored is not None and self._reusable(stored):
             self.used[key] = stored
             return stored
-        from tracker import github_client
-
         validators = stored["headers"] if stored is not None else None
         answer = github_client.get(self._github(), self.client, url, validators, what=what)
         self.sent.append((key, answer.status))
@@ -360,8 +361,6 @@ class Tracker:
         return [self.facts(first[name], tuple(w.id for w in seen[name])) for name in seen]
 
     def facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
-        from tracker.github_client import GitHubMissing
-
         try:
             return self._facts(ref, workarounds)
         except (GitHubMissing, NotCached) as error:
@@ -467,8 +466,6 @@ class Tracker:
 
     # ---- vLLM's inline workarounds -------------------------------------------------
     def inline_audit(self, facts: dict[str, Facts]) -> list[InlineVerdict]:
-        from tracker.github_client import GitHubMissing
-
         inline = [w for w in self.manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs("inline-fix"))]
         if not inline:
             return []
@@ -632,8 +629,8 @@ def inline_verdict(w: Workaround, label: str, pins: dict[str, Version], facts: d
 # ------------------------------------------------------------------------------- run
 
 
-def track(manifest: Manifest, *, mode: str = "normal", client: Any = None, cache_dir: Path | None = None,
-          now: datetime | None = None) -> Report:
+def track(manifest: Manifest, *, mode: str = "normal", client: ClientSettings | None = None,
+          cache_dir: Path | None = None, now: datetime | None = None) -> Report:
     """Learn every reference's facts; ``mode`` is ``normal``, ``refresh`` or ``offline``.
 
     Raises ``NoUsableCache`` offline without a cache, and ``GitHubUnavailable`` when
@@ -641,8 +638,6 @@ def track(manifest: Manifest, *, mode: str = "normal", client: Any = None, cache
     ``normal`` run that cannot reach GitHub answers from the cache with a ``warning``.
     """
     if client is None:
-        from tracker.github_client import ClientSettings
-
         client = ClientSettings.from_env()
     now = now or _now()
     cache = Cache.load(cache_dir or default_cache_dir(), client.base_url)
@@ -651,8 +646,6 @@ def track(manifest: Manifest, *, mode: str = "normal", client: Any = None, cache
             raise NoUsableCache(f"no cached upstream facts in {cache.path}; run `xpu-workarounds upstream` "
                                 f"while GitHub is reachable first")
         return _run(manifest, Source(cache, "offline", now=now), "cache", cache.checked_at or now)
-    from tracker.github_client import GitHubUnavailable
-
     source = Source(cache, mode, client, now)
     try:
         report = _run(manifest, source, "live", now)
@@ -688,8 +681,6 @@ def write_back(path: Path, report: Report) -> list[str]:
     release containing it is known."""
     import tomlkit
 
-    from tracker import manifest as manifest_module
-
     text = path.read_text(encoding="utf-8")
     document = tomlkit.parse(text)
     changes: list[str] = []
@@ -713,7 +704,7 @@ def write_back(path: Path, report: Report) -> list[str]:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(updated)
-        problems = manifest_module.check(Path(temporary))
+        problems = check(Path(temporary))
         if problems:
             raise ValueError("the updated manifest would not pass lint: " + "; ".join(
                 str(problem).replace(temporary, str(path)) for problem in problems[:3]))
