@@ -15,6 +15,7 @@ Version policy (written down in the README, tested in tests/test_versions.py):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -65,6 +66,7 @@ class ComponentVersion:
             return None
 
 
+@functools.lru_cache(maxsize=1024)  # pure; decisions ask it for the same few strings again and again
 def release_of(raw: str) -> Version | None:
     """``raw`` judged by its release number; None when PEP 440 cannot parse it."""
     try:
