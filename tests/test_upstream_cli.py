@@ -159,3 +159,17 @@ def test_write_twice_changes_nothing_the_second_time(github, tmp_path):
 def test_offline_and_refresh_together_are_refused(github, tmp_path):
     result = run(github, tmp_path, "--offline", "--refresh")
     assert result.exit_code == 2 and "exclude each other" in result.stderr
+
+
+def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(github, tmp_path):
+    path = tmp_path / "workarounds.toml"
+    text = manifest_module.default_path().read_text()
+    path.write_text(text.replace('ref = "pytorch/pytorch#189017"', 'ref = "pytorch/pytorch#9999999"'))
+
+    result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path)
+
+    assert result.exit_code == 0, result.output
+    found = {item["ref"]: item for item in json.loads(result.stdout)["references"]}
+    assert found["pytorch/pytorch#9999999"]["state"] is None and "404" in found["pytorch/pytorch#9999999"]["error"]
+    assert found["pytorch/pytorch#188240"]["state"] == "landed"
+    assert "warning: pytorch/pytorch#9999999: not found on GitHub (404)" in result.stderr

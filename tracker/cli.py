@@ -179,6 +179,9 @@ def upstream(
         fail(f"cannot use the upstream cache: {error.strerror or error}", EXIT_UPSTREAM)
     if report.warning:
         typer.echo(f"xpu-workarounds: warning: {report.warning}", err=True)
+    for facts in report.references:
+        if facts.error:
+            typer.echo(f"xpu-workarounds: warning: {facts.error}", err=True)
     if json_output:
         if report.source == "cache":
             typer.echo(f"upstream facts from the cache of {report.as_json()['checked_at']} "

@@ -225,7 +225,9 @@ def _reset(headers: Mapping[str, Any] | None) -> str:
 
 
 def _after_retries(settings: ClientSettings) -> str:
-    return f" (after {settings.retries} retries)" if settings.retries else ""
+    if not settings.retries:
+        return ""
+    return f" (after {settings.retries} {'retry' if settings.retries == 1 else 'retries'})"
 
 
 def _scrub(line: str, settings: ClientSettings) -> str:
