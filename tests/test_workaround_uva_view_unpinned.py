@@ -80,10 +80,14 @@ def test_with_the_kernel_fix_a_non_pinned_tensor_goes_to_the_kernel_as_is(kernel
     assert kernel[0] is tensor
 
 
-def test_before_the_kernel_fix_an_empty_tensor_is_returned_as_is(kernel, pinned_allocations):
+def test_before_the_kernel_fix_an_empty_tensor_becomes_an_empty_xpu_tensor(kernel, pinned_allocations, monkeypatch):
+    # XPU device memory is the device boundary (the CPU build has no XPU device): record the request.
+    requested = []
+    monkeypatch.setattr(torch, "empty", lambda shape, **options: requested.append((tuple(shape), options)) or "xpu")
     calls = []
-    empty = torch.empty(0, 8)
-    assert make_wrapper(BEFORE_FIX)(recording_view(calls), None, (empty,), {}) is empty
+    empty = torch.zeros(0, 8, dtype=torch.float16)
+    assert make_wrapper(BEFORE_FIX)(recording_view(calls), None, (empty,), {}) == "xpu"
+    assert requested == [((0, 8), {"dtype": torch.float16, "device": "xpu"})]
     assert (calls, kernel, pinned_allocations) == ([], [], [])
 
 

@@ -4,8 +4,9 @@ Zero-element tensors are never pinned, and nothing is with
 ``VLLM_WEIGHT_OFFLOADING_DISABLE_PIN_MEMORY=1``. Wraps
 ``get_accelerator_view_from_cpu_tensor`` (every module that imported it by name is
 rebound): when the installed vllm-xpu-kernels contains vllm-xpu-kernels#513, empty and
-non-pinned tensors go to the kernel as they are; otherwise empty tensors are returned
-as they are and a non-pinned tensor is copied once, strides kept, into pinned memory.
+non-pinned tensors go to the kernel as they are; otherwise an empty tensor becomes an
+empty XPU tensor of its shape and dtype (as vLLM 0.28.0 does) and a non-pinned tensor is
+copied once, strides kept, into pinned memory.
 """
 
 import torch
@@ -41,7 +42,7 @@ def make_wrapper(context: Context):
     def pin_first(view, instance, args, kwargs):
         cpu_tensor = args[0] if args else kwargs["cpu_tensor"]
         if cpu_tensor.numel() == 0:
-            return cpu_tensor
+            return torch.empty(cpu_tensor.shape, dtype=cpu_tensor.dtype, device="xpu")
         if not cpu_tensor.is_pinned():
             return view(pinned_copy(cpu_tensor))
         return view(*args, **kwargs)
