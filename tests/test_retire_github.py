@@ -9,6 +9,7 @@ repository it reads through the API; every change it makes goes through the API.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,11 +19,13 @@ from pathlib import Path
 import github
 import pytest
 from github import Auth
+from typer.testing import CliRunner
 
 from fakegithub import FakeGitHub
 from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
 from tracker import manifest as manifest_module
 from tracker.catalogue import markdown
+from tracker.cli import app
 from tracker.github_client import ClientSettings
 from tracker.retire import (BRANCH_PREFIX, DASHBOARD_LABEL, DASHBOARD_TITLE, DOCS_PATH, LABEL, MANIFEST_PATH,
                             Retirer, read_marker, remove_entry)
@@ -492,3 +495,79 @@ def test_the_dashboard_is_updated_in_place_when_a_verdict_changes(scenario):
     [dashboard] = scenario.dashboards()
     row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{STATIC}` |"))
     assert "**keep**" in row and row.endswith(f"| #{scenario.pr(STATIC).number} closed: needed again |")
+
+
+# ------------------------------------------------------------------- the command line
+
+
+def cli(scenario: Scenario, *args: str, base_url: str | None = None):
+    """``xpu-workarounds retire --open-prs ...`` in-process, configured like GitHub Actions does."""
+    env = {"GITHUB_API_URL": base_url or scenario.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+           "GITHUB_TOKEN": None, "XPU_WORKAROUNDS_MANIFEST": None, "HTTP_PROXY": None, "HTTPS_PROXY": None,
+           "http_proxy": None, "https_proxy": None}
+    scenario.server.settle()
+    scenario.server.reset_log()
+    result = CliRunner().invoke(app, ["retire", "--open-prs", *args], env=env)
+    assert TOKEN not in result.output
+    return result
+
+
+def test_cli_dry_run_prints_what_it_would_do_and_sends_no_write(scenario):
+    result = cli(scenario, "--repo", REPOSITORY, "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert any(line.split()[:4] == ["dry", "run:", "opened", STATIC] and "would open a PR" in line
+               for line in lines)
+    assert any(line.split() == ["dry", "run:", "opened", "dashboard:", *"would open the dashboard issue".split()]
+               for line in lines)
+    assert lines[-1] == "dry run: nothing was changed"
+    assert writes(scenario.server) == 0
+
+
+def test_cli_json_adds_one_action_per_workaround_acted_on(scenario):
+    result = cli(scenario, "--repo", REPOSITORY, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    number = scenario.pr(STATIC).number
+    assert document["actions"] == [{"id": STATIC, "action": "opened", "pr": number,
+                                    "branch": BRANCH_PREFIX + STATIC, "detail": f"opened #{number}"}]
+    assert [item["id"] for item in document["retirable"]] == [STATIC]
+    assert STATIC not in [item["id"] for item in document["kept"]] and len(document["kept"]) == 5
+    assert document["schema"] == 1 and document["dashboard"]["action"] == "opened"
+
+
+def test_cli_exits_4_when_a_step_fails_and_names_the_workaround(scenario):
+    deny(scenario.server, "POST", "/repos/<owner>/<repo>/git/refs", 403)
+    result = cli(scenario, "--repo", REPOSITORY)
+    assert result.exit_code == 4
+    assert any(line.split()[:2] == ["failed", STATIC] and "403" in line for line in result.stdout.splitlines())
+    assert "some steps failed" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_cli_exits_4_with_one_line_when_github_cannot_be_reached(scenario):
+    with FakeGitHub() as gone:
+        url = gone.base_url  # a loopback port nobody listens on once the server stopped
+    result = cli(scenario, "--repo", REPOSITORY, base_url=url)
+    assert result.exit_code == 4
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("xpu-workarounds: error: ")
+
+
+def test_cli_open_prs_needs_a_repository(scenario):
+    result = cli(scenario)
+    assert result.exit_code == 2
+    assert "--open-prs needs --repo OWNER/NAME" in result.stderr
+    assert scenario.server.log == []
+
+
+def test_cli_refuses_an_unknown_workaround_id(scenario):
+    result = cli(scenario, "--repo", REPOSITORY, "--only", "no-such-fix")
+    assert result.exit_code == 2
+    assert "unknown workaround id 'no-such-fix'" in result.stderr
+    assert writes(scenario.server) == 0
+
+
+def test_cli_options_of_open_prs_are_refused_without_it():
+    result = CliRunner().invoke(app, ["retire", "--dry-run"])
+    assert result.exit_code == 2
+    assert "go with --open-prs" in result.stderr
