@@ -357,6 +357,19 @@ def test_a_pr_closed_because_it_was_needed_again_reopens_when_retirable_again(sc
     scenario.assert_sound()
 
 
+def test_a_pr_for_a_workaround_removed_from_the_base_another_way_is_closed(scenario):
+    scenario.run()
+    number = scenario.pr(STATIC).number
+    removed = remove_entry(scenario.manifest_text, STATIC)
+    scenario.repo.commit("Remove static-launcher-uva by hand",
+                         files={MANIFEST_PATH: removed, **{path: None for path in STATIC_OWNED}})
+    outcome = scenario.run()
+    assert actions(outcome) == {STATIC: ("closed", number)}
+    assert "no longer in workarounds.toml on main" in outcome.actions[0].detail
+    assert scenario.pr(STATIC).state == "closed"
+    assert scenario.comments(number)[0].startswith(f"Closing: `{STATIC}` is no longer in `workarounds.toml`")
+
+
 def test_a_merged_pr_leaves_nothing_to_do(scenario):
     scenario.run()
     merge_by_person(scenario.server, scenario.repo, scenario.pr(STATIC).number)

@@ -445,8 +445,12 @@ class Retirer:
             if action is not None:
                 outcome.actions.append(action)
                 self.echo(describe(action, self.dry_run))
+        if only is None:
+            for action in self.orphans(repo, snapshot, manifest):
+                outcome.actions.append(action)
+                self.echo(describe(action, self.dry_run))
         for w in manifest.workarounds:
-            states[w.id] = self.pr_state(repo, w, outcome)
+            states[w.id] = self.pr_state(w, outcome)
         outcome.dashboard = self.dashboard(repo, snapshot, manifest, verdicts, states)
         self.echo(describe_dashboard(outcome.dashboard, self.dry_run))
         return outcome
@@ -663,20 +667,50 @@ class Retirer:
         current = next((pr for pr in pulls if pr.state == "open"), None)
         if current is None:
             return None
+        why = f"needed again: {verdict.detail}"
         if self.dry_run:
-            return Action(w.id, "closed", current.number, branch, f"would close #{current.number}: {verdict.detail}")
-        mark = read_marker(current.body)
-        body = current.body or ""
+            return Action(w.id, "closed", current.number, branch, f"would close #{current.number}: {why}")
+        self.close(current, closing_comment(w, verdict, snapshot), why)
+        return Action(w.id, "closed", current.number, branch, f"closed #{current.number}: {why}")
+
+    def orphans(self, repo: Repository, snapshot: Snapshot, manifest: Manifest) -> list[Action]:
+        """Close open removal PRs of workarounds the base no longer carries (removed another way)."""
+        owner = self.repository.split("/")[0]
+        found = []
+        try:
+            for pr in repo.get_pulls(state="open", base=snapshot.branch):
+                head_owner, _, branch = pr.head.label.partition(":")
+                workaround_id = branch.removeprefix(BRANCH_PREFIX)
+                if head_owner != owner or branch == workaround_id or workaround_id in manifest.by_id:
+                    continue
+                why = f"{workaround_id} is no longer in {MANIFEST_PATH} on {snapshot.branch}"
+                if self.dry_run:
+                    found.append(Action(workaround_id, "closed", pr.number, branch, f"would close #{pr.number}: {why}"))
+                    continue
+                try:
+                    self.close(pr, f"Closing: `{workaround_id}` is no longer in `{MANIFEST_PATH}` on "
+                                   f"`{snapshot.branch}` at `{snapshot.commit[:12]}`; nothing is left to remove. "
+                                   f"(`xpu-workarounds retire --open-prs`)", why)
+                    found.append(Action(workaround_id, "closed", pr.number, branch, f"closed #{pr.number}: {why}"))
+                except _Failed as failure:
+                    found.append(Action(workaround_id, "failed", pr.number, branch, failure.detail))
+        except (GithubException, requests.RequestException) as error:
+            found.append(Action("-", "failed", None, BRANCH_PREFIX + "*",
+                                str(classify(error, self.settings, "listing open removal PRs"))))
+        return found
+
+    def close(self, pr: PullRequest, comment: str, why: str) -> None:
+        """Comment, then close, marking the body so a later run knows this tool closed it."""
+        mark = read_marker(pr.body)
+        body = pr.body or ""
         if mark is not None:
             body = _MARKER.sub(marker(mark.id, mark.evidence, "not-retirable"), body)
         try:
-            current.create_issue_comment(closing_comment(w, verdict, snapshot))
-            current.edit(state="closed", body=body)
+            pr.create_issue_comment(comment)
+            pr.edit(state="closed", body=body)
         except (GithubException, requests.RequestException) as error:
-            raise _Failed(f"#{current.number} should be closed ({verdict.detail}) but: "
-                          f"{classify(error, self.settings)}", current.number) from None
-        return Action(w.id, "closed", current.number, branch,
-                      f"closed #{current.number}: needed again: {verdict.detail}")
+            raise _Failed(f"#{pr.number} should be closed ({why}) but: {classify(error, self.settings)}",
+                          pr.number) from None
 
     # ---- labels and the dashboard ------------------------------------------------------
     def label(self, repo: Repository, name: str, description: str) -> None:
@@ -694,7 +728,7 @@ class Retirer:
                     raise
         self._labels.add(name)
 
-    def pr_state(self, repo: Repository, w: Workaround, outcome: Outcome) -> str:
+    def pr_state(self, w: Workaround, outcome: Outcome) -> str:
         action = next((a for a in outcome.actions if a.id == w.id), None)
         if action is None:
             return "-"
