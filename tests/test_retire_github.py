@@ -462,6 +462,15 @@ def test_only_limits_the_run_to_one_workaround(scenario):
     assert scenario.prs(STATIC) == []
 
 
+def test_a_run_for_one_workaround_leaves_the_dashboard_as_it_is(scenario):
+    scenario.run()
+    before = scenario.dashboards()[0].body
+    outcome = scenario.run(only=SECOND)
+    assert outcome.dashboard is None
+    assert scenario.dashboards()[0].body == before
+    assert "dashboard left as it is (--only)" in scenario.lines
+
+
 # -------------------------------------------------------------- ten changing runs
 
 

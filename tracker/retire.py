@@ -397,9 +397,7 @@ class Retirer:
     # ---- reading ------------------------------------------------------------------
     def _repo(self) -> Repository:
         try:
-            repo = self.gh.get_repo(self.repository)
-            repo.default_branch  # noqa: B018  # the first attribute read sends the request
-            return repo
+            return self.gh.get_repo(self.repository)  # not lazy: a missing repository raises here
         except (GithubException, requests.RequestException) as error:
             raise RetireError(str(classify(error, self.settings, self.repository))) from None
 
@@ -445,10 +443,13 @@ class Retirer:
             if action is not None:
                 outcome.actions.append(action)
                 self.echo(describe(action, self.dry_run))
-        if only is None:
-            for action in self.orphans(repo, snapshot, manifest):
-                outcome.actions.append(action)
-                self.echo(describe(action, self.dry_run))
+        if only is not None:
+            # The dashboard shows every workaround's PR; a run that looked at one cannot fill it in.
+            self.echo(f"{'dry run: ' if self.dry_run else ''}dashboard left as it is (--only)")
+            return outcome
+        for action in self.orphans(repo, snapshot, manifest):
+            outcome.actions.append(action)
+            self.echo(describe(action, self.dry_run))
         for w in manifest.workarounds:
             states[w.id] = self.pr_state(w, outcome)
         outcome.dashboard = self.dashboard(repo, snapshot, manifest, verdicts, states)
