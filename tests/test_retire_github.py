@@ -121,19 +121,23 @@ class Scenario:
     def comments(self, number: int) -> list[str]:
         return [c.body for c in store(self.server).comments.get((REPOSITORY.lower(), number), [])]
 
-    def assert_sound(self) -> None:
-        """No duplicate PR, and every removal branch is one good commit on the current base."""
+    def assert_sound(self, on_current_base: bool = True) -> None:
+        """No duplicate PR, and every open removal branch is one good commit on a base commit
+        (with ``on_current_base``, on the current base head)."""
+        history = self.repo.ancestors(self.base)
         for branch in [b for b in self.repo.branches if b.startswith(BRANCH_PREFIX)]:
             prs = [pr for pr in self.repo.pulls.values() if pr.head == branch]
             assert len(prs) == 1, f"{branch}: {len(prs)} PRs"
             if prs[0].state != "open":
                 continue
             tip = self.repo.commits[self.repo.branches[branch]]
-            assert tip.parents == [self.base], f"{branch} is not one commit on the current base"
+            assert len(tip.parents) == 1 and tip.parents[0] in history, f"{branch} is not one commit on the base"
+            if on_current_base:
+                assert tip.parents == [self.base], f"{branch} is not on the current base"
             workaround_id = branch[len(BRANCH_PREFIX):]
-            base_files = self.repo.commits[self.base].files
+            base_files = self.repo.commits[tip.parents[0]].files
             expected = {p: t for p, t in base_files.items() if p not in owned(workaround_id, base_files)}
-            expected[MANIFEST_PATH] = remove_entry(self.manifest_text, workaround_id)
+            expected[MANIFEST_PATH] = remove_entry(base_files[MANIFEST_PATH], workaround_id)
             expected.pop(DOCS_PATH, None)
             assert {p: t for p, t in tip.files.items() if p != DOCS_PATH} == expected
             edited = manifest_module.load(_write(expected[MANIFEST_PATH]), check_modules=False)
@@ -174,6 +178,13 @@ def scenario():
         yield Scenario(server)
 
 
+@pytest.fixture
+def enterprise_scenario():
+    with FakeGitHub(prefix="/api/v3") as server:  # GitHub Enterprise Server's API base
+        install(server)
+        yield Scenario(server)
+
+
 def actions(outcome) -> dict[str, tuple[str, int | None]]:
     return {a.id: (a.action, a.pr) for a in outcome.actions}
 
@@ -188,6 +199,13 @@ def test_first_run_opens_one_pr_for_the_retirable_workaround(scenario):
     assert (pr.state, pr.base, pr.head) == ("open", "main", BRANCH_PREFIX + STATIC)
     assert LABEL in pr.labels
     assert not outcome.failed
+
+
+def test_a_github_enterprise_api_base_works_the_same(enterprise_scenario):
+    outcome = enterprise_scenario.run()
+    assert actions(outcome) == {STATIC: ("opened", enterprise_scenario.pr(STATIC).number)}
+    assert all(hit.path.startswith("/api/v3/") for hit in enterprise_scenario.server.log)
+    enterprise_scenario.assert_sound()
 
 
 def test_the_pr_branch_removes_exactly_the_workarounds_files(scenario):
@@ -480,7 +498,10 @@ def test_ten_runs_over_a_changing_repository_never_duplicate_a_pr_or_break_a_bra
     steps = [
         ("first run", lambda: None, {STATIC: "opened"}),
         ("nothing new", lambda: None, {STATIC: "unchanged"}),
-        ("base moves", lambda: scenario.push_base("Docs", README_DOT_md="# one\n"), {STATIC: "updated"}),
+        ("base moves; moving the branch is refused once", lambda: (
+            scenario.push_base("Docs", README_DOT_md="# one\n"),
+            deny(scenario.server, "PATCH", "/repos/<owner>/<repo>/git/refs/<path:ref>", 403)),
+         {STATIC: "failed"}),
         ("floor raised: both retirable", lambda: scenario.set_manifest(both), {STATIC: "updated", SECOND: "opened"}),
         ("a person closes one", lambda: close_by_person(scenario.server, scenario.repo, scenario.pr(STATIC).number),
          {STATIC: "left-closed", SECOND: "unchanged"}),
@@ -500,8 +521,9 @@ def test_ten_runs_over_a_changing_repository_never_duplicate_a_pr_or_break_a_bra
         change()
         outcome = scenario.run()
         assert {a.id: a.action for a in outcome.actions} == expected, name
-        assert not outcome.failed, name
-        scenario.assert_sound()
+        failed = "failed" in expected.values()
+        assert outcome.failed == failed, name
+        scenario.assert_sound(on_current_base=not failed)  # a failed push leaves the old, sound branch
         [issue] = scenario.dashboards()
         assert dashboard in (None, issue.number), name
         dashboard = issue.number
