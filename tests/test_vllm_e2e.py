@@ -128,6 +128,7 @@ def test_on_cpu_every_process_says_platform_cpu_and_applies_nothing(default_run)
     for report in default_run.reports.values():
         assert report["environment"]["platform"] == "cpu"
         assert report["environment"]["versions"]["vllm"] == "0.32.0"
+        assert report["environment"]["versions"]["torch"] == "2.13.0+cpu"
         assert {(entry["decision"], entry["reason"], entry["outcome"]) for entry in report["workarounds"]} == {
             ("skip", "platform", "skipped")}
         assert len(report["workarounds"]) == 6

