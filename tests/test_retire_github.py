@@ -313,14 +313,27 @@ def test_when_the_evidence_changes_the_same_pr_gets_a_new_body(scenario):
     scenario.assert_sound()
 
 
-def test_a_branch_someone_pushed_to_is_put_back_to_the_removal(scenario):
+def test_a_branch_with_someone_elses_commit_is_never_force_pushed(scenario):
     scenario.run()
     branch = BRANCH_PREFIX + STATIC
-    scenario.repo.commit("A stray commit", branch=branch, files={"stray.txt": "x\n"})
+    theirs = scenario.repo.commit("Fix the test that imported the module", branch=branch,
+                                  files={"tests/test_runtime.py": "# adjusted by a maintainer\n"})
     outcome = scenario.run()
-    assert actions(outcome)[STATIC][0] == "updated"
-    assert "stray.txt" not in scenario.files(branch)
-    scenario.assert_sound()
+    assert actions(outcome)[STATIC] == ("unchanged", scenario.pr(STATIC).number)
+    assert "commits from someone else" in outcome.actions[0].detail
+    assert scenario.repo.branches[branch] == theirs
+    assert writes(scenario.server) == 0
+
+
+def test_a_branch_with_someone_elses_commit_gets_only_its_description_updated(scenario):
+    scenario.run()
+    branch = BRANCH_PREFIX + STATIC
+    theirs = scenario.repo.commit("Fix a test", branch=branch, files={"tests/test_runtime.py": "# adjusted\n"})
+    moved = scenario.push_base("Unrelated change", README_DOT_md="# moved\n")
+    outcome = scenario.run()
+    assert actions(outcome)[STATIC][0] == "updated" and "commits from someone else" in outcome.actions[0].detail
+    assert scenario.repo.branches[branch] == theirs
+    assert f"at `{moved[:12]}`" in scenario.pr(STATIC).body
 
 
 # ----------------------------------------------------------------------- closed PRs
