@@ -122,20 +122,21 @@ def module_name(w: Workaround) -> str:
 def owned_paths(w: Workaround, paths: Iterable[str]) -> list[str]:
     """The files that belong to ``w`` alone (see the module docstring for the convention)."""
     name = module_name(w)
-    owned = []
-    for path in paths:
-        parts = PurePosixPath(path).parts
-        if path == f"workarounds/{name}.py" or parts[:2] == ("workarounds", name):
-            owned.append(path)
-        elif parts and parts[0] == "tests":
-            if parts[-1] in (f"test_{name}.py", f"test_workaround_{name}.py"):
-                owned.append(path)
-            elif any(parts[i] == "fixtures" and (parts[i + 1] == name and i + 1 < len(parts) - 1
-                                                 or PurePosixPath(parts[i + 1]).stem == name
-                                                 and i + 1 == len(parts) - 1)
-                     for i in range(len(parts) - 1)):
-                owned.append(path)
-    return sorted(owned)
+    return sorted(path for path in paths if _owned(PurePosixPath(path).parts, name))
+
+
+def _owned(parts: tuple[str, ...], name: str) -> bool:
+    if parts[:1] == ("workarounds",):
+        return parts[1:] == (f"{name}.py",) or (len(parts) > 2 and parts[1] == name)
+    if parts[:1] != ("tests",):
+        return False
+    if parts[-1] in (f"test_{name}.py", f"test_workaround_{name}.py"):
+        return True
+    for index, part in enumerate(parts[:-1]):
+        if part == "fixtures":
+            below = parts[index + 1:]
+            return below[0] == name if len(below) > 1 else PurePosixPath(below[0]).stem == name
+    return False
 
 
 def remove_entry(text: str, workaround_id: str) -> str:
@@ -744,7 +745,7 @@ class Retirer:
         if action is None:
             return "-"
         if action.action == "failed":
-            return f"failed: {action.detail}"
+            return "failed on the last run (see its log)"
         if action.pr is None:
             return "would open a PR" if self.dry_run else "-"
         if action.action == "left-closed":
