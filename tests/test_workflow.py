@@ -61,6 +61,49 @@ def test_actionlint_rejects_a_workflow_with_an_unknown_permission(tmp_path):
     assert "tissues" in result.stdout
 
 
+CALLER = """\
+name: Call the retirement action
+on: workflow_dispatch
+permissions: {}
+jobs:
+  retire:
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+      pull-requests: write
+      issues: write
+    steps:
+      - uses: ./
+        with:
+%s
+"""
+
+
+def actionlint_caller(tmp_path: Path, inputs: dict[str, str]) -> subprocess.CompletedProcess:
+    """actionlint on a workflow that calls this repository's action.yml as ``./``: actionlint
+    reads the action's metadata and checks the call against the inputs it declares."""
+    (tmp_path / ".git").mkdir()  # actionlint resolves "./" from the project root it finds by .git
+    (tmp_path / "action.yml").write_text(ACTION.read_text())
+    caller = tmp_path / ".github" / "workflows" / "caller.yml"
+    caller.parent.mkdir(parents=True)
+    caller.write_text(CALLER % "\n".join(f"          {name}: {value}" for name, value in inputs.items()))
+    return actionlint(caller)
+
+
+def test_actionlint_accepts_a_call_of_the_action_with_every_input_it_declares(tmp_path):
+    inputs = {"repository": "${{ github.repository }}", "base": "main", "dry-run": '"true"',
+              "workaround": "static-launcher-uva", "token": "${{ secrets.XPU_WORKAROUNDS_TOKEN }}",
+              "python-version": '"3.12"'}
+    result = actionlint_caller(tmp_path, inputs)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_rejects_a_call_of_the_action_with_an_input_it_does_not_declare(tmp_path):
+    result = actionlint_caller(tmp_path, {"dry_run": '"true"'})
+    assert result.returncode == 1
+    assert 'input "dry_run" is not defined in action' in result.stdout
+
+
 def test_zizmor_passes_the_workflow_and_the_action():
     result = zizmor(WORKFLOW, ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
