@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import github
@@ -628,3 +629,21 @@ def test_cli_options_of_open_prs_are_refused_without_it():
     result = CliRunner().invoke(app, ["retire", "--dry-run"])
     assert result.exit_code == 2
     assert "go with --open-prs" in result.stderr
+
+
+def test_the_installed_command_runs_as_the_workflow_runs_it(scenario):
+    # The workflow's own step script, with the console script of this environment first on
+    # PATH, configured only through the environment as the workflow configures it.
+    from test_workflow import WORKFLOW, run_scripts
+
+    script = textwrap.dedent(next(s for s in run_scripts(WORKFLOW) if "args=(retire" in s))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("GITHUB_TOKEN", "XPU_WORKAROUNDS_MANIFEST") and "proxy" not in key.lower()}
+    env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                "GITHUB_API_URL": scenario.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+                "REPOSITORY": REPOSITORY, "DRY_RUN": "true", "ONLY": ""})
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "would open a PR from xpu-workarounds/retire-static-launcher-uva" in result.stdout
+    assert result.stdout.rstrip().endswith("dry run: nothing was changed")
+    assert writes(scenario.server) == 0
