@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                              "targets": [], "figures": {}}]
             for result in produced:
                 result["key"] = name
-                result["seconds"] = round(time.monotonic() - started, 1)
+                result["group_seconds"] = round(time.monotonic() - started, 1)  # the whole --only group
                 results.append(result)
                 print(f"\n== {result['section']}")
                 print("\n".join(result["lines"]))
