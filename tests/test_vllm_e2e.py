@@ -12,7 +12,9 @@ replaced by a double.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -77,9 +79,15 @@ def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, work
         pythonpath.insert(0, injection)
     env = vllm_harness.subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports),
                                       **(faults or {}), **variables)
+    # Own session: on a hang, the engine core and worker go down with the front end.
     process = subprocess.Popen([str(e2e_python), str(vllm_harness.SCRIPTS / "generate.py"), str(tiny_model)],
-                               cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stdout, stderr = process.communicate(timeout=900)
+                               cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
     return EngineRun(process.returncode, stdout, stderr, process.pid, vllm_harness.read_reports(reports))
 
 
