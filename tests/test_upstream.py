@@ -134,6 +134,21 @@ def test_landed_then_reverted_pr_is_reverted_and_in_no_release(server, tmp_path)
     assert server.count() == 2  # the PR and its timeline: a reverted change has no release to look for
 
 
+def test_pr_landed_again_after_a_revert_is_landed_with_the_second_commit(server, tmp_path):
+    repo = server.add_repo("pytorch/pytorch")
+    repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
+    repo.tag("v2.13.0", "main")
+    repo.pull("[XPU] Risky change", number=190000, created="2026-06-20")
+    repo.land(190000, date="2026-07-02", files={"a.py": "2"})
+    repo.bot_revert(190000, date="2026-07-03")
+    second = repo.land(190000, date="2026-07-10", files={"a.py": "3"}, label="mergedX1")
+    repo.tag("v2.14.0", "main")
+
+    facts = learn(server, tmp_path, "pytorch/pytorch#190000").references[0]
+
+    assert (facts.state, facts.commit, str(facts.released_in)) == ("landed", second, "torch>=2.14.0")
+
+
 def test_merged_pr_reverted_by_a_revert_pr_is_reverted(server, tmp_path):
     repo = vllm_with_release_branch(server)
     repo.merge(500, date="2026-05-22")

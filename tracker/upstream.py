@@ -500,6 +500,7 @@ def classify(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]
     landed_at = ""
     landed_how = ""
     reverted_by: str | None = None
+    labelled_in_timeline = False  # the timeline orders labels; the PR's label list does not
     for event in timeline:
         kind = event.get("event")
         day = str(event.get("created_at") or "")[:10]
@@ -509,8 +510,10 @@ def classify(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]
             actor = (event.get("actor") or {}).get("login", "a commit")
             landed, landed_at, reverted_by = event["commit_id"], day, None
             landed_how = f"closed by {actor}'s commit"
-        elif landed and kind == "labeled" and (event.get("label") or {}).get("name") == "reverted":
-            reverted_by = reverted_by or f"labelled reverted on {day}"
+        elif kind == "labeled" and (event.get("label") or {}).get("name") == "reverted":
+            labelled_in_timeline = True
+            if landed:
+                reverted_by = reverted_by or f"labelled reverted on {day}"
         elif landed and kind == "reopened":
             reverted_by = reverted_by or f"reopened on {day}"
         elif landed and kind == "cross-referenced":
@@ -527,7 +530,7 @@ def classify(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]
         landed_at = landed_at or str(pr.get("merged_at") or "")[:10]
     if landed is None and any(_LANDED_LABEL.match(label) for label in labels):
         landed_how = "labelled merged by the merge bot"
-    if reverted_by is None and landed and "reverted" in labels:
+    if reverted_by is None and landed and "reverted" in labels and not labelled_in_timeline:
         reverted_by = "labelled reverted"
     short = landed[:12] if landed else "an unknown commit"
     if reverted_by and (landed or landed_how):
