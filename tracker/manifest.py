@@ -22,6 +22,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from tracker.fastpath import shipped_manifest
 from tracker.versions import COMPONENTS
 
 SCHEMA = 1
@@ -51,9 +52,7 @@ _UPSTREAM_OPTIONAL = ("released_in", "commit", "note", "remaining")
 
 def default_path() -> Path:
     """The shipped manifest: inside the wheel, or at the top of a checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "workarounds.toml"
-    return packaged if packaged.is_file() else here.parent / "workarounds.toml"
+    return Path(shipped_manifest())
 
 
 # --------------------------------------------------------------------------- model

@@ -28,17 +28,13 @@ waiting target is patched on import, and written by forked children too)::
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
-import sys
-import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from tracker import patching
+from tracker import fastpath, patching
 from tracker.decision import Decision, decide
 from tracker.environment import Environment, Settings, build
 from tracker.manifest import Manifest, ManifestError, Workaround, load
@@ -120,9 +116,10 @@ def register(environ: Mapping[str, str] | None = None) -> None:
     """
     env = os.environ if environ is None else environ
     with _state.lock:
-        if _state.registered:
+        if _state.registered or fastpath.replayed():
             return
         _state.registered = True
+        fastpath.no_replay()
         strict = Settings.from_env(env).strict
         try:
             _activate(env)
@@ -158,8 +155,11 @@ def _activate(env: Mapping[str, str]) -> None:
     _state.environment = environment = _environment(settings)
     for workaround in manifest.workarounds:
         _state.entries.append(_handle(workaround, environment, settings))
-    LOGGER.info(summary())
+    line = summary()
+    LOGGER.info(line)
     _write_report()
+    if all(not entry.decision.apply and entry.decided_by == "version" for entry in _state.entries):
+        fastpath.store(env, report(), line)  # nothing applied: later processes replay this answer
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
         _state.fork_hook = True
@@ -177,20 +177,11 @@ def _environment(settings: Settings) -> Environment:
 
 def _vllm_platform() -> str | None:
     """The platform vLLM resolved, when vLLM is already imported; None otherwise."""
-    if "vllm" not in sys.modules:
-        return None
-    try:
-        from vllm.platforms import current_platform
-
-        for name in ("xpu", "rocm", "cuda", "cpu"):
-            if getattr(current_platform, f"is_{name}")():
-                return name
-        return "unknown"
-    except Exception as error:  # noqa: BLE001 - fall back to the torch build label
-        message = f"could not ask vLLM for its platform ({type(error).__name__}: {error}); using torch's build label"
-        _state.warnings.append(message)
-        LOGGER.warning("xpu-workarounds: %s", message)
-        return None
+    platform, error = fastpath.vllm_platform()
+    if error is not None:
+        _state.warnings.append(error)
+        LOGGER.warning("xpu-workarounds: %s", error)
+    return platform
 
 
 def _handle(workaround: Workaround, environment: Environment, settings: Settings) -> _Entry:
@@ -297,6 +288,8 @@ def _target_json(entry: _Entry) -> list[dict]:
 
 def report() -> dict:
     """This process's report (shape in the module docstring)."""
+    if not _state.registered and fastpath.replayed():
+        return fastpath.report()
     with _state.lock:
         document = {
             "schema": SCHEMA,
@@ -347,20 +340,8 @@ def _after_fork() -> None:
 
 def _write_report() -> None:
     """Write DIR/<pid>.json atomically when XPU_WORKAROUNDS_REPORT=DIR; never raises."""
-    directory = _state.report_dir
-    if not directory:
-        return
-    try:
-        target = Path(directory)
-        target.mkdir(parents=True, exist_ok=True)
-        document = report()
-        handle, temporary = tempfile.mkstemp(dir=target, prefix=f".{document['pid']}.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, indent=2)
-            stream.write("\n")
-        os.replace(temporary, target / f"{document['pid']}.json")
-    except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
-        LOGGER.warning("xpu-workarounds: could not write the report to %s: %s", directory, error)
+    if _state.report_dir:
+        fastpath.write_report(_state.report_dir, report())
 
 
 def reset() -> None:
@@ -371,6 +352,7 @@ def reset() -> None:
                 patching.revert(record.path)
         fork_hook = _state.fork_hook
         _state.__init__()
+        fastpath.forget()
         _state.fork_hook = fork_hook
 
 
