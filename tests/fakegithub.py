@@ -313,8 +313,8 @@ class Repo:
         ahead = [c for c in self.history(head) if c.sha not in below]
         behind = below - above
         common = below & above
-        merge_base = max((self.commits[s] for s in common), key=lambda c: (c.date, len(self.ancestors(c.sha))),
-                         default=None)
+        # The newest common ancestor (histories here are built forward in time, so it is the merge base).
+        merge_base = max((self.commits[s] for s in common), key=lambda c: c.date, default=None)
         if base == head:
             status = "identical"
         elif not behind:
