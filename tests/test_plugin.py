@@ -69,3 +69,11 @@ def test_each_process_writes_its_report_to_the_report_directory(tmp_path):
     pid = int(result.stdout)
     report = json.loads((tmp_path / f"{pid}.json").read_text())
     assert (report["schema"], report["pid"], report["environment"]["platform"]) == (1, pid, "cpu")
+
+
+def test_the_line_reaches_stderr_before_any_logging_is_configured():
+    # vLLM 0.32+ configures its log handlers only after plugins ran in the front-end process.
+    result = run("import tracker.plugin; tracker.plugin.register()", XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert result.returncode == 0
+    (line,) = [line for line in result.stderr.splitlines() if "xpu-workarounds: platform" in line]
+    assert line.startswith("INFO xpu-workarounds: platform cpu (override); skipped: ")

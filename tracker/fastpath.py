@@ -31,6 +31,19 @@ _replayed: dict | None = None
 _tried = False  # replay is tried once per process: after a full activation it must not replay
 
 
+def log(level: int, message: str) -> None:
+    """Log ``message`` through vLLM's logger, or to stderr while nothing is configured.
+
+    Some vLLM releases configure their log handlers only after plugins have run in the
+    front-end process; a record logged before that would be dropped (Python's fallback
+    shows warnings only), and the one line each process owes its user would be lost.
+    """
+    if LOGGER.hasHandlers():
+        LOGGER.log(level, message)
+    elif level >= logging.INFO:
+        sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
+
+
 def shipped_manifest() -> str:
     """The shipped manifest: inside the wheel, or at the top of a checkout."""
     packaged = os.path.join(_HERE, "workarounds.toml")
@@ -99,8 +112,8 @@ def replay(environ=None) -> bool:
         return False
     _replayed = stored["report"]
     for warning in _replayed.get("warnings", []):
-        LOGGER.warning("xpu-workarounds: %s", warning)
-    LOGGER.info(stored["line"])
+        log(logging.WARNING, f"xpu-workarounds: {warning}")
+    log(logging.INFO, stored["line"])
     directory = env.get(_REPORT_VARIABLE)
     if directory:
         write_report(directory, report())
@@ -152,7 +165,7 @@ def write_report(directory: str, document: dict) -> None:
             stream.write("\n")
         os.replace(temporary, os.path.join(directory, f"{document['pid']}.json"))
     except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
-        LOGGER.warning("xpu-workarounds: could not write the report to %s: %s", directory, error)
+        log(logging.WARNING, f"xpu-workarounds: could not write the report to {directory}: {error}")
 
 
 def forget() -> None:

@@ -35,12 +35,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tracker import fastpath, patching
+from tracker.fastpath import log
 from tracker.decision import Decision, decide
 from tracker.environment import Environment, Settings, build
 from tracker.manifest import Manifest, ManifestError, Workaround, load
 
 SCHEMA = 1
-LOGGER = logging.getLogger("vllm.xpu_workarounds")
+LOGGER = fastpath.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = ("failed", "drifted", "applied", "waiting", "skipped")
 
@@ -128,7 +129,7 @@ def register(environ: Mapping[str, str] | None = None) -> None:
         except Exception as error:  # noqa: BLE001 - the plugin must not stop vLLM
             message = f"xpu-workarounds: could not activate: {type(error).__name__}: {error}"
             _state.warnings.append(message)
-            LOGGER.warning(message)
+            log(logging.WARNING, message)
             if strict:
                 raise StrictModeError(message) from None
 
@@ -142,7 +143,7 @@ def _activate(env: Mapping[str, str]) -> None:
         first = error.problems[0] if error.problems else "unreadable"
         message = f"xpu-workarounds: the manifest is invalid, nothing applied: {first}"
         _state.warnings.append(message)
-        LOGGER.warning(message)
+        log(logging.WARNING, message)
         if Settings.from_env(env).strict:
             raise StrictModeError(message) from None
         _write_report()
@@ -151,12 +152,12 @@ def _activate(env: Mapping[str, str]) -> None:
     _state.settings = settings
     for problem in settings.problems:
         _state.warnings.append(problem)
-        LOGGER.warning("xpu-workarounds: %s", problem)
+        log(logging.WARNING, f"xpu-workarounds: {problem}")
     _state.environment = environment = _environment(settings)
     for workaround in manifest.workarounds:
         _state.entries.append(_handle(workaround, environment, settings))
     line = summary()
-    LOGGER.info(line)
+    log(logging.INFO, line)
     _write_report()
     if all(not entry.decision.apply and entry.decided_by == "version" for entry in _state.entries):
         fastpath.store(env, report(), line)  # nothing applied: later processes replay this answer
@@ -180,7 +181,7 @@ def _vllm_platform() -> str | None:
     platform, error = fastpath.vllm_platform()
     if error is not None:
         _state.warnings.append(error)
-        LOGGER.warning("xpu-workarounds: %s", error)
+        log(logging.WARNING, f"xpu-workarounds: {error}")
     return platform
 
 
@@ -225,20 +226,26 @@ def _probe(module, context: Context) -> Finding | None:
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         message = f"{context.workaround.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
         _state.warnings.append(message)
-        LOGGER.warning("xpu-workarounds: %s", message)
+        log(logging.WARNING, f"xpu-workarounds: {message}")
         return None
 
 
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
     if record.outcome in ("failed", "drifted"):
-        LOGGER.warning("xpu-workarounds: %s %s on import: %s", record.owner, record.outcome, record.detail)
+        log(logging.WARNING, f"xpu-workarounds: {record.owner} {record.outcome} on import: {record.detail}")
     else:
         LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
     _write_report()
     settings = _state.settings
     if settings is not None and settings.strict and record.outcome in ("failed", "drifted"):
-        raise StrictModeError(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
+        _stop(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
+
+
+def _stop(message: str) -> None:
+    """Strict mode: say why in vLLM's log (a traceback's last line is easy to miss), then stop."""
+    log(logging.ERROR, message)
+    raise StrictModeError(message)
 
 
 def _enforce(settings: Settings) -> None:
@@ -247,7 +254,7 @@ def _enforce(settings: Settings) -> None:
     for entry in _state.entries:
         outcome = _outcome(entry)
         if outcome in ("failed", "drifted"):
-            raise StrictModeError(f"xpu-workarounds: strict mode: {entry.workaround.id} {outcome}: {_error(entry)}")
+            _stop(f"xpu-workarounds: strict mode: {entry.workaround.id} {outcome}: {_error(entry)}")
 
 
 # -------------------------------------------------------------------- report
