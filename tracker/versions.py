@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+import os
+import re
+import sys
 from importlib import metadata
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -87,8 +90,38 @@ def matches(version: Version, spec: SpecifierSet) -> bool:
     return spec.contains(version, prereleases=True)
 
 
-def installed_distribution_version(names: tuple[str, ...]) -> tuple[str, str] | None:
+def _normalized(name: str) -> str:
+    # PEP 503 name normalization (packaging.utils.canonicalize_name drags in
+    # packaging.tags, ~14 ms of imports, for this one line).
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _present_names() -> set[str] | None:
+    """Normalized names of the distributions on ``sys.path``, from one listing of each
+    directory; None when a directory cannot be listed (then every name is asked for).
+
+    ``metadata.version`` searches every ``sys.path`` entry per call, ~1.5 ms each even for
+    an absent name; this listing lets absent candidates be skipped without asking.
+    """
+    names: set[str] = set()
+    for entry in sys.path:
+        if not os.path.isdir(entry or "."):
+            continue
+        try:
+            with os.scandir(entry or ".") as listing:
+                for item in listing:
+                    stem, dot, suffix = item.name.rpartition(".")
+                    if dot and suffix in ("dist-info", "egg-info", "egg"):
+                        names.add(_normalized(stem.split("-", 1)[0]))
+        except OSError:
+            return None
+    return names
+
+
+def installed_distribution_version(names: tuple[str, ...], present: set[str] | None = None) -> tuple[str, str] | None:
     for name in names:
+        if present is not None and _normalized(name) not in present:
+            continue
         try:
             return name, metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -98,9 +131,10 @@ def installed_distribution_version(names: tuple[str, ...]) -> tuple[str, str] | 
 
 def detect_versions() -> dict[str, ComponentVersion]:
     """Every known component's installed version, from distribution metadata only."""
+    present = _present_names()
     found: dict[str, ComponentVersion] = {}
     for component, names in DISTRIBUTIONS.items():
-        hit = installed_distribution_version(names)
+        hit = installed_distribution_version(names, present)
         if hit is None:
             found[component] = ComponentVersion(component, None)
         else:
