@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote, unquote, urlparse
 
-import platformdirs
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 from requests.utils import parse_header_links
 
 from tracker import github_client
+from tracker.environment import cache_dir as environment_cache_dir
 from tracker.github_client import ClientSettings, GitHubMissing, GitHubUnavailable
 from tracker.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
 from tracker.versions import DISTRIBUTIONS, release_of
@@ -89,13 +89,6 @@ def release_of_tag(name: str) -> Version | None:
     if version.is_prerelease or version.is_devrelease or version.is_postrelease or version.local:
         return None
     return version
-
-
-def default_cache_dir() -> Path:
-    configured = os.environ.get("XPU_WORKAROUNDS_CACHE_DIR", "").strip()
-    if configured:
-        return Path(configured)
-    return Path(platformdirs.user_cache_dir("xpu-workarounds"))
 
 
 def _now() -> datetime:
@@ -643,7 +636,7 @@ def track(manifest: Manifest, *, mode: str = "normal", client: ClientSettings | 
     if client is None:
         client = ClientSettings.from_env()
     now = now or _now()
-    cache = Cache.load(cache_dir or default_cache_dir(), client.base_url)
+    cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
     if mode == "offline":
         if not cache.usable:
             raise NoUsableCache(f"no cached upstream facts in {cache.path}; run `xpu-workarounds upstream` "
