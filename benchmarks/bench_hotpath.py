@@ -31,9 +31,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.measure import per_call, us, verdict
-from tracker import patching
-from tracker.environment import build
-from tracker.manifest import load
+from tracker.engine import patching
+from tracker.model.environment import build
+from tracker.model.manifest import load
 from tracker.runtime import Context
 
 STANDIN_MODULE = "xpu_workarounds_bench_standins"

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.measure import REPO_ROOT, child_env, ms, verdict
-from tracker.manifest import load
+from tracker.model.manifest import load
 
 OLDEST_RELEASE = "0.22.1"
 CHILD = Path(__file__).resolve().parent / "plugin_child.py"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import tomlkit
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 
 
 def repository(index: int) -> str:

@@ -7,7 +7,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 from tracker.cli import app
 
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",

@@ -6,10 +6,10 @@ Expectations follow ../shared/reference/upstream-facts.md ("Version windows at a
 import pytest
 from packaging.version import Version
 
-from tracker import manifest as manifest_module
-from tracker.decision import decide, retirement
-from tracker.environment import Environment, Settings
-from tracker.versions import ComponentVersion
+from tracker.model import manifest as manifest_module
+from tracker.model.decision import decide, retirement
+from tracker.model.environment import Environment, Settings
+from tracker.model.versions import ComponentVersion
 
 MANIFEST = manifest_module.load()
 

@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tracker.fastpath import shipped_manifest
+from tracker.paths import shipped_manifest
 
 PROCESS = (
     "import json, logging, os, sys\n"
     "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
     "import tracker.plugin\n"
     "tracker.plugin.register(); tracker.plugin.register()\n"
-    "from tracker import fastpath\n"
-    "full = 'tracker.runtime' in sys.modules\n"
+    "from tracker.runtime import fastpath\n"
+    "full = 'tracker.runtime.activate' in sys.modules\n"
     "from tracker import runtime\n"
     "print(json.dumps({'replayed': fastpath.replayed(), 'full': full, 'report': runtime.report()}))\n"
 )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 
 SHIPPED = manifest_module.default_path()
 TEXT = SHIPPED.read_text(encoding="utf-8")

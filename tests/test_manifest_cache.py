@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 
 ROOT = Path(__file__).resolve().parent.parent
 

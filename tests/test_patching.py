@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker import patching
+from tracker.engine import patching
 
 _serial = itertools.count()
 

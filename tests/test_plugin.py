@@ -11,7 +11,7 @@ from importlib import metadata
 import tracker.plugin
 
 HEAVY = ("typer", "github", "torch", "vllm", "tracker.cli", "tracker.catalogue", "tracker.upstream",
-         "tracker.github_client", "requests")
+         "tracker.upstream.client", "requests")
 
 
 def run(code: str, **env: str) -> subprocess.CompletedProcess:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 from tracker.catalogue import markdown
-from tracker.decision import retirement
+from tracker.model.decision import retirement
 from tracker.retire import (DOCS_PATH, MANIFEST_PATH, RemovalError, Snapshot, blob_sha, compute_removal,
                             fingerprint, manifest_from_text, marker, owned_paths, read_marker, remove_entry)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fakegithub import FakeGitHub, Repo
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 from tracker import upstream
-from tracker.github_client import ClientSettings, GitHubUnavailable
+from tracker.upstream.client import ClientSettings, GitHubUnavailable
 
 TOKEN = "ghp_testtoken0123456789"
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"

@@ -12,7 +12,7 @@ from fakegithub import FakeGitHub
 from test_upstream import (COMPARE, PULL, TIMELINE, TOKEN, learn, manifest_for, server,  # noqa: F401 (fixture)
                            settings, vllm_with_release_branch)
 from tracker import upstream
-from tracker.github_client import GitHubUnavailable
+from tracker.upstream.client import GitHubUnavailable
 
 REF = "vllm-project/vllm#500"
 

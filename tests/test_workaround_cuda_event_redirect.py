@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from retarget import context_at
-from tracker import patching
+from tracker.engine import patching
 from workarounds.cuda_event_redirect import make_wrapper, probe
 
 # vLLM 0.24.0's DeepseekV4XPUAttention.__init__ (vllm/models/deepseek_v4/xpu/xpu_sparse.py).

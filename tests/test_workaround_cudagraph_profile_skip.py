@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from tracker import manifest, patching
+from tracker.engine import patching
+from tracker.model import manifest
 from workarounds.cudagraph_profile_skip import make_wrapper
 
 RUNNER = """

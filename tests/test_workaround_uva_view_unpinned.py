@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tracker import manifest
-from tracker.environment import build
+from tracker.model import manifest
+from tracker.model.environment import build
 from retarget import context_at
-from tracker.runtime import Context
+from tracker.api import Context
 from workarounds.uva_view_unpinned import KERNEL_FIX, make_wrapper, probe
 
 WORKAROUND = manifest.load().get("uva-view-unpinned")

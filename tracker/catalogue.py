@@ -6,9 +6,9 @@ CONTRACT.md's.
 
 from __future__ import annotations
 
-from tracker.decision import Decision, decide, removal_condition, retirement
-from tracker.environment import Environment, Settings
-from tracker.manifest import Manifest, UpstreamRef, Workaround
+from tracker.model.decision import Decision, decide, removal_condition, retirement
+from tracker.model.environment import Environment, Settings
+from tracker.model.manifest import Manifest, UpstreamRef, Workaround
 
 SCHEMA = 1
 

@@ -14,8 +14,8 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from tracker import manifest as manifest_module
-from tracker.environment import InputError, Settings, assumptions, build, parse_platform
+from tracker.model import manifest as manifest_module
+from tracker.model.environment import InputError, Settings, assumptions, build, parse_platform
 
 EXIT_BAD_INPUT = 2
 EXIT_RETIRABLE = 3
@@ -109,7 +109,7 @@ def explain(
 ) -> None:
     """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
     from tracker.catalogue import explain_text
-    from tracker.decision import decide
+    from tracker.model.decision import decide
 
     manifest = load_manifest()
     if workaround_id not in manifest.by_id:
@@ -163,7 +163,7 @@ def upstream(
     """State of every upstream reference, its landed commit and first release, and which of
     vLLM's inline workarounds are dead at vLLM's current pins."""
     from tracker import upstream as upstream_module
-    from tracker.github_client import GitHubError
+    from tracker.upstream.client import GitHubError
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")
@@ -216,7 +216,7 @@ def retire(
                                                 help="With --open-prs: only this workaround.")] = None,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence."""
-    from tracker.decision import retirement
+    from tracker.model.decision import retirement
 
     if open_prs:
         _open_removal_prs(repo, base, dry_run, only, json_output, check)

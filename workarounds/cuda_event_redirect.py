@@ -8,7 +8,7 @@ which is a dummy class on torch builds without CUDA. Wraps
 
 import torch
 
-from tracker.runtime import Context, Finding
+from tracker.api import Context, Finding
 
 
 def probe(context: Context) -> Finding | None:

@@ -5,7 +5,7 @@ Wraps ``profile_cudagraph_memory`` on the GPU model runner classes: on XPU (the 
 place it is applied) it returns 0 bytes without capturing, as vLLM 0.21.0 does.
 """
 
-from tracker.runtime import Context
+from tracker.api import Context
 
 
 def make_wrapper(context: Context):

@@ -11,7 +11,7 @@ import inspect
 
 import torch
 
-from tracker.runtime import Context, Finding
+from tracker.api import Context, Finding
 
 
 def probe(context: Context) -> Finding | None:

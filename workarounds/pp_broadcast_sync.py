@@ -6,7 +6,7 @@ Wraps ``PPHandler.broadcast``: ``self.main_stream.synchronize()`` first, as vllm
 does. Runs every decode step: the wrapper does nothing else.
 """
 
-from tracker.runtime import Context, Finding
+from tracker.api import Context, Finding
 
 
 def probe(context: Context) -> Finding | None:

@@ -6,7 +6,7 @@ through UVA and compilation is on, Inductor's ``use_static_cuda_launcher`` is se
 False with ``setdefault``, so a user's explicit setting wins (as vllm#51770 does).
 """
 
-from tracker.runtime import Context, Finding
+from tracker.api import Context, Finding
 
 
 def probe(context: Context) -> Finding | None:

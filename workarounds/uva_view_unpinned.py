@@ -11,7 +11,7 @@ copied once, strides kept, into pinned memory.
 
 import torch
 
-from tracker.runtime import Context, Finding
+from tracker.api import Context, Finding
 
 KERNEL_FIX = "vllm-project/vllm-xpu-kernels#513"
 

@@ -84,7 +84,7 @@ def resolve(path: str):
 
 def ours(function) -> bool:
     """Whether ``function`` is a wrapper the patching engine made (its code lives there)."""
-    from tracker import patching
+    from tracker.engine import patching
 
     return source_file(function) == patching.__file__
 
@@ -224,7 +224,9 @@ def main() -> None:
 
     result["vllm_source"] = os.path.dirname(vllm.__file__)
 
-    from tracker import manifest, patching, runtime
+    from tracker import runtime
+from tracker.engine import patching
+from tracker.model import manifest
     from tracker.plugin import register
 
     register()  # what vLLM's loader calls

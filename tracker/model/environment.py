@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
+from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
 
 PLATFORMS = ("xpu", "cuda", "rocm", "cpu")
 _OFF = {"0", "off", "false", "no"}
@@ -65,16 +65,6 @@ def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> str:
     if torch is None or not torch.installed:
         return "unknown"
     return "cuda"
-
-
-def cache_dir() -> Path:
-    """Where look-ups are cached: ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir."""
-    configured = os.environ.get("XPU_WORKAROUNDS_CACHE_DIR", "").strip()
-    if configured:
-        return Path(configured)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("xpu-workarounds"))
 
 
 def parse_platform(value: str, origin: str) -> str:

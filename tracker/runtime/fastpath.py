@@ -23,9 +23,12 @@ import os
 import sys
 import zlib
 
+from tracker.paths import PACKAGE_DIR, shipped_manifest
+
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-_HERE = os.path.dirname(os.path.abspath(__file__))
 _REPORT_VARIABLE = "XPU_WORKAROUNDS_REPORT"
+# The code a decision runs: the tracker package and its subpackages (not the CLI-only ones).
+_CODE_DIRS = tuple(os.path.join(PACKAGE_DIR, name) for name in ("", "model", "engine", "runtime"))
 
 _replayed: dict | None = None
 _tried = False  # replay is tried once per process: after a full activation it must not replay
@@ -42,12 +45,6 @@ def log(level: int, message: str) -> None:
         LOGGER.log(level, message)
     elif level >= logging.INFO:
         sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
-
-
-def shipped_manifest() -> str:
-    """The shipped manifest: inside the wheel, or at the top of a checkout."""
-    packaged = os.path.join(_HERE, "workarounds.toml")
-    return packaged if os.path.isfile(packaged) else os.path.join(os.path.dirname(_HERE), "workarounds.toml")
 
 
 def vllm_platform() -> tuple[str | None, str | None]:
@@ -78,7 +75,8 @@ def key(environ) -> list | None:
     manifest = environ.get("XPU_WORKAROUNDS_MANIFEST") or shipped_manifest()
     try:
         stat = os.stat(manifest)
-        code = sorted([entry.name, entry.stat().st_mtime_ns] for entry in os.scandir(_HERE)
+        code = sorted([os.path.relpath(entry.path, PACKAGE_DIR), entry.stat().st_mtime_ns]
+                      for directory in _CODE_DIRS for entry in os.scandir(directory)
                       if entry.name.endswith(".py"))
     except OSError:
         return None
@@ -91,7 +89,7 @@ def key(environ) -> list | None:
 
 
 def _store_path(environ) -> str:
-    directory = environ.get("XPU_WORKAROUNDS_CACHE_DIR") or os.path.join(_HERE, "__pycache__")
+    directory = environ.get("XPU_WORKAROUNDS_CACHE_DIR") or os.path.join(PACKAGE_DIR, "__pycache__")
     name = f"xpu-workarounds-activation-{zlib.crc32(sys.prefix.encode()):08x}.json"
     return os.path.join(directory, name)
 

@@ -22,8 +22,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tracker.fastpath import shipped_manifest
-from tracker.versions import COMPONENTS
+from tracker.paths import shipped_manifest
+from tracker.model.versions import COMPONENTS
 
 SCHEMA = 1
 PLATFORMS = ("xpu", "cuda", "rocm", "cpu")
@@ -283,7 +283,7 @@ class _ParsedCache:
     def file(self, key: tuple) -> Path:
         import zlib
 
-        from tracker.environment import cache_dir
+        from tracker.paths import cache_dir
 
         # One file per manifest path and environment (code, packaging, Python): two venvs
         # sharing a cache dir keep one entry each instead of replacing each other's.

@@ -2,7 +2,7 @@
 
 Data flows one way: the repository as it is on the base branch (read through the API,
 never the local checkout) -> its manifest -> retirement verdicts
-(``tracker.decision.retirement``) -> the removal change -> one commit built with the git
+(``tracker.model.decision.retirement``) -> the removal change -> one commit built with the git
 data API -> the branch ``xpu-workarounds/retire-<id>`` -> its pull request.
 
 What a workaround owns (removed with it), by its module ``workarounds.<name>``:
@@ -42,11 +42,11 @@ from github.GitTree import GitTree
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
-from tracker import manifest as manifest_module
+from tracker.model import manifest as manifest_module
 from tracker.catalogue import markdown
-from tracker.decision import Retirement, removal_condition, retirement
-from tracker.github_client import ClientSettings, classify, connect
-from tracker.manifest import Manifest, Workaround
+from tracker.model.decision import Retirement, removal_condition, retirement
+from tracker.upstream.client import ClientSettings, classify, connect
+from tracker.model.manifest import Manifest, Workaround
 
 MANIFEST_PATH = "workarounds.toml"
 DOCS_PATH = "docs/workarounds.md"

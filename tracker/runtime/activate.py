@@ -1,8 +1,8 @@
 """Activation inside a vLLM process: decide, patch, log one line, report.
 
-Data flows one way: manifest -> environment -> decision (``tracker.decision``, the
+Data flows one way: manifest -> environment -> decision (``tracker.model.decision``, the
 only place gating lives) -> probe (may only turn an ``affected`` apply into a skip,
-on evidence that the bug is absent) -> patch (``tracker.patching``) -> report.
+on evidence that the bug is absent) -> patch (``tracker.engine.patching``) -> report.
 
 Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the
 platform only when vLLM is already imported, and imports a workaround module only
@@ -34,52 +34,18 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tracker import fastpath, patching
-from tracker.fastpath import log
-from tracker.decision import Decision, decide
-from tracker.environment import Environment, Settings, build
-from tracker.manifest import Manifest, ManifestError, Workaround, load
+from tracker.engine import patching
+from tracker.runtime import StrictModeError, fastpath
+from tracker.runtime.fastpath import log
+from tracker.api import Context, Finding
+from tracker.model.decision import Decision, decide
+from tracker.model.environment import Environment, Settings, build
+from tracker.model.manifest import Manifest, ManifestError, Workaround, load
 
 SCHEMA = 1
 LOGGER = fastpath.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = ("failed", "drifted", "applied", "waiting", "skipped")
-
-
-class StrictModeError(RuntimeError):
-    """XPU_WORKAROUNDS_STRICT=1 and a needed workaround failed or drifted: stop start-up."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A probe's evidence that the bug is absent here: ``reason`` is a skip reason."""
-
-    reason: str  # vllm-carries-fix | root-fix-installed
-    detail: str
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a workaround module may read: its manifest entry and the environment."""
-
-    workaround: Workaround
-    environment: Environment
-
-    def target_contains(self, code: str) -> bool:
-        """Whether any target's own source (read, not imported) contains ``code``."""
-        return any(patching.contains(patching.definition(t.path), code) for t in self.workaround.targets)
-
-    def target_declares(self, parameter: str) -> bool:
-        """Whether any target's own source declares a parameter named ``parameter`` (nested defs too)."""
-        return any(patching.declares(patching.definition(t.path), parameter) for t in self.workaround.targets)
-
-    def installed_contains(self, ref: str) -> bool:
-        """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""
-        upstream = next(r for r in self.workaround.upstream if r.ref == ref)
-        if upstream.released_in is None or upstream.state not in ("merged", "landed"):
-            return False
-        installed = self.environment.version(upstream.released_in.component).release
-        return installed is not None and installed >= upstream.released_in.version
 
 
 @dataclass

@@ -43,11 +43,11 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from requests.utils import parse_header_links
 
-from tracker import github_client
-from tracker.environment import cache_dir as environment_cache_dir
-from tracker.github_client import ClientSettings, GitHubMissing, GitHubUnavailable
-from tracker.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
-from tracker.versions import DISTRIBUTIONS, release_of
+from tracker.upstream import client as github_client
+from tracker.paths import cache_dir as environment_cache_dir
+from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
+from tracker.model.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
+from tracker.model.versions import DISTRIBUTIONS, release_of
 
 SCHEMA = 1
 CACHE_SCHEMA = 1

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tracker.environment import Environment, Settings
-from tracker.manifest import Manifest, UpstreamRef, Window, Workaround, satisfiable
-from tracker.versions import matches
+from tracker.model.environment import Environment, Settings
+from tracker.model.manifest import Manifest, UpstreamRef, Window, Workaround, satisfiable
+from tracker.model.versions import matches
 
 APPLY_REASONS = ("affected", "forced")
 SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed",

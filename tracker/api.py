@@ -1,0 +1,63 @@
+"""What a workaround module may use, and what it must provide: the only part of ``tracker``
+that ``workarounds/*.py`` import.
+
+A workaround module (``workarounds.<id with _>``) has a docstring naming the symptom a user
+saw, ``make_wrapper(context) -> Wrapper`` and, optionally, ``probe(context) -> Finding | None``
+(evidence read from the installed code that the bug is absent here). The engine decides,
+probes, patches and reports; the module only says what the wrapper does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from tracker.engine import patching
+from tracker.model.environment import Environment
+from tracker.model.manifest import Workaround
+
+# wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A probe's evidence that the bug is absent here: ``reason`` is a skip reason."""
+
+    reason: str  # vllm-carries-fix | root-fix-installed
+    detail: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a workaround module may read: its manifest entry and the environment."""
+
+    workaround: Workaround
+    environment: Environment
+
+    def target_contains(self, code: str) -> bool:
+        """Whether any target's own source (read, not imported) contains ``code``."""
+        return any(patching.contains(patching.definition(t.path), code) for t in self.workaround.targets)
+
+    def target_declares(self, parameter: str) -> bool:
+        """Whether any target's own source declares a parameter named ``parameter`` (nested defs too)."""
+        return any(patching.declares(patching.definition(t.path), parameter) for t in self.workaround.targets)
+
+    def installed_contains(self, ref: str) -> bool:
+        """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""
+        upstream = next(r for r in self.workaround.upstream if r.ref == ref)
+        if upstream.released_in is None or upstream.state not in ("merged", "landed"):
+            return False
+        installed = self.environment.version(upstream.released_in.component).release
+        return installed is not None and installed >= upstream.released_in.version
+
+
+@runtime_checkable
+class WorkaroundModule(Protocol):
+    """What ``workarounds.<name>`` must provide (``probe`` is optional and not part of the check)."""
+
+    def make_wrapper(self, context: Context) -> Wrapper: ...
+
+
+__all__ = ["Context", "Finding", "Wrapper", "WorkaroundModule"]
