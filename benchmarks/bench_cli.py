@@ -53,7 +53,6 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
     samples = interleaved(commands, runs=runs)
     shutil.rmtree(cache, ignore_errors=True)
     json_median = samples["status --json"].median
-    table_median = samples["status"].median
     pip_median = samples["pip show torch vllm"].median
 
     modules = imported_modules([script, "status"], env)

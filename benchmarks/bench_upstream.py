@@ -32,8 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import upstream_history  # noqa: E402
 from fakegithub import FakeGitHub  # noqa: E402
-from tracker.model import manifest as manifest_module  # noqa: E402
+
 from tracker import upstream  # noqa: E402
+from tracker.model import manifest as manifest_module  # noqa: E402
 from tracker.upstream.client import ClientSettings  # noqa: E402
 
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"

@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import scale_manifest  # noqa: E402
-from benchmarks.measure import verdict  # noqa: E402
+from benchmarks import scale_manifest
+from benchmarks.measure import verdict
 
 SECTIONS = ("plugin", "hotpath", "cli", "github", "scale")
 
@@ -37,7 +37,7 @@ def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor() or "unknown") \
         if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "host": platform.node(),
+    return {"date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "host": platform.node(),
             "cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version(),
             "system": f"{platform.system()} {platform.release()}",
             "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}

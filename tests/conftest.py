@@ -1,4 +1,4 @@
-"""Shared fixtures: the cached real-vLLM environments (see tests/vllm_harness.py)."""
+"""Shared fixtures: the stand-in GitHub server, and the cached real-vLLM environments (see tests/vllm_harness.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import vllm_harness
+from fakegithub import FakeGitHub
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +35,10 @@ def tiny_model(e2e_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     subprocess.run([str(e2e_python), str(vllm_harness.SCRIPTS / "tiny_llama.py"), str(directory)],
                    check=True, capture_output=True, env=vllm_harness.subprocess_env([]))
     return directory
+
+
+@pytest.fixture
+def server():
+    """A stand-in GitHub REST server on loopback, empty until a test adds repositories."""
+    with FakeGitHub() as fake:
+        yield fake

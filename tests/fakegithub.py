@@ -36,9 +36,10 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from werkzeug.exceptions import MethodNotAllowed
@@ -47,13 +48,13 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 RATE_LIMIT = 5000
 UNAUTHENTICATED_RATE_LIMIT = 60
 
 
 def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def when(text: str | datetime | None) -> datetime:
@@ -61,9 +62,9 @@ def when(text: str | datetime | None) -> datetime:
     if text is None:
         return EPOCH
     if isinstance(text, datetime):
-        return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
+        return text if text.tzinfo else text.replace(tzinfo=UTC)
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------- state
@@ -119,7 +120,7 @@ class Repo:
 
     owner: str
     name: str
-    server: "FakeGitHub"
+    server: FakeGitHub
     default_branch: str = "main"
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
@@ -270,7 +271,7 @@ class Repo:
         self.event(number, "closed", moment)
 
     def cross_reference(self, number: int, source: PullRequest, date: str | datetime | None = None,
-                        source_repo: "Repo | None" = None) -> None:
+                        source_repo: Repo | None = None) -> None:
         """``source`` mentioned ``#number`` (e.g. a revert PR): a cross-referenced timeline entry."""
         origin = source_repo or self
         self.event(number, "cross-referenced", date, source=(origin.owner, origin.name, source.number))
@@ -391,7 +392,7 @@ class FakeGitHub:
         self.stalls: dict[str, float] = {}
         self.rate_limit = RATE_LIMIT
         self.rate_limit_remaining = RATE_LIMIT
-        self.rate_limit_reset = int((datetime.now(timezone.utc) + timedelta(hours=1)).timestamp())
+        self.rate_limit_reset = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -405,7 +406,7 @@ class FakeGitHub:
         self._thread: threading.Thread | None = None
 
     # ---- life --------------------------------------------------------------------
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fakegithub", daemon=True)
         self._thread.start()
@@ -418,7 +419,7 @@ class FakeGitHub:
         if self._thread is not None:
             self._thread.join()
 
-    def __enter__(self) -> "FakeGitHub":
+    def __enter__(self) -> FakeGitHub:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -560,7 +561,7 @@ class FakeGitHub:
             etag = 'W/"' + hashlib.sha1(body).hexdigest() + '"'
             headers["ETag"] = etag
             modified = reply.last_modified or EPOCH
-            headers["Last-Modified"] = email.utils.format_datetime(modified.astimezone(timezone.utc), usegmt=True)
+            headers["Last-Modified"] = email.utils.format_datetime(modified.astimezone(UTC), usegmt=True)
             match = request.headers.get("If-None-Match")
             since = request.headers.get("If-Modified-Since")
             if match is not None:

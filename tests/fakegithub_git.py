@@ -32,9 +32,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from fakegithub import Commit, FakeGitHub, NotFound, PullRequest, Reply, Repo, _tree_sha, get_issue, iso
 from werkzeug.wrappers import Request
-
-from fakegithub import (Commit, FakeGitHub, NotFound, PullRequest, Repo, Reply, _tree_sha, get_issue, iso)
 
 BOT = "xpu-workarounds-bot"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
+from tracker.api import Context
 from tracker.model import manifest
 from tracker.model.environment import build
-from tracker.api import Context
 
 
 def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch, **assume: str) -> Context:

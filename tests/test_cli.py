@@ -7,8 +7,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from tracker.model import manifest as manifest_module
 from tracker.cli import app
+from tracker.model import manifest as manifest_module
 
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
                "--assume", "vllm-xpu-kernels==0.1.12.3"]

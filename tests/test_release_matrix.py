@@ -19,7 +19,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 import vllm_harness
 
 pytestmark = pytest.mark.release_matrix

@@ -19,17 +19,26 @@ from pathlib import Path
 
 import github
 import pytest
+from fakegithub import FakeGitHub
+from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
 from github import Auth
 from typer.testing import CliRunner
 
-from fakegithub import FakeGitHub
-from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
-from tracker.model import manifest as manifest_module
 from tracker.catalogue import markdown
 from tracker.cli import app
+from tracker.model import manifest as manifest_module
+from tracker.retire import (
+    BRANCH_PREFIX,
+    DASHBOARD_LABEL,
+    DASHBOARD_TITLE,
+    DOCS_PATH,
+    LABEL,
+    MANIFEST_PATH,
+    Retirer,
+    read_marker,
+    remove_entry,
+)
 from tracker.upstream.client import ClientSettings
-from tracker.retire import (BRANCH_PREFIX, DASHBOARD_LABEL, DASHBOARD_TITLE, DOCS_PATH, LABEL, MANIFEST_PATH,
-                            Retirer, read_marker, remove_entry)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = "xpu-org/xpu-workarounds"

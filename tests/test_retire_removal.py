@@ -8,16 +8,28 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
-from tracker.model import manifest as manifest_module
 from tracker.catalogue import markdown
+from tracker.model import manifest as manifest_module
 from tracker.model.decision import retirement
-from tracker.retire import (DOCS_PATH, MANIFEST_PATH, RemovalError, Snapshot, blob_sha, compute_removal,
-                            fingerprint, manifest_from_text, marker, owned_paths, read_marker, remove_entry)
+from tracker.retire import (
+    DOCS_PATH,
+    MANIFEST_PATH,
+    RemovalError,
+    Snapshot,
+    blob_sha,
+    compute_removal,
+    fingerprint,
+    manifest_from_text,
+    marker,
+    owned_paths,
+    read_marker,
+    remove_entry,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = (ROOT / "workarounds.toml").read_text(encoding="utf-8")

@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from fakegithub import FakeGitHub, Repo
-from tracker.model import manifest as manifest_module
+
 from tracker import upstream
+from tracker.model import manifest as manifest_module
 from tracker.upstream.client import ClientSettings, GitHubUnavailable
 
 TOKEN = "ghp_testtoken0123456789"
@@ -19,12 +19,6 @@ PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
 TIMELINE = "/repos/<owner>/<repo>/issues/<int:number>/timeline"
 TAGS = "/repos/<owner>/<repo>/git/matching-refs/<path:ref>"
 COMPARE = "/repos/<owner>/<repo>/compare/<path:basehead>"
-
-
-@pytest.fixture
-def server():
-    with FakeGitHub() as fake:
-        yield fake
 
 
 def settings(server: FakeGitHub, **overrides) -> ClientSettings:

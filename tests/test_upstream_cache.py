@@ -7,10 +7,18 @@ import json
 from datetime import datetime
 
 import pytest
-
 from fakegithub import FakeGitHub
-from test_upstream import (COMPARE, PULL, TIMELINE, TOKEN, learn, manifest_for, server,  # noqa: F401 (fixture)
-                           settings, vllm_with_release_branch)
+from test_upstream import (
+    COMPARE,
+    PULL,
+    TIMELINE,
+    TOKEN,
+    learn,
+    manifest_for,
+    settings,
+    vllm_with_release_branch,
+)
+
 from tracker import upstream
 from tracker.upstream.client import GitHubUnavailable
 

@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 import tomlkit
-from typer.testing import CliRunner
-
 import upstream_history
 from fakegithub import FakeGitHub
-from tracker.model import manifest as manifest_module
+from typer.testing import CliRunner
+
 from tracker.cli import app
+from tracker.model import manifest as manifest_module
 
 TOKEN = "ghp_clitoken9876543210"
 

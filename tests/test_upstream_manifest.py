@@ -6,8 +6,8 @@ from __future__ import annotations
 from packaging.version import Version
 
 from tracker.model import manifest as manifest_module
-from tracker.upstream import REPOSITORY_COMPONENTS, Tag, release_of_tag, xpu_pins
 from tracker.model.versions import COMPONENTS
+from tracker.upstream import REPOSITORY_COMPONENTS, Tag, release_of_tag, xpu_pins
 
 
 def test_xpu_pins_read_exact_pins_with_local_labels_and_wheel_urls():

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 import vllm_harness
 
 pytestmark = pytest.mark.vllm_e2e

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 import torch
-
 from retarget import context_at
+
 from tracker.engine import patching
 from workarounds.cuda_event_redirect import make_wrapper, probe
 

@@ -6,8 +6,8 @@ import contextlib
 
 import pytest
 import torch
-
 from retarget import context_at
+
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
 
 # vLLM 0.25.0's vllm/v1/worker/xpu_model_runner.py (vllm#47868): the shim vLLM carries itself.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from retarget import context_at
+
 from workarounds.pp_broadcast_sync import make_wrapper, probe
 
 # vLLM 0.25.0's PPHandler.broadcast (vllm/v1/worker/gpu/pp_utils.py), which carries vllm#47253.

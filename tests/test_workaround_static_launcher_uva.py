@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from retarget import context_at
+
 from workarounds.static_launcher_uva import make_wrapper, probe
 
 PIECEWISE = 3  # CompilationMode.VLLM_COMPILE; NONE is 0

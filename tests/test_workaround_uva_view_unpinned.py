@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from retarget import context_at
 
+from tracker.api import Context
 from tracker.model import manifest
 from tracker.model.environment import build
-from retarget import context_at
-from tracker.api import Context
 from workarounds.uva_view_unpinned import KERNEL_FIX, make_wrapper, probe
 
 WORKAROUND = manifest.load().get("uva-view-unpinned")

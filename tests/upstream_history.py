@@ -177,7 +177,7 @@ def seed_torch(server: FakeGitHub) -> Repo:
     repo.pull("[XPU] Device-generic torch.Event", number=189017, created="2026-07-10T12:00:00", user="xpu-dev",
               labels=["open source", "module: xpu"])
     happenings: list[tuple[datetime, str, object]] = []
-    for tag, date, cut in TORCH_RELEASES:
+    for tag, _date, cut in TORCH_RELEASES:
         if cut:
             happenings.append((_day(cut), "cut", tag))
     for number, (_, day) in landings.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -33,7 +33,7 @@ app = typer.Typer(
 _state: dict[str, Path | None] = {"manifest": None}
 
 ManifestOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--manifest", help="Manifest to read (default: the shipped workarounds.toml).",
                  envvar="XPU_WORKAROUNDS_MANIFEST", show_default=False),
 ]
@@ -80,10 +80,10 @@ def main_options(manifest: ManifestOption = None) -> None:
 
 
 PlatformOption = Annotated[
-    Optional[str], typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
+    str | None, typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
                                 show_default=False)]
 AssumeOption = Annotated[
-    Optional[list[str]], typer.Option("--assume", metavar="NAME==VERSION",
+    list[str] | None, typer.Option("--assume", metavar="NAME==VERSION",
                                       help="Evaluate as if this version were installed (repeatable).",
                                       show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (see CONTRACT.md).")]
@@ -121,7 +121,7 @@ def explain(
 
 
 @app.command()
-def lint(path: Annotated[Optional[Path], typer.Argument(help="Manifest to check (default: the shipped one).",
+def lint(path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
                                                         show_default=False)] = None) -> None:
     """Validate a manifest: one line per problem, PATH:LINE: field: message."""
     problems = manifest_module.check(path if path is not None else _state["manifest"])
@@ -133,7 +133,7 @@ def lint(path: Annotated[Optional[Path], typer.Argument(help="Manifest to check 
 
 
 @app.command()
-def docs(output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.",
+def docs(output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
                                                         show_default=False)] = None) -> None:
     """The workaround catalogue in Markdown, generated from the manifest."""
     from tracker.catalogue import markdown
@@ -205,14 +205,14 @@ def retire(
     open_prs: Annotated[bool, typer.Option(
         "--open-prs", help="Open or update one removal PR per retirable workaround, and the dashboard issue, "
                            "judged from the repository's base branch.")] = False,
-    repo: Annotated[Optional[str], typer.Option("--repo", metavar="OWNER/NAME", show_default=False,
+    repo: Annotated[str | None, typer.Option("--repo", metavar="OWNER/NAME", show_default=False,
                                                 help="With --open-prs: the repository.")] = None,
-    base: Annotated[Optional[str], typer.Option("--base", metavar="BRANCH", show_default=False,
+    base: Annotated[str | None, typer.Option("--base", metavar="BRANCH", show_default=False,
                                                 help="With --open-prs: the base branch (default: the "
                                                      "repository's default branch).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --open-prs: print what would be done and "
                                                             "send no write request.")] = False,
-    only: Annotated[Optional[str], typer.Option("--only", metavar="ID", show_default=False,
+    only: Annotated[str | None, typer.Option("--only", metavar="ID", show_default=False,
                                                 help="With --open-prs: only this workaround.")] = None,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence."""

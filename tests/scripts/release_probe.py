@@ -225,8 +225,8 @@ def main() -> None:
     result["vllm_source"] = os.path.dirname(vllm.__file__)
 
     from tracker import runtime
-from tracker.engine import patching
-from tracker.model import manifest
+    from tracker.engine import patching
+    from tracker.model import manifest
     from tracker.plugin import register
 
     register()  # what vLLM's loader calls

@@ -83,7 +83,8 @@ def _gate(w: Workaround, env: Environment) -> Decision:
     for window in w.affected:
         if _in_window(window, env):
             stack = " and ".join(f"{name} {env.version(name).raw}" for name in window.specs)
-            return _apply(w, "affected", f"{stack} {'fall' if len(window.specs) > 1 else 'falls'} in the affected window {window.describe()}.")
+            verb = "fall" if len(window.specs) > 1 else "falls"
+            return _apply(w, "affected", f"{stack} {verb} in the affected window {window.describe()}.")
     vllm = env.version("vllm")
     if w.vllm_carries_fix is not None and vllm.release is not None and matches(vllm.release, w.vllm_carries_fix):
         return _skip(w, "vllm-carries-fix",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
 
@@ -123,7 +122,7 @@ class Settings:
     problems: tuple[str, ...] = ()  # malformed values, unknown ids: reported, never silent
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, known_ids: Iterable[str] = ()) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, known_ids: Iterable[str] = ()) -> Settings:
         """Read the variables. Malformed parts are dropped and listed in ``problems``."""
         env = os.environ if environ is None else environ
         known = set(known_ids)

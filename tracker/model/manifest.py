@@ -22,8 +22,8 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tracker.paths import shipped_manifest
 from tracker.model.versions import COMPONENTS
+from tracker.paths import shipped_manifest
 
 SCHEMA = 1
 PLATFORMS = ("xpu", "cuda", "rocm", "cpu")

@@ -16,10 +16,10 @@ Version policy (written down in the README, tested in tests/test_versions.py):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 import os
 import re
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet

@@ -29,9 +29,9 @@ import hashlib
 import json
 import re
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
 
 import github
 import requests
@@ -42,11 +42,11 @@ from github.GitTree import GitTree
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
-from tracker.model import manifest as manifest_module
 from tracker.catalogue import markdown
+from tracker.model import manifest as manifest_module
 from tracker.model.decision import Retirement, removal_condition, retirement
-from tracker.upstream.client import ClientSettings, classify, connect
 from tracker.model.manifest import Manifest, Workaround
+from tracker.upstream.client import ClientSettings, classify, connect
 
 MANIFEST_PATH = "workarounds.toml"
 DOCS_PATH = "docs/workarounds.md"
@@ -607,7 +607,7 @@ class Retirer:
             if isinstance(error, GithubException) and error.status == 403:
                 reason += (" (is 'Allow GitHub Actions to create and approve pull requests' on, and may the "
                            "token write pull requests?)")
-            raise _Failed(f"{reason}; {self.undo_branch(repo, branch) if created else self.kept_branch(branch)}")
+            raise _Failed(f"{reason}; {self.undo_branch(repo, branch) if created else self.kept_branch(branch)}") from None
         try:
             if LABEL not in {label.name for label in pr.labels}:
                 pr.add_to_labels(LABEL)

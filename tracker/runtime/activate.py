@@ -34,13 +34,13 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tracker.engine import patching
-from tracker.runtime import StrictModeError, fastpath
-from tracker.runtime.fastpath import log
 from tracker.api import Context, Finding
+from tracker.engine import patching
 from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings, build
-from tracker.model.manifest import Manifest, ManifestError, Workaround, load
+from tracker.model.manifest import ManifestError, Workaround, load
+from tracker.runtime import StrictModeError, fastpath
+from tracker.runtime.fastpath import log
 
 SCHEMA = 1
 LOGGER = fastpath.LOGGER

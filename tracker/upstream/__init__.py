@@ -32,10 +32,11 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -43,11 +44,11 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from requests.utils import parse_header_links
 
-from tracker.upstream import client as github_client
-from tracker.paths import cache_dir as environment_cache_dir
-from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
 from tracker.model.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
 from tracker.model.versions import DISTRIBUTIONS, release_of
+from tracker.paths import cache_dir as environment_cache_dir
+from tracker.upstream import client as github_client
+from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
 
 SCHEMA = 1
 CACHE_SCHEMA = 1
@@ -92,11 +93,11 @@ def release_of_tag(name: str) -> Version | None:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _parse_iso(text: str | None) -> datetime | None:
@@ -132,7 +133,7 @@ class Cache:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, directory: Path, base_url: str) -> "Cache":
+    def load(cls, directory: Path, base_url: str) -> Cache:
         slug = re.sub(r"[^A-Za-z0-9]+", "-", urlparse(base_url).netloc + urlparse(base_url).path).strip("-")
         path = directory / f"upstream-{slug or 'github'}.json"
         cache = cls(path, base_url)
@@ -404,7 +405,6 @@ class Tracker:
         tags = self.tags(ref.repo)
         if not tags:
             return None, f"{ref.repo} has no release tags ({RELEASE_TAG_PREFIX}X.Y.Z)"
-        short = commit[:12]
         lo, hi = 0, len(tags)  # every tag below lo lacks the commit; tags[hi] has it (hi == len: none)
         hint = ref.released_in.version if ref.released_in is not None else None
         at = next((i for i, tag in enumerate(tags) if tag.version == hint), None)

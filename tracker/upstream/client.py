@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlparse
 
 import github
@@ -30,8 +31,8 @@ from github import Auth
 from github.GithubException import (
     BadCredentialsException,
     GithubException,
-    RateLimitExceededException,
     RateLimitExceededExceedsMaxWait,
+    RateLimitExceededException,
 )
 from github.GithubRetry import GithubRetry
 from urllib3.exceptions import ReadTimeoutError
@@ -63,7 +64,7 @@ class ClientSettings:
     backoff: float = 0.5  # seconds, doubled on each retry of a 5xx answer
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "ClientSettings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
         env = os.environ if environ is None else environ
         token = next((env[name] for name in TOKEN_VARIABLES if env.get(name, "").strip()), None)
         base_url = (env.get("GITHUB_API_URL") or "").strip().rstrip("/") or DEFAULT_API_URL
@@ -217,10 +218,10 @@ def _message(data: Any) -> str:
 def _reset(headers: Mapping[str, Any] | None) -> str:
     value = {str(k).lower(): v for k, v in (headers or {}).items()}.get("x-ratelimit-reset")
     try:
-        moment = datetime.fromtimestamp(int(float(value)), timezone.utc)
+        moment = datetime.fromtimestamp(int(float(value)), UTC)
     except (TypeError, ValueError, OverflowError):
         return ""
-    minutes = max(0, round((moment - datetime.now(timezone.utc)).total_seconds() / 60))
+    minutes = max(0, round((moment - datetime.now(UTC)).total_seconds() / 60))
     return f"; it resets at {moment:%H:%M} UTC (in {minutes} min)"
 
 
