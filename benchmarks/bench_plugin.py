@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.measure import REPO_ROOT, child_env, ms, verdict
-from tracker.model.manifest import load
+from tracker.model.reader import load
 
 OLDEST_RELEASE = "0.22.1"
 CHILD = Path(__file__).resolve().parent / "plugin_child.py"
@@ -56,7 +56,7 @@ def measure_once(python: Path, source: Path, variables: dict[str, str]) -> dict:
 
 
 def mode(python: Path, source: Path, variables: dict[str, str], runs: int) -> dict:
-    measure_once(python, source, variables)  # warm-up: bytecode and the manifest cache are written
+    measure_once(python, source, variables)  # warm-up: bytecode and the fast-path record are written
     samples = [measure_once(python, source, variables) for _ in range(runs)]
     register = statistics.median(s["register_s"] for s in samples)
     baseline = statistics.median(s["import_vllm_s"] for s in samples)

@@ -35,6 +35,7 @@ from fakegithub import FakeGitHub  # noqa: E402
 
 from tracker import upstream  # noqa: E402
 from tracker.model import manifest as manifest_module  # noqa: E402
+from tracker.model import reader  # noqa: E402
 from tracker.upstream.client import ClientSettings  # noqa: E402
 
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
@@ -105,7 +106,7 @@ def measure(manifest: manifest_module.Manifest, extra_components: dict[str, str]
 def run(quick: bool = False, manifest: Path | None = None, label: str | None = None) -> dict[str, Any]:
     """Request counts of a cold and a warm refresh; ``quick`` changes nothing (counts are exact)."""
     label = label or ("shipped manifest" if manifest is None else f"manifest {manifest.name}")
-    loaded = manifest_module.load(manifest) if manifest is not None else manifest_module.load()
+    loaded = reader.load(manifest) if manifest is not None else reader.load()
     with FakeGitHub() as server:
         if manifest is None:
             upstream_history.seed(server)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import tomlkit
 
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 
 
 def repository(index: int) -> str:
@@ -34,7 +34,7 @@ def module_source(name: str) -> str:
 
 
 def entries(workarounds: int, repositories: int) -> list[dict]:
-    shipped = tomllib.loads(manifest_module.default_path().read_text(encoding="utf-8"))
+    shipped = tomllib.loads(reader.default_path().read_text(encoding="utf-8"))
     templates = shipped["workaround"]
     generated = []
     reference_number = 1000
@@ -55,12 +55,12 @@ def entries(workarounds: int, repositories: int) -> list[dict]:
 
 def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path:
     """Write the generated manifest to ``path`` and check it loads; returns ``path``."""
-    shipped = tomllib.loads(manifest_module.default_path().read_text(encoding="utf-8"))
+    shipped = tomllib.loads(reader.default_path().read_text(encoding="utf-8"))
     document = {"schema": shipped["schema"], "support": shipped["support"],
                 "workaround": entries(workarounds, repositories)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
-    loaded = manifest_module.load(path)  # raises ManifestError if the generator is wrong
+    loaded = reader.load(path)  # raises ManifestError if the generator is wrong
     repos = {ref.repo for w in loaded.workarounds for ref in w.upstream if ref.repo.startswith("scale-org-")}
     if len(loaded.workarounds) != workarounds or len(repos) != repositories:
         raise AssertionError(f"generated {len(loaded.workarounds)} workarounds over {len(repos)} repositories")

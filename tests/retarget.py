@@ -6,7 +6,7 @@ import dataclasses
 import textwrap
 
 from tracker.api import Context
-from tracker.model import manifest
+from tracker.model import reader
 from tracker.model.environment import build
 
 
@@ -19,7 +19,7 @@ def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch
     module = path.partition(":")[0]
     (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(tmp_path))
-    workaround = manifest.load().get(workaround_id)
+    workaround = reader.load().get(workaround_id)
     target = dataclasses.replace(workaround.targets[-1], path=path)
     versions = {name.replace("_", "-"): version for name, version in assume.items()}
     return Context(dataclasses.replace(workaround, targets=(target,)), build(platform="xpu", assume=versions))

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tracker.cli import app
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
                "--assume", "vllm-xpu-kernels==0.1.12.3"]
@@ -93,7 +93,7 @@ def test_unknown_ids_in_the_environment_are_an_error_in_the_cli():
 
 def test_status_with_a_broken_manifest_exits_2_and_lists_the_problems(tmp_path):
     broken = tmp_path / "w.toml"
-    broken.write_text(manifest_module.default_path().read_text().replace('state = "open"', 'state = "?"'))
+    broken.write_text(reader.default_path().read_text().replace('state = "open"', 'state = "?"'))
     result = run("--manifest", str(broken), "status")
     assert result.exit_code == 2
     assert "upstream[2].state: '?' is not one of" in result.stderr and "Traceback" not in result.output
@@ -119,7 +119,7 @@ def test_explain_unknown_id_exits_2_and_lists_known_ids():
 def test_docs_render_all_six_with_their_sections():
     result = run("docs")
     assert result.exit_code == 0
-    for w in manifest_module.load().workarounds:
+    for w in reader.load().workarounds:
         assert f"## {w.id}" in result.stdout
     for heading in ("**Why:**", "**How:**", "**Targets:**", "**Upstream:**", "**Affected windows**",
                     "**Removal condition:**"):
@@ -133,7 +133,7 @@ def test_docs_output_writes_the_file(tmp_path):
 
 
 def test_committed_catalogue_is_up_to_date():
-    committed = manifest_module.default_path().parent / "docs" / "workarounds.md"
+    committed = reader.default_path().parent / "docs" / "workarounds.md"
     assert committed.read_text() == run("docs").stdout, "run: xpu-workarounds docs --output docs/workarounds.md"
 
 
@@ -147,7 +147,7 @@ def test_retire_plan_keeps_everything_at_the_shipped_floor():
 
 def test_retire_check_exits_3_when_something_is_retirable(tmp_path):
     raised = tmp_path / "w.toml"
-    raised.write_text(manifest_module.default_path().read_text().replace('torch = "2.10.0"', 'torch = "2.14.0"'))
+    raised.write_text(reader.default_path().read_text().replace('torch = "2.10.0"', 'torch = "2.14.0"'))
     result = run("--manifest", str(raised), "retire", "--json", "--check")
     assert result.exit_code == 3
     document = json.loads(result.stdout)

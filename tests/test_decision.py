@@ -6,12 +6,12 @@ Expectations follow ../shared/reference/upstream-facts.md ("Version windows at a
 import pytest
 from packaging.version import Version
 
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 from tracker.model.decision import decide, retirement
 from tracker.model.environment import Environment, Settings
 from tracker.model.versions import ComponentVersion
 
-MANIFEST = manifest_module.load()
+MANIFEST = reader.load()
 
 
 def stack(platform="xpu", **versions):

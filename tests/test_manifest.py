@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tracker.model import manifest as manifest_module
+from tracker.model import reader
 
-SHIPPED = manifest_module.default_path()
+SHIPPED = reader.default_path()
 TEXT = SHIPPED.read_text(encoding="utf-8")
 LINE = re.compile(r"^.+:(\d+): [\w\-\[\].]+: .+$")
 
@@ -18,7 +19,7 @@ LINE = re.compile(r"^.+:(\d+): [\w\-\[\].]+: .+$")
 def lint_text(tmp_path, text, name="broken.toml"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return path, manifest_module.check(path)
+    return path, reader.check(path)
 
 
 def line_of(text, fragment, occurrence=1):
@@ -27,11 +28,11 @@ def line_of(text, fragment, occurrence=1):
 
 
 def test_shipped_manifest_is_valid():
-    assert manifest_module.check() == []
+    assert reader.check() == []
 
 
 def test_shipped_manifest_has_all_six_workarounds():
-    assert manifest_module.load().ids == (
+    assert reader.load().ids == (
         "event-blocking-kwarg", "cuda-event-redirect", "cudagraph-profile-skip",
         "pp-broadcast-sync", "static-launcher-uva", "uva-view-unpinned")
 
@@ -114,11 +115,11 @@ def test_toml_syntax_error_points_at_its_line(tmp_path):
 def test_file_that_is_not_utf8_is_reported(tmp_path):
     path = tmp_path / "binary.toml"
     path.write_bytes(b"schema = 1\n\xff\xfe")
-    assert [(p.line, p.field, p.message) for p in manifest_module.check(path)] == [(2, "file", "not UTF-8")]
+    assert [(p.line, p.field, p.message) for p in reader.check(path)] == [(2, "file", "not UTF-8")]
 
 
 def test_missing_file_is_reported(tmp_path):
-    problems = manifest_module.check(tmp_path / "absent.toml")
+    problems = reader.check(tmp_path / "absent.toml")
     assert [(p.line, p.field) for p in problems] == [(1, "file")] and "No such file" in problems[0].message
 
 
@@ -130,7 +131,7 @@ def test_empty_manifest_lists_what_is_required(tmp_path):
 def test_load_raises_manifest_error_carrying_the_problems(tmp_path):
     path, problems = lint_text(tmp_path, TEXT.replace('state = "open"', 'state = "pending"'))
     with pytest.raises(manifest_module.ManifestError) as info:
-        manifest_module.load(path)
+        reader.load(path)
     assert info.value.problems == problems
 
 
@@ -188,6 +189,6 @@ def test_generated_broken_manifests_get_lines_not_tracebacks(tmp_path, text):
         assert 1 <= problem.line <= count
     if problems:
         with pytest.raises(manifest_module.ManifestError):
-            manifest_module.load(path)
+            reader.load(path)
     else:
-        assert manifest_module.load(path).ids
+        assert reader.load(path).ids

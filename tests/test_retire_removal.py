@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tracker.catalogue import markdown
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 from tracker.model.decision import retirement
 from tracker.retire import (
     DOCS_PATH,
@@ -127,7 +127,7 @@ def test_the_regenerated_docs_are_the_catalogue_of_the_edited_manifest(tmp_path)
     removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
     edited = tmp_path / "workarounds.toml"
     edited.write_text(removal.written[MANIFEST_PATH])
-    assert removal.written[DOCS_PATH] == markdown(manifest_module.load(edited))
+    assert removal.written[DOCS_PATH] == markdown(reader.load(edited))
     assert "static-launcher-uva" not in removal.written[DOCS_PATH]
 
 
@@ -136,7 +136,7 @@ def test_the_edited_manifest_passes_lint(tmp_path):
     removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
     edited = tmp_path / "workarounds.toml"
     edited.write_text(removal.written[MANIFEST_PATH])
-    assert manifest_module.check(edited) == []
+    assert reader.check(edited) == []
 
 
 def test_a_removal_that_would_leave_another_entry_without_its_module_is_refused():

@@ -12,6 +12,7 @@ from fakegithub import FakeGitHub, Repo
 
 from tracker import upstream
 from tracker.model import manifest as manifest_module
+from tracker.model import reader
 from tracker.upstream.client import ClientSettings, GitHubUnavailable
 
 TOKEN = "ghp_testtoken0123456789"
@@ -56,7 +57,7 @@ def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix",
         [[workaround.affected]]
         vllm = "<0.28.0"
         """) + tables)
-    return manifest_module.load(path, check_modules=False)
+    return reader.load(path, check_modules=False)
 
 
 def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", released_in: str | None = None,

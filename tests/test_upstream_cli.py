@@ -13,7 +13,7 @@ from fakegithub import FakeGitHub
 from typer.testing import CliRunner
 
 from tracker.cli import app
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 
 TOKEN = "ghp_clitoken9876543210"
 
@@ -40,7 +40,7 @@ def test_upstream_json_reports_every_reference_of_the_shipped_manifest(github, t
     assert (document["schema"], document["source"]) == (1, "live")
     found = {item["ref"]: (item["state"], item["released_in"]) for item in document["references"]}
     assert found == upstream_history.EXPECTED
-    shipped = manifest_module.load()
+    shipped = reader.load()
     assert {ref.ref for w in shipped.workarounds for ref in w.upstream} == set(found)
     for item in document["references"]:
         assert item["evidence"] and item["workarounds"]
@@ -123,7 +123,7 @@ def test_failed_refresh_exits_4_and_keeps_the_cache(github, tmp_path):
 
 def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    shutil.copy(manifest_module.default_path(), path)
+    shutil.copy(reader.default_path(), path)
     original = path.read_text()
     cache = tmp_path / "cache"
 
@@ -131,7 +131,7 @@ def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github
 
     assert result.exit_code == 0, result.output
     written = path.read_text()
-    assert manifest_module.check(path) == []
+    assert reader.check(path) == []
     document = tomlkit.parse(written)
     refs = {table["ref"]: table for w in document["workaround"] for table in w["upstream"]}
     assert refs["vllm-project/vllm#47140"]["state"] == "reverted"  # reverted by vllm#47668
@@ -146,7 +146,7 @@ def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github
 
 def test_write_twice_changes_nothing_the_second_time(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    shutil.copy(manifest_module.default_path(), path)
+    shutil.copy(reader.default_path(), path)
     run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
     once = path.read_text()
 
@@ -163,7 +163,7 @@ def test_offline_and_refresh_together_are_refused(github, tmp_path):
 
 def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    text = manifest_module.default_path().read_text()
+    text = reader.default_path().read_text()
     path.write_text(text.replace('ref = "pytorch/pytorch#189017"', 'ref = "pytorch/pytorch#9999999"'))
 
     result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path)

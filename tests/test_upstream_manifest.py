@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from tracker.model import manifest as manifest_module
+from tracker.model import reader
 from tracker.model.versions import COMPONENTS
 from tracker.upstream import REPOSITORY_COMPONENTS, Tag, release_of_tag, xpu_pins
 
@@ -43,13 +43,13 @@ def test_every_tracked_repository_releases_a_known_component():
 
 
 def test_shipped_manifest_records_what_the_event_root_fix_leaves():
-    shipped = manifest_module.load()
+    shipped = reader.load()
     (root,) = shipped.get("event-blocking-kwarg").refs("root-fix")
     assert root.ref == "pytorch/pytorch#192495" and "external" in root.remaining
 
 
 def write_with(tmp_path, extra: str, role: str = "root-fix"):
-    text = manifest_module.default_path().read_text()
+    text = reader.default_path().read_text()
     anchor = 'ref = "pytorch/pytorch#189017"\nrole = "root-fix"\n'
     assert anchor in text
     path = tmp_path / "workarounds.toml"
@@ -59,13 +59,13 @@ def write_with(tmp_path, extra: str, role: str = "root-fix"):
 
 def test_lint_rejects_an_empty_remaining(tmp_path):
     path = write_with(tmp_path, 'remaining = " "\n')
-    problems = [str(p) for p in manifest_module.check(path)]
+    problems = [str(p) for p in reader.check(path)]
     assert len(problems) == 1 and problems[0].endswith(".remaining: must be a non-empty string")
 
 
 def test_lint_rejects_remaining_on_a_reference_that_is_not_a_root_fix(tmp_path):
     path = write_with(tmp_path, 'remaining = "something"\n', role="cause")
-    problems = [str(p) for p in manifest_module.check(path)]
+    problems = [str(p) for p in reader.check(path)]
     assert len(problems) == 1 and problems[0].endswith("only a root-fix can leave part of the bug")
     line = int(problems[0].split(":")[1])
     assert path.read_text().splitlines()[line - 1].startswith("remaining")

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from tracker.engine import patching
-from tracker.model import manifest
+from tracker.model import reader
 from workarounds.cudagraph_profile_skip import make_wrapper
 
 RUNNER = """
@@ -40,7 +40,7 @@ def test_profiling_returns_zero_bytes_without_calling_the_profiler():
 
 
 def test_every_runner_target_in_the_manifest_takes_only_self():
-    targets = manifest.load().get("cudagraph-profile-skip").targets
+    targets = reader.load().get("cudagraph-profile-skip").targets
     assert {target.params for target in targets} == {("self",)}
 
 

@@ -13,11 +13,11 @@ import torch
 from retarget import context_at
 
 from tracker.api import Context
-from tracker.model import manifest
+from tracker.model import reader
 from tracker.model.environment import build
 from workarounds.uva_view_unpinned import KERNEL_FIX, make_wrapper, probe
 
-WORKAROUND = manifest.load().get("uva-view-unpinned")
+WORKAROUND = reader.load().get("uva-view-unpinned")
 FIX_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref == KERNEL_FIX).version
 
 

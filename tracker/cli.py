@@ -15,6 +15,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from tracker.model import manifest as manifest_module
+from tracker.model import reader
 from tracker.model.environment import InputError, Settings, assumptions, build, parse_platform
 
 EXIT_BAD_INPUT = 2
@@ -46,7 +47,7 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 def load_manifest() -> manifest_module.Manifest:
     try:
-        return manifest_module.load(_state["manifest"])
+        return reader.load(_state["manifest"])
     except manifest_module.ManifestError as error:
         for problem in error.problems:
             typer.echo(str(problem), err=True)
@@ -124,12 +125,12 @@ def explain(
 def lint(path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
                                                         show_default=False)] = None) -> None:
     """Validate a manifest: one line per problem, PATH:LINE: field: message."""
-    problems = manifest_module.check(path if path is not None else _state["manifest"])
+    problems = reader.check(path if path is not None else _state["manifest"])
     for problem in problems:
         typer.echo(str(problem))
     if problems:
         raise typer.Exit(1)
-    typer.echo(f"{path or _state['manifest'] or manifest_module.default_path()}: ok")
+    typer.echo(f"{path or _state['manifest'] or reader.default_path()}: ok")
 
 
 @app.command()

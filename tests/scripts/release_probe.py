@@ -226,14 +226,14 @@ def main() -> None:
 
     from tracker import runtime
     from tracker.engine import patching
-    from tracker.model import manifest
+    from tracker.model import reader
     from tracker.plugin import register
 
     register()  # what vLLM's loader calls
     result["import_errors"].update(import_all(LATER))
     result["report"] = runtime.report()
     result["targets"] = {target.path: target_state(target.path)
-                         for workaround in manifest.load().workarounds for target in workaround.targets}
+                         for workaround in reader.load().workarounds for target in workaround.targets}
     result["patch_outcomes"] = {path: record.outcome for path, record in patching.patches().items()}
     if "vllm.platforms.xpu" not in result["import_errors"]:
         result["uva_view"] = uva_view_symptom()

@@ -13,7 +13,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tracker.model.environment import Environment, Settings
-from tracker.model.manifest import Manifest, UpstreamRef, Window, Workaround, satisfiable
+from tracker.model.manifest import Manifest, UpstreamRef, Window, Workaround
+from tracker.model.specifiers import satisfiable
 from tracker.model.versions import matches
 
 APPLY_REASONS = ("affected", "forced")

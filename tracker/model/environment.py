@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
+from tracker.model.vocabulary import PLATFORMS
 
-PLATFORMS = ("xpu", "cuda", "rocm", "cpu")
 _OFF = {"0", "off", "false", "no"}
 
 

@@ -38,7 +38,8 @@ from tracker.api import Context, Finding
 from tracker.engine import patching
 from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings, build
-from tracker.model.manifest import ManifestError, Workaround, load
+from tracker.model.manifest import ManifestError, Workaround
+from tracker.model.reader import load
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
 

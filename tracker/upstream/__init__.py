@@ -44,8 +44,10 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from requests.utils import parse_header_links
 
-from tracker.model.manifest import RELEASED_STATES, Manifest, Release, UpstreamRef, Workaround, check
+from tracker.model.manifest import Manifest, Release, UpstreamRef, Workaround
+from tracker.model.reader import check
 from tracker.model.versions import DISTRIBUTIONS, release_of
+from tracker.model.vocabulary import RELEASED_STATES
 from tracker.paths import cache_dir as environment_cache_dir
 from tracker.upstream import client as github_client
 from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable

@@ -1,0 +1,52 @@
+"""The manifest's closed vocabularies, each defined once.
+
+``StrEnum`` members are their own strings: JSON, f-strings and comparisons with plain
+strings see the values as written in ``workarounds.toml``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints or stores
+
+
+class Platform(StrEnum):
+    XPU = "xpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    CPU = "cpu"
+
+
+class Role(StrEnum):
+    """What an upstream reference is to a workaround."""
+
+    CAUSE = "cause"
+    INLINE_FIX = "inline-fix"
+    ROOT_FIX = "root-fix"
+
+
+class State(StrEnum):
+    """What happened to an upstream pull request."""
+
+    OPEN = "open"
+    MERGED = "merged"
+    LANDED = "landed"
+    REVERTED = "reverted"
+    CLOSED_UNMERGED = "closed-unmerged"
+
+
+class TargetKind(StrEnum):
+    FUNCTION = "function"
+    METHOD = "method"
+    CLASSMETHOD = "classmethod"
+    STATICMETHOD = "staticmethod"
+    CONTEXTMANAGER = "contextmanager"
+
+
+PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
+ROLES: tuple[str, ...] = tuple(r.value for r in Role)
+STATES: tuple[str, ...] = tuple(s.value for s in State)
+TARGET_KINDS: tuple[str, ...] = tuple(k.value for k in TargetKind)
+# States in which a reference's commit is in the repository, so a release can contain it.
+RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.value})
