@@ -218,7 +218,7 @@ def _message(data: Any) -> str:
 def _reset(headers: Mapping[str, Any] | None) -> str:
     value = {str(k).lower(): v for k, v in (headers or {}).items()}.get("x-ratelimit-reset")
     try:
-        moment = datetime.fromtimestamp(int(float(value)), UTC)
+        moment = datetime.fromtimestamp(int(float(str(value))), UTC)
     except (TypeError, ValueError, OverflowError):
         return ""
     minutes = max(0, round((moment - datetime.now(UTC)).total_seconds() / 60))

@@ -1,0 +1,38 @@
+"""GitHub errors met by the bot, turned into one line in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import requests
+from github import GithubException
+
+from tracker.retire.removal import RetireError
+from tracker.upstream.client import ClientSettings, classify
+
+GITHUB_ERRORS = (GithubException, requests.RequestException)
+
+
+class StepFailed(Exception):
+    """One workaround's step failed; ``detail`` says what and what was left behind."""
+
+    def __init__(self, detail: str, pr: int | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.pr = pr
+
+
+@contextmanager
+def github_step(settings: ClientSettings, message: str = "{error}", *, what: str = "", pr: int | None = None,
+                fatal: bool = False) -> Iterator[None]:
+    """Run GitHub calls; a GitHub or HTTP error becomes ``StepFailed`` (``RetireError`` when
+    ``fatal``: the run cannot go on) whose line is ``message`` with ``{error}`` replaced by
+    the error's one-line classification (naming ``what``)."""
+    try:
+        yield
+    except GITHUB_ERRORS as error:
+        line = message.replace("{error}", str(classify(error, settings, what)))
+        if fatal:
+            raise RetireError(line) from None
+        raise StepFailed(line, pr) from None

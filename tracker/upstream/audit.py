@@ -1,0 +1,119 @@
+"""vLLM's own inline workarounds: dead code at vLLM's XPU pins (``requirements/xpu.txt``
+at the default branch and at the latest release tag) once a pinned release contains a
+root fix."""
+
+from __future__ import annotations
+
+import base64
+import re
+from urllib.parse import quote, unquote
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from tracker.model.manifest import Manifest, Workaround
+from tracker.model.versions import DISTRIBUTIONS, release_of
+from tracker.model.vocabulary import RELEASED_STATES
+from tracker.upstream.cache import NotCached, Source
+from tracker.upstream.client import GitHubMissing
+from tracker.upstream.facts import Facts, InlineVerdict
+from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
+
+VLLM_REPOSITORY = "vllm-project/vllm"
+VLLM_XPU_REQUIREMENTS = "requirements/xpu.txt"
+
+_COMPONENT_OF_DISTRIBUTION = {canonicalize_name(name): component
+                              for component, names in DISTRIBUTIONS.items() for name in names}
+
+
+def xpu_pins(text: str) -> dict[str, Version]:
+    """Component -> pinned release from a requirements file (``==`` pins and wheel URLs)."""
+    pins: dict[str, Version] = {}
+    for raw in text.splitlines():
+        line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        component = _COMPONENT_OF_DISTRIBUTION.get(canonicalize_name(requirement.name))
+        if component is None:
+            continue
+        version = None
+        exact = [spec.version for spec in requirement.specifier if spec.operator in ("==", "===")]
+        if exact:
+            version = release_of(exact[0])
+        elif requirement.url:
+            try:
+                version = release_of(str(parse_wheel_filename(unquote(requirement.url.rsplit("/", 1)[-1]))[1]))
+            except (InvalidWheelFilename, InvalidVersion):
+                version = None
+        if version is not None:
+            pins[component] = version
+    return pins
+
+
+def pins_at(source: Source, label: str, query: str, pinned: str | None) -> dict[str, Version]:
+    """vLLM's XPU pins at ``label`` (``query`` selects the ref; ``pinned`` is its fixed commit, if any)."""
+    path = f"/repos/{VLLM_REPOSITORY}/contents/{VLLM_XPU_REQUIREMENTS}{query}"
+    content = source.get(path, what=f"{VLLM_REPOSITORY} {VLLM_XPU_REQUIREMENTS} at {label}",
+                         immutable=pinned is not None, key=f"{path}#{pinned}" if pinned else None)
+    return xpu_pins(base64.b64decode(content.get("content", "")).decode("utf-8", "replace"))
+
+
+def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:
+    inline = [w for w in manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs("inline-fix"))]
+    if not inline:
+        return []
+    verdicts: list[InlineVerdict] = []
+    try:
+        tags = releases.tags(VLLM_REPOSITORY)
+    except (GitHubMissing, NotCached):
+        tags = []
+    points: list[tuple[str, str, str | None]] = [("main", "", None)]  # no ref: the default branch
+    if tags:
+        latest = tags[-1]
+        points.append((latest.name, f"?ref={quote(latest.name, safe='')}", latest.object_sha))
+    for label, query, pinned in points:
+        try:
+            pins = pins_at(releases.source, label, query, pinned)
+        except (GitHubMissing, NotCached) as error:
+            for w in inline:
+                verdicts.append(InlineVerdict(w.id, label, False, f"vLLM's XPU pins unknown: {error}"))
+            continue
+        for w in inline:
+            verdicts.append(inline_verdict(w, label, pins, facts))
+    return verdicts
+
+
+def inline_verdict(w: Workaround, label: str, pins: dict[str, Version], facts: dict[str, Facts]) -> InlineVerdict:
+    """vLLM's inline copy is dead at ``label`` when vLLM's pin already contains a root fix."""
+    at = "main" if label == "main" else f"vLLM {label.removeprefix(RELEASE_TAG_PREFIX)}"
+    roots = w.refs("root-fix")
+    if not roots:
+        return InlineVerdict(w.id, label, False, f"No upstream root fix is recorded for {w.id}, so vLLM's "
+                                                 f"inline workaround stays needed at {at}.")
+    reasons = []
+    for root in roots:
+        known = facts.get(root.ref)
+        release = known.released_in if known is not None and known.state is not None else root.released_in
+        state = known.state if known is not None and known.state is not None else root.state
+        if release is None or state not in RELEASED_STATES:
+            reasons.append(f"{root.ref} is {state or 'unknown'} and in no release")
+            continue
+        pin = pins.get(release.component)
+        if pin is None:
+            reasons.append(f"{at} pins no {release.component} for XPU")
+            continue
+        evidence = (f"vLLM pins {release.component} {pin} for XPU at {at}; {root.ref} is in "
+                    f"{release.component} {release.version}")
+        if pin < release.version:
+            reasons.append(evidence.replace(" is in ", " is only in "))
+            continue
+        if root.remaining:
+            return InlineVerdict(w.id, label, False, f"{evidence}, but {root.remaining}: only part of vLLM's "
+                                                     f"inline workaround is dead.", partial=True)
+        return InlineVerdict(w.id, label, True, f"{evidence}.")
+    return InlineVerdict(w.id, label, False, "; ".join(reasons) + ".")

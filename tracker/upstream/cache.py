@@ -1,0 +1,177 @@
+"""The answer cache and the ``Source`` that answers one run's GETs from it and from GitHub.
+
+Every answer is kept on disk (``raw_data`` plus the ``ETag``/``Last-Modified`` needed to
+revalidate it, never the token); a refresh in which nothing changed is made of 304
+answers, which cost no rate limit. Answers that cannot change (a compare between two
+fixed commits, a file at a tag's commit) are never asked again. Errors are never cached,
+and the cache file is replaced only after a run that succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from requests.utils import parse_header_links
+
+from tracker.upstream import client as github_client
+from tracker.upstream.client import ClientSettings
+from tracker.upstream.clock import iso, now, parse_iso
+
+CACHE_SCHEMA = 1
+
+# An answer younger than this is reused without asking (``--refresh`` always asks).
+MAX_AGE = timedelta(hours=1)
+
+_KEPT_HEADERS = ("etag", "last-modified", "link")
+
+
+class Mode(StrEnum):
+    """How a run uses the cache: ``offline`` (cache only), ``normal`` (reuse answers younger
+    than ``MAX_AGE``), ``refresh`` (revalidate everything that can change)."""
+
+    OFFLINE = "offline"
+    NORMAL = "normal"
+    REFRESH = "refresh"
+
+
+class NoUsableCache(Exception):
+    """``--offline`` (or a failed refresh) found nothing cached to answer from."""
+
+
+class NotCached(Exception):
+    """Offline, and this answer was never cached."""
+
+
+Entry = dict[str, Any]  # {data, headers, fetched_at, immutable}
+
+
+@dataclass
+class Cache:
+    """Stored GitHub answers for one API base URL: ``key -> {data, headers, fetched_at, immutable}``."""
+
+    path: Path
+    base_url: str
+    checked_at: datetime | None = None
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: Path, base_url: str) -> Cache:
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", urlparse(base_url).netloc + urlparse(base_url).path).strip("-")
+        path = directory / f"upstream-{slug or 'github'}.json"
+        cache = cls(path, base_url)
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cache  # absent or unreadable: nothing usable, and nothing to lose
+        if (isinstance(stored, dict) and stored.get("schema") == CACHE_SCHEMA
+                and stored.get("base_url") == base_url and isinstance(stored.get("entries"), dict)):
+            cache.checked_at = parse_iso(stored.get("checked_at"))
+            cache.entries = stored["entries"]
+        return cache
+
+    @property
+    def usable(self) -> bool:
+        return self.checked_at is not None and bool(self.entries)
+
+    def save(self, entries: dict[str, Entry], checked_at: datetime) -> None:
+        """Replace the file atomically with ``entries`` (what the run that just succeeded used)."""
+        document = {"schema": CACHE_SCHEMA, "base_url": self.base_url, "checked_at": iso(checked_at),
+                    "entries": entries}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".upstream-", dir=self.path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump(document, stream, indent=None, separators=(",", ":"), sort_keys=True)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        self.entries, self.checked_at = entries, checked_at
+
+
+class Source:
+    """Answers GETs for one run: from the cache, revalidated against GitHub as the mode says.
+
+    Every answer used is kept in ``used``, which becomes the new cache when the run succeeds.
+    """
+
+    def __init__(self, cache: Cache, mode: Mode | str, client: ClientSettings | None = None,
+                 at: datetime | None = None) -> None:
+        self.cache = cache
+        self.mode = Mode(mode)
+        self.client = client  # None offline
+        self.now = at or now()
+        self.used: dict[str, Entry] = {}
+        self.sent: list[tuple[str, int]] = []  # (key, status) of every request made
+        self._gh: Any = None
+
+    def _github(self) -> Any:
+        if self._gh is None:
+            assert self.client is not None, "an offline Source sends no request"
+            self._gh = github_client.connect(self.client)
+        return self._gh
+
+    def get(self, path: str, *, what: str, immutable: bool = False, key: str | None = None) -> Any:
+        return self._entry(path, what=what, immutable=immutable, key=key)["data"]
+
+    def get_list(self, path: str, *, what: str) -> list[Any]:
+        """Every page of a list, following ``Link: rel="next"``."""
+        items: list[Any] = []
+        url: str | None = path
+        while url is not None:
+            entry = self._entry(url, what=what)
+            items.extend(entry["data"] or [])
+            link = entry["headers"].get("link", "")
+            url = next((item["url"] for item in parse_header_links(link) if item.get("rel") == "next"), None)
+        return items
+
+    def _key(self, url: str) -> str:
+        parsed = urlparse(url)
+        if not parsed.scheme:
+            return url
+        prefix = urlparse(self.cache.base_url).path.rstrip("/")
+        path = parsed.path[len(prefix):] if prefix and parsed.path.startswith(prefix) else parsed.path
+        return path + (f"?{parsed.query}" if parsed.query else "")
+
+    def _reusable(self, stored: Entry) -> bool:
+        if stored.get("immutable"):
+            return True
+        fetched = parse_iso(stored.get("fetched_at"))
+        return self.mode is Mode.NORMAL and fetched is not None and self.now - fetched < MAX_AGE
+
+    def _entry(self, url: str, *, what: str, immutable: bool = False, key: str | None = None) -> Entry:
+        key = key or self._key(url)
+        if key in self.used:
+            return self.used[key]
+        stored = self.cache.entries.get(key)
+        if self.mode is Mode.OFFLINE:
+            if stored is None:
+                raise NotCached(f"{what}: not in the cache")
+            self.used[key] = stored
+            return stored
+        if stored is not None and self._reusable(stored):
+            self.used[key] = stored
+            return stored
+        assert self.client is not None
+        validators = stored["headers"] if stored is not None else None
+        answer = github_client.get(self._github(), self.client, url, validators, what=what)
+        self.sent.append((key, answer.status))
+        if answer.status == 304 and stored is not None:
+            headers = dict(stored["headers"])
+            headers.update({k: answer.headers[k] for k in ("etag", "last-modified") if k in answer.headers})
+            entry = {**stored, "headers": headers, "fetched_at": iso(self.now)}
+        else:
+            entry = {"data": answer.data, "headers": {k: answer.headers[k] for k in _KEPT_HEADERS
+                                                      if k in answer.headers},
+                     "fetched_at": iso(self.now), "immutable": immutable}
+        self.used[key] = entry
+        return entry

@@ -1,0 +1,31 @@
+"""The human-readable ``upstream`` report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tracker.upstream.clock import age_text, iso
+from tracker.upstream.facts import Report
+
+
+def render(report: Report, now: datetime | None = None) -> str:
+    lines = []
+    if report.source == "cache":
+        lines.append(f"from the cache, checked {iso(report.checked_at)} "
+                     f"({age_text(report.checked_at, now)} ago)")
+    else:
+        lines.append(f"checked GitHub at {iso(report.checked_at)}")
+    lines.append("")
+    rows = [("REFERENCE", "STATE", "COMMIT", "RELEASED IN")]
+    rows += [(f.ref, f.state or "unknown", (f.commit or "-")[:12], str(f.released_in) if f.released_in else "-")
+             for f in report.references]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.append("")
+    lines += [f"{f.ref}: {f.evidence}" for f in report.references]
+    if report.inline_audit:
+        lines += ["", "vLLM's inline workarounds at vLLM's XPU pins:"]
+        for verdict in report.inline_audit:
+            word = "partly dead" if verdict.partial else ("dead" if verdict.dead else "needed")
+            lines.append(f"  {verdict.workaround} at {verdict.vllm_ref}: {word}: {verdict.evidence}")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""A pull request's state, from the PR and its timeline: open, merged, landed, reverted or
+closed-unmerged, with its landed commit and a sentence saying how that was established.
+
+``landed``: pytorch's merge bot pushed the commit and GitHub closed the PR (a ``merged``
+label or a ``closed`` event carrying a ``commit_id``). ``reverted``: landed, then a
+``reverted`` label, a reopen or a merged ``Revert "..."`` PR. The timeline orders these
+events; the PR's label list alone does not.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tracker.model.manifest import UpstreamRef
+
+_LANDED_LABEL = re.compile(r"^merged(X\d+)?$")
+
+
+def classify_pr(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]]) -> tuple[str, str | None, str]:
+    """State, landed commit and a sentence saying how they were established."""
+    landed: str | None = None
+    landed_at = ""
+    landed_how = ""
+    reverted_by: str | None = None
+    labelled_in_timeline = False  # the timeline orders labels; the PR's label list does not
+    for event in timeline:
+        kind = event.get("event")
+        day = str(event.get("created_at") or "")[:10]
+        if kind == "merged" and event.get("commit_id"):
+            landed, landed_at, landed_how, reverted_by = event["commit_id"], day, "merged", None
+        elif kind == "closed" and event.get("commit_id"):
+            actor = (event.get("actor") or {}).get("login", "a commit")
+            landed, landed_at, reverted_by = event["commit_id"], day, None
+            landed_how = f"closed by {actor}'s commit"
+        elif kind == "labeled" and (event.get("label") or {}).get("name") == "reverted":
+            labelled_in_timeline = True
+            if landed:
+                reverted_by = reverted_by or f"labelled reverted on {day}"
+        elif landed and kind == "reopened":
+            reverted_by = reverted_by or f"reopened on {day}"
+        elif landed and kind == "cross-referenced":
+            source = (event.get("source") or {}).get("issue") or {}
+            title = str(source.get("title", ""))
+            merged_at = (source.get("pull_request") or {}).get("merged_at")
+            if merged_at and title.startswith("Revert") and f"#{ref.number}" in f"{title} {source.get('body') or ''}":
+                where = _ref_of_issue(source) or "a revert PR"
+                reverted_by = f"reverted by {where} (merged {str(merged_at)[:10]})"
+    labels = {str(label.get("name")) for label in pr.get("labels") or []}
+    if pr.get("merged"):
+        landed = landed or pr.get("merge_commit_sha")
+        landed_how = "merged"
+        landed_at = landed_at or str(pr.get("merged_at") or "")[:10]
+    if landed is None and any(_LANDED_LABEL.match(label) for label in labels):
+        landed_how = "labelled merged by the merge bot"
+    if reverted_by is None and landed and "reverted" in labels and not labelled_in_timeline:
+        reverted_by = "labelled reverted"
+    short = landed[:12] if landed else "an unknown commit"
+    if reverted_by and (landed or landed_how):
+        return "reverted", landed, f"Landed as {short} on {landed_at or 'an unknown day'}, then {reverted_by}"
+    if landed_how == "merged":
+        return "merged", landed, f"GitHub merged it as {short} on {landed_at}"
+    if landed_how:
+        shown = "GitHub shows it closed, not merged"
+        if landed is None:
+            return "landed", None, f"{landed_how.capitalize()} ({shown}), but no closing commit is recorded"
+        return "landed", landed, f"Landed as {short} on {landed_at}, {landed_how} ({shown})"
+    if pr.get("state") == "open":
+        return "open", None, f"Open since {str(pr.get('created_at') or '')[:10]}"
+    return "closed-unmerged", None, f"Closed on {str(pr.get('closed_at') or '')[:10]} without a merge or a landing commit"
+
+
+def _ref_of_issue(issue: dict[str, Any]) -> str | None:
+    repo = (issue.get("repository") or {}).get("full_name")
+    number = issue.get("number")
+    return f"{repo}#{number}" if repo and number else (f"#{number}" if number else None)

@@ -1,0 +1,100 @@
+"""One ``upstream`` run: every reference's facts, then the inline audit, from one ``Source``.
+
+Cost: one request per fact, none repeated in a run; see ``cache`` for what is asked again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from tracker.model.manifest import Manifest, UpstreamRef, Workaround
+from tracker.model.vocabulary import RELEASED_STATES
+from tracker.paths import cache_dir as environment_cache_dir
+from tracker.upstream.audit import inline_audit
+from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
+from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
+from tracker.upstream.clock import age_text, iso, now
+from tracker.upstream.facts import Facts, Report
+from tracker.upstream.releases import Releases
+from tracker.upstream.state import classify_pr
+
+
+class Tracker:
+    """Learns the facts for a manifest from a ``Source``; one instance per run."""
+
+    def __init__(self, manifest: Manifest, source: Source) -> None:
+        self.manifest = manifest
+        self.source = source
+        self.releases = Releases(source)
+
+    def references(self) -> list[Facts]:
+        seen: dict[str, list[Workaround]] = {}
+        first: dict[str, UpstreamRef] = {}
+        for w in self.manifest.workarounds:
+            for ref in w.upstream:
+                seen.setdefault(ref.ref, []).append(w)
+                first.setdefault(ref.ref, ref)
+        return [self.facts(first[name], tuple(w.id for w in seen[name])) for name in seen]
+
+    def facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
+        try:
+            return self._facts(ref, workarounds)
+        except (GitHubMissing, NotCached) as error:
+            return Facts(ref.ref, None, None, None, f"Could not be learned: {error}.", workarounds, str(error))
+
+    def _facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
+        pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
+        timeline = self.source.get_list(f"/repos/{ref.repo}/issues/{ref.number}/timeline?per_page=100",
+                                        what=f"{ref.ref} timeline")
+        state, commit, story = classify_pr(ref, pr, timeline)
+        if state not in RELEASED_STATES or commit is None:
+            return Facts(ref.ref, state, commit, None, story, workarounds)
+        released, how = self.releases.first_release(ref, commit)
+        return Facts(ref.ref, state, commit, released, f"{story}; {how}.", workarounds)
+
+
+def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientSettings | None = None,
+          cache_dir: Path | None = None, now: datetime | None = None) -> Report:
+    """Learn every reference's facts; ``mode`` is ``normal``, ``refresh`` or ``offline``.
+
+    Raises ``NoUsableCache`` offline without a cache, and ``GitHubUnavailable`` when
+    GitHub cannot be asked (``refresh``, or no cache to fall back on). Otherwise a
+    ``normal`` run that cannot reach GitHub answers from the cache with a ``warning``.
+    """
+    mode = Mode(mode)
+    if client is None:
+        client = ClientSettings.from_env()
+    at = now or _now()
+    cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
+    if mode is Mode.OFFLINE:
+        if not cache.usable:
+            raise NoUsableCache(f"no cached upstream facts in {cache.path}; run `xpu-workarounds upstream` "
+                                f"while GitHub is reachable first")
+        return _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
+    source = Source(cache, mode, client, at)
+    try:
+        report = _run(manifest, source, "live", at)
+    except GitHubUnavailable as error:
+        if mode is Mode.REFRESH or not cache.usable:
+            raise
+        report = _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
+        report.warning = (f"{error}; answering from the cache of {iso(report.checked_at)} "
+                          f"({age_text(report.checked_at, at)} old)")
+        report.requests = source.sent
+        return report
+    if not source.sent:
+        report.source, report.checked_at = "cache", cache.checked_at or at
+    else:
+        cache.save(source.used, at)
+    return report
+
+
+_now = now  # ``track``'s keyword ``now`` shadows the clock inside it
+
+
+def _run(manifest: Manifest, source: Source, label: str, checked_at: datetime) -> Report:
+    tracker = Tracker(manifest, source)
+    references = tracker.references()
+    audit = inline_audit(manifest, tracker.releases, {facts.ref: facts for facts in references})
+    return Report(label, checked_at, references, audit, source.sent)
