@@ -1,4 +1,5 @@
-"""Shared fixtures: the stand-in GitHub server, and the cached real-vLLM environments (see tests/vllm_harness.py)."""
+"""Shared fixtures: the stand-in GitHub server, the cached real-vLLM environments (see tests/vllm_harness.py),
+and small real packages on sys.path."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 import vllm_harness
 from fakegithub import FakeGitHub
+from support.packages import Package
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +44,12 @@ def server():
     """A stand-in GitHub REST server on loopback, empty until a test adds repositories."""
     with FakeGitHub() as fake:
         yield fake
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A real package on sys.path, unique to the test (tests/support/packages.py); forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    created = Package(tmp_path)
+    yield created
+    created.forget()

@@ -9,16 +9,13 @@ probes, patches and reports; the module only says what the wrapper does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from tracker.engine import patching
+from tracker.engine import source
+from tracker.engine.patching import Wrapper
 from tracker.model.environment import Environment
 from tracker.model.manifest import Workaround
-
-# wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -38,11 +35,11 @@ class Context:
 
     def target_contains(self, code: str) -> bool:
         """Whether any target's own source (read, not imported) contains ``code``."""
-        return any(patching.contains(patching.definition(t.path), code) for t in self.workaround.targets)
+        return any(source.contains(source.definition(t.path), code) for t in self.workaround.targets)
 
     def target_declares(self, parameter: str) -> bool:
         """Whether any target's own source declares a parameter named ``parameter`` (nested defs too)."""
-        return any(patching.declares(patching.definition(t.path), parameter) for t in self.workaround.targets)
+        return any(source.declares(source.definition(t.path), parameter) for t in self.workaround.targets)
 
     def installed_contains(self, ref: str) -> bool:
         """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""

@@ -15,30 +15,28 @@ will enter (it may itself be a ``@contextmanager`` function).
 before touching it, keeps one patch per target per process (a second owner is an
 error), rebinds every module that imported a patched function by name (now and as
 later modules are imported), verifies callers reach the wrapper, and records an
-``outcome``. When the target's module is not imported yet it installs a post-import
-hook (a ``sys.meta_path`` finder wrapping the loader's ``exec_module``, as
-``wrapt.importer`` does) and patches when the module is imported, never earlier.
+``outcome``. When the target's module is not imported yet it waits for it
+(``tracker.engine.importhook.when_imported``) and patches when the module is
+imported, never earlier; whether a module exists at all is read from disk
+(``tracker.engine.source``), never by importing it.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import inspect
 import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple, dict], Any]
-KINDS = ("function", "method", "classmethod", "staticmethod", "contextmanager")
-OUTCOMES = ("applied", "waiting", "skipped", "drifted", "failed")
+from tracker.engine import importhook, source
+from tracker.model.vocabulary import TARGET_KINDS as KINDS
+
+# wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 class PatchConflict(RuntimeError):
@@ -125,13 +123,14 @@ def patch(
         if module is not None:
             _apply(record, module)
             return record
-        found = module_exists(module_name)
+        found = source.module_exists(module_name)
         if found is False:
             _settle(record, "skipped" if optional else "drifted",
                     f"module {module_name} does not exist" + (" (optional target)" if optional else ""))
             return record
         record.detail = f"waiting until {module_name} is imported"
-        _finder().watch_module(module_name)
+        if module_name not in _waiting:
+            _waiting[module_name] = importhook.when_imported(module_name, _module_imported)
         return record
 
 
@@ -144,13 +143,70 @@ def revert(path: str) -> bool:
         if record.outcome == "applied":
             _restore(record)
             record.outcome, record.detail = "skipped", "reverted"
-        _finder().forget(record)
+        _stop_watching(record)
         return True
 
 
 def revert_all() -> None:
     for path in list(_registry):
         revert(path)
+
+
+# ------------------------------------------------------------------ imports
+
+_waiting: dict[str, importhook.Hook] = {}  # target module not imported yet -> its hook
+_alias_watch: dict[str, list[Patch]] = {}  # top-level package -> function patches to re-alias there
+_alias_hooks: dict[str, importhook.Hook] = {}
+
+
+def _module_imported(module: types.ModuleType) -> None:
+    """A module with waiting targets was imported: patch them, then tell their owners."""
+    with _lock:
+        _waiting.pop(module.__name__, None)
+        changed = [r for r in _registry.values() if r.module == module.__name__ and r.outcome == "waiting"]
+        for record in changed:
+            _apply(record, module)
+    _announce(changed)
+
+
+def _rebind_in(module: types.ModuleType) -> None:
+    """A module of a patched function's package was imported: rebind what it imported by name."""
+    changed: list[Patch] = []
+    with _lock:
+        for record in _alias_watch.get(_top(module.__name__), []):
+            before = len(record._aliases)
+            _rebind_aliases(record, [module])
+            if len(record._aliases) != before:
+                changed.append(record)
+    _announce(changed)
+
+
+def _announce(changed: list[Patch]) -> None:
+    # Outside the lock: callbacks may take their own locks, write files, or raise
+    # (strict mode), which fails the import that set them off.
+    for record in changed:
+        if record.on_change is not None:
+            record.on_change(record)
+
+
+def _watch_aliases(top: str, record: Patch) -> None:
+    records = _alias_watch.setdefault(top, [])
+    if record not in records:
+        records.append(record)
+    if top not in _alias_hooks:
+        _alias_hooks[top] = importhook.when_any_imported(top, _rebind_in)
+
+
+def _stop_watching(record: Patch) -> None:
+    top = _top(record.module)
+    if record in _alias_watch.get(top, []):
+        _alias_watch[top].remove(record)
+        if not _alias_watch[top]:
+            del _alias_watch[top]
+            _alias_hooks.pop(top).cancel()
+    waiting = any(r.module == record.module and r.outcome == "waiting" for r in _registry.values())
+    if not waiting and record.module in _waiting:
+        _waiting.pop(record.module).cancel()
 
 
 # ------------------------------------------------------------------ applying
@@ -182,7 +238,7 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
         if isinstance(container, types.ModuleType):
             record._function = raw
             _rebind_aliases(record, _scope(container.__name__))
-            _finder().watch_prefix(_top(container.__name__), record)
+            _watch_aliases(_top(container.__name__), record)
         problem = _unreached(record)
         if problem is not None:
             _restore(record)
@@ -258,11 +314,14 @@ def _describe(raw: Any, in_class: bool) -> str:
     return f"a {type(raw).__name__}"
 
 
+_STARS: dict[inspect._ParameterKind, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+
+
 def parameter_names(function: Callable[..., Any], *, drop_first: bool = False) -> tuple[str, ...]:
     """Parameter names as a manifest fingerprint writes them: ``*args`` and ``**kwargs`` starred."""
     names = []
     for parameter in inspect.signature(function).parameters.values():
-        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(parameter.kind, "")
+        prefix = _STARS.get(parameter.kind, "")
         names.append(prefix + parameter.name)
     return tuple(names[1:] if drop_first else names)
 
@@ -271,22 +330,22 @@ def _make(record: Patch, raw: Any, function: Any) -> Any:
     wrapper = record.wrapper
     if record.kind == "method":
         @functools.wraps(function)
-        def method(self, *args, **kwargs):
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             return wrapper(function.__get__(self, type(self)), self, args, kwargs)
         return method
     if record.kind == "classmethod":
         @functools.wraps(function)
-        def bound_to_class(cls, *args, **kwargs):
+        def bound_to_class(cls: type, *args: Any, **kwargs: Any) -> Any:
             return wrapper(types.MethodType(function, cls), cls, args, kwargs)
         return classmethod(bound_to_class)
     if record.kind == "staticmethod":
         @functools.wraps(function)
-        def static(*args, **kwargs):
+        def static(*args: Any, **kwargs: Any) -> Any:
             return wrapper(function, None, args, kwargs)
         return staticmethod(static)
 
     @functools.wraps(function)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         return wrapper(function, None, args, kwargs)
     return wrapped
 
@@ -348,206 +407,3 @@ def _rebind_aliases(record: Patch, modules: list[types.ModuleType]) -> None:
             if value is original and not (module is record._container and name == record._name):
                 setattr(module, name, installed)
                 record._aliases.append((module, name))
-
-
-# ------------------------------------------------------------ import hooks
-
-
-class _LoaderProxy(importlib.abc.Loader):
-    """Runs the real loader, then tells the finder the module is loaded."""
-
-    def __init__(self, loader: Any, notify: Callable[[types.ModuleType], None]):
-        self.loader = loader
-        self.notify = notify
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        # The module sees its real loader (pkgutil, importlib.resources, reload use it).
-        module.__loader__ = self.loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
-        self.notify(module)
-
-    def __getattr__(self, name):
-        return getattr(self.loader, name)
-
-
-class _ImportWatcher(importlib.abc.MetaPathFinder):
-    """Patches targets when their module is imported, and rebinds aliases in later modules."""
-
-    def __init__(self) -> None:
-        self.modules: set[str] = set()  # target modules not imported yet
-        self.prefixes: dict[str, list[Patch]] = {}  # top-level package -> function patches to re-alias
-        self._busy = threading.local()
-
-    def watch_module(self, name: str) -> None:
-        self.modules.add(name)
-
-    def watch_prefix(self, top: str, record: Patch) -> None:
-        records = self.prefixes.setdefault(top, [])
-        if record not in records:
-            records.append(record)
-
-    def forget(self, record: Patch) -> None:
-        for records in self.prefixes.values():
-            if record in records:
-                records.remove(record)
-        if not any(r.module == record.module and r.outcome == "waiting" for r in _registry.values()):
-            self.modules.discard(record.module)
-
-    def _interested(self, fullname: str) -> bool:
-        return fullname in self.modules or bool(self.prefixes.get(_top(fullname)))
-
-    def find_spec(self, fullname, path=None, target=None):
-        if not self._interested(fullname):
-            return None
-        busy = self._busy.__dict__.setdefault("names", set())
-        if fullname in busy:
-            return None
-        busy.add(fullname)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        except (ImportError, ValueError):
-            return None
-        finally:
-            busy.discard(fullname)
-        if spec is None or spec.loader is None or isinstance(spec.loader, _LoaderProxy):
-            return spec
-        if not hasattr(spec.loader, "exec_module"):
-            return None
-        spec.loader = _LoaderProxy(spec.loader, self.loaded)
-        return spec
-
-    def loaded(self, module: types.ModuleType) -> None:
-        name = module.__name__
-        changed: list[Patch] = []
-        with _lock:
-            for record in self.prefixes.get(_top(name), []):
-                before = len(record._aliases)
-                _rebind_aliases(record, [module])
-                if len(record._aliases) != before:
-                    changed.append(record)
-            if name in self.modules:
-                self.modules.discard(name)
-                for record in [r for r in _registry.values() if r.module == name and r.outcome == "waiting"]:
-                    _apply(record, module)
-                    changed.append(record)
-        # Outside the lock: callbacks may take their own locks, write files, or raise
-        # (strict mode), which fails this import.
-        for record in changed:
-            if record.on_change is not None:
-                record.on_change(record)
-
-
-_watcher: _ImportWatcher | None = None
-
-
-def _finder() -> _ImportWatcher:
-    global _watcher
-    with _lock:
-        if _watcher is None:
-            _watcher = _ImportWatcher()
-        if _watcher not in sys.meta_path:
-            sys.meta_path.insert(0, _watcher)
-        return _watcher
-
-
-# ------------------------------------------------- finding code without importing it
-
-
-def module_exists(name: str) -> bool | None:
-    """Whether module ``name`` can be imported, judged without importing anything new.
-
-    None when it cannot be told (a top-level package that is not on disk as directories).
-    """
-    return _locate(name)[0]
-
-
-def module_source(name: str) -> Path | None:
-    """The ``.py`` file module ``name`` would be loaded from, found without importing it."""
-    return _locate(name)[1]
-
-
-def _locate(name: str) -> tuple[bool | None, Path | None]:
-    module = sys.modules.get(name)
-    if module is not None:
-        origin = getattr(module, "__file__", None)
-        return True, Path(origin) if origin and origin.endswith(".py") else None
-    parts = name.split(".")
-    for depth in range(len(parts) - 1, 0, -1):  # the deepest package already imported
-        package = sys.modules.get(".".join(parts[:depth]))
-        if package is not None:
-            locations = list(getattr(package, "__path__", None) or [])
-            rest = parts[depth:]
-            break
-    else:
-        try:
-            spec = importlib.util.find_spec(parts[0])  # a top-level lookup imports nothing
-        except (ImportError, ValueError):
-            return None, None
-        if spec is None:
-            return False, None
-        if len(parts) == 1:
-            return True, Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
-        locations = list(spec.submodule_search_locations or [])
-        rest = parts[1:]
-    if not locations or not all(Path(location).is_dir() for location in locations):
-        return None, None
-    for part in rest[:-1]:
-        locations = [str(Path(location) / part) for location in locations if (Path(location) / part).is_dir()]
-        if not locations:
-            return False, None
-    last = rest[-1]
-    for location in map(Path, locations):
-        for candidate in (location / f"{last}.py", location / last / "__init__.py"):
-            if candidate.is_file():
-                return True, candidate
-        if (location / last).is_dir() or any((location / f"{last}{suffix}").is_file()
-                                               for suffix in importlib.machinery.EXTENSION_SUFFIXES):
-            return True, None
-    return False, None
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(path: Path) -> ast.Module | None:
-    try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def definition(path: str) -> ast.AST | None:
-    """The ``def``/``class`` node of target ``path`` in its module's source, or None.
-
-    Reads the source file; never imports the module. None when the module, or a
-    definition of that exact name in that exact place (not inherited), is absent.
-    """
-    module_name, _, qualname = path.partition(":")
-    source = module_source(module_name)
-    tree = _parsed(source) if source is not None else None
-    node: ast.AST | None = tree
-    for part in qualname.split("."):
-        if node is None:
-            return None
-        node = next((child for child in getattr(node, "body", [])
-                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and child.name == part), None)
-    return node
-
-
-def contains(node: ast.AST | None, code: str) -> bool:
-    """Whether the statement or expression ``code`` occurs in ``node`` (compared as syntax)."""
-    if node is None:
-        return False
-    statement = ast.parse(code.strip()).body[0]
-    wanted = ast.dump(statement.value if isinstance(statement, ast.Expr) else statement)
-    return any(ast.dump(child) == wanted for child in ast.walk(node))
-
-
-def declares(node: ast.AST | None, parameter: str) -> bool:
-    """Whether ``node`` (or a function nested in it) declares a parameter named ``parameter``."""
-    return node is not None and any(isinstance(child, ast.arg) and child.arg == parameter
-                                    for child in ast.walk(node))

@@ -1,0 +1,62 @@
+"""Reading code without importing it (tracker.engine.source), on small real packages."""
+
+from __future__ import annotations
+
+import sys
+
+from tracker.engine import source
+
+CLASSES = """
+    class Counter:
+        def bump(self, by):
+            self.value += by
+            return self.value
+
+    class Child(Counter):
+        pass
+"""
+
+
+def test_definition_reads_a_target_from_source_without_importing_it(package):
+    name = package.write("later", CLASSES)
+    node = source.definition(f"{name}:Counter.bump")
+    assert source.contains(node, "self.value += by")
+    assert not source.contains(node, "self.value -= by")
+    assert name not in sys.modules
+
+
+def test_definition_of_an_inherited_attribute_is_none(package):
+    name = package.write("later", CLASSES)
+    assert source.definition(f"{name}:Child.bump") is None
+
+
+def test_definition_in_a_module_that_does_not_exist_is_none(package):
+    assert source.definition(f"{package.name}.nowhere:Counter.bump") is None
+
+
+def test_declares_finds_parameters_of_nested_functions(package):
+    name = package.write("nested", """
+        def outer():
+            def inner(*args, blocking=None, **kwargs):
+                pass
+    """)
+    node = source.definition(f"{name}:outer")
+    assert source.declares(node, "blocking")
+    assert not source.declares(node, "external")
+
+
+def test_a_module_on_disk_exists_without_being_imported(package):
+    name = package.write("sub.leaf", "VALUE = 1\n")
+    assert source.module_exists(name) is True
+    assert source.module_source(name) == package.root / "sub" / "leaf.py"
+    assert name not in sys.modules
+
+
+def test_a_module_missing_from_an_existing_package_does_not_exist(package):
+    package.write("present", "VALUE = 1\n")
+    assert source.module_exists(f"{package.name}.absent") is False
+    assert source.module_exists(f"{package.name}.absent.deeper") is False
+
+
+def test_a_top_level_package_that_is_not_installed_does_not_exist():
+    assert source.module_exists("no_such_top_level_package_xyz.module") is False

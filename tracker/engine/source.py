@@ -1,0 +1,118 @@
+"""Reading code without importing it: where a module is, and what a definition in it says.
+
+Nothing here executes the code it reads: a module is located on disk from the packages
+already imported (or a top-level lookup, which imports nothing) and its source parsed.
+Used to probe a target (does vLLM's own code already carry a fix?) before, or without,
+importing it, and to tell a target whose module does not exist from one not imported yet.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.machinery
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def module_exists(name: str) -> bool | None:
+    """Whether module ``name`` can be imported, judged without importing anything new.
+
+    None when it cannot be told (a top-level package that is not on disk as directories).
+    """
+    return _locate(name)[0]
+
+
+def module_source(name: str) -> Path | None:
+    """The ``.py`` file module ``name`` would be loaded from, found without importing it."""
+    return _locate(name)[1]
+
+
+def _locate(name: str) -> tuple[bool | None, Path | None]:
+    module = sys.modules.get(name)
+    if module is not None:
+        origin = getattr(module, "__file__", None)
+        return True, Path(origin) if origin and origin.endswith(".py") else None
+    parts = name.split(".")
+    for depth in range(len(parts) - 1, 0, -1):  # the deepest package already imported
+        package = sys.modules.get(".".join(parts[:depth]))
+        if package is not None:
+            locations = list(getattr(package, "__path__", None) or [])
+            rest = parts[depth:]
+            break
+    else:
+        try:
+            spec = importlib.util.find_spec(parts[0])  # a top-level lookup imports nothing
+        except (ImportError, ValueError):
+            return None, None
+        if spec is None:
+            return False, None
+        if len(parts) == 1:
+            return True, Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
+        locations = list(spec.submodule_search_locations or [])
+        rest = parts[1:]
+    if not locations or not all(Path(location).is_dir() for location in locations):
+        return None, None
+    for part in rest[:-1]:
+        locations = [str(Path(location) / part) for location in locations if (Path(location) / part).is_dir()]
+        if not locations:
+            return False, None
+    last = rest[-1]
+    for location in map(Path, locations):
+        for candidate in (location / f"{last}.py", location / last / "__init__.py"):
+            if candidate.is_file():
+                return True, candidate
+        if (location / last).is_dir() or any((location / f"{last}{suffix}").is_file()
+                                               for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+            return True, None
+    return False, None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def parsed_module(name: str) -> ast.Module | None:
+    """The syntax tree of module ``name``'s source, or None when it has no readable ``.py`` source."""
+    source = module_source(name)
+    return _parsed(source) if source is not None else None
+
+
+def definition(path: str) -> ast.AST | None:
+    """The ``def``/``class`` node of target ``path`` in its module's source, or None.
+
+    Reads the source file; never imports the module. None when the module, or a
+    definition of that exact name in that exact place (not inherited), is absent.
+    """
+    module_name, _, qualname = path.partition(":")
+    node: ast.AST | None = parsed_module(module_name)
+    for part in qualname.split("."):
+        if node is None:
+            return None
+        node = next((child for child in getattr(node, "body", [])
+                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and child.name == part), None)
+    return node
+
+
+def contains(node: ast.AST | None, code: str) -> bool:
+    """Whether the statement or expression ``code`` occurs in ``node`` (compared as syntax)."""
+    if node is None:
+        return False
+    statement = ast.parse(code.strip()).body[0]
+    wanted = ast.dump(statement.value if isinstance(statement, ast.Expr) else statement)
+    return any(ast.dump(child) == wanted for child in ast.walk(node))
+
+
+def declares(node: ast.AST | None, parameter: str) -> bool:
+    """Whether ``node`` (or a function nested in it) declares a parameter named ``parameter``."""
+    return node is not None and any(isinstance(child, ast.arg) and child.arg == parameter
+                                    for child in ast.walk(node))
+
+
+__all__ = ["contains", "declares", "definition", "module_exists", "module_source", "parsed_module"]
