@@ -122,6 +122,15 @@ def test_generation_succeeds_with_the_plugin_installed(default_run):
     assert default_run.outputs is not None and [len(tokens) for tokens in default_run.outputs] == [6, 6]
 
 
+def test_the_engine_runs_in_float32_on_every_host(default_run, tiny_model):
+    # bfloat16 would pick vLLM's CPU kernels by the host's instruction set (AMX): SIGILL on
+    # a VM that advertises AMX without enabling it.
+    assert default_run.returncode == 0, default_run.explain()
+    assert json.loads((tiny_model / "config.json").read_text()).get("dtype", "float32") == "float32"
+    assert "dtype=torch.float32" in default_run.stdout + default_run.stderr
+    assert "dtype=torch.bfloat16" not in default_run.stdout + default_run.stderr
+
+
 def test_front_end_engine_core_and_worker_each_write_their_own_report(default_run):
     assert default_run.returncode == 0, default_run.explain()
     engine_core, worker = default_run.pid_of("EngineCore"), default_run.pid_of("Worker")

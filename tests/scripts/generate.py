@@ -2,7 +2,9 @@
 
 Run with the e2e venv's python: ``python generate.py MODEL_DIR``. The entry guard
 matters: vLLM starts its engine core and worker as spawned processes, which
-re-import this file.
+re-import this file. ``dtype="float32"``: vLLM's CPU bfloat16 kernels are chosen by the
+host's instruction set (AMX, AVX512-BF16) and kill the worker with SIGILL where a VM
+advertises AMX without enabling it; float32 runs the same code on every x86 host.
 """
 
 import json
@@ -12,7 +14,7 @@ import sys
 def main(model_dir: str) -> None:
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=model_dir, max_model_len=128, max_num_seqs=2, enforce_eager=True,
+    llm = LLM(model=model_dir, dtype="float32", max_model_len=128, max_num_seqs=2, enforce_eager=True,
               distributed_executor_backend="mp", seed=0)
     params = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
     outputs = llm.generate(["hello world", "the engine is"], params, use_tqdm=False)

@@ -2,7 +2,9 @@
 
 Run with the e2e venv's python: ``python tiny_llama.py DIR``. Built offline (no hub
 download): a word-level tokenizer over a fixed vocabulary, and a two-layer Llama
-with head dimension 64, the smallest vLLM's CPU attention handles.
+with head dimension 64, the smallest vLLM's CPU attention handles. Float32: vLLM's CPU
+bfloat16 kernels depend on the host's instruction set (AMX, AVX512-BF16) and die with
+SIGILL on hosts that advertise AMX without enabling it.
 """
 
 import sys
@@ -31,7 +33,7 @@ def model(vocab_size: int) -> LlamaForCausalLM:
                          max_position_embeddings=256, bos_token_id=1, eos_token_id=2,
                          tie_word_embeddings=False)
     torch.manual_seed(0)
-    return LlamaForCausalLM(config).to(torch.bfloat16)
+    return LlamaForCausalLM(config).to(torch.float32)
 
 
 def main(directory: str) -> None:
