@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tracker.paths import shipped_manifest
+from tracker.runtime import activate, fastpath
 
 PROCESS = (
     "import json, logging, os, sys\n"
@@ -22,12 +23,14 @@ PROCESS = (
 )
 
 
-def start(cache, extra_path=None, **env: str) -> tuple[dict, list[str]]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS") and k != "PYTHONPATH"}
+def start(cache, extra_path=None, *, cwd=None, prelude: str = "", **env: str) -> tuple[dict, list[str]]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_TOKEN")) and k != "PYTHONPATH"}
     clean.update(env, XPU_WORKAROUNDS_CACHE_DIR=str(cache))
     if extra_path is not None:
         clean["PYTHONPATH"] = str(extra_path)
-    result = subprocess.run([sys.executable, "-c", PROCESS], capture_output=True, text=True, env=clean, timeout=120)
+    result = subprocess.run([sys.executable, "-c", prelude + PROCESS], capture_output=True, text=True, env=clean,
+                            timeout=120, cwd=cwd)
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("vllm.xpu_workarounds")]
     return json.loads(result.stdout), lines
@@ -97,3 +100,139 @@ def test_a_corrupt_store_takes_the_full_path_silently(tmp_path):
     second, lines = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
     assert not second["replayed"] and len(lines) == 1
 
+
+
+def make_distribution(site: Path, name: str, version: str) -> Path:
+    dist = site / f"{name}-{version}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return dist
+
+
+def copied_manifest(directory: Path) -> Path:
+    manifest = directory / "workarounds.toml"
+    manifest.write_text(Path(shipped_manifest()).read_text())
+    return manifest
+
+
+# ----------------------------------------------------------- what the key holds
+
+
+def test_no_token_is_written_and_a_new_token_still_replays(tmp_path):
+    cache = tmp_path / "cache"
+    start(cache, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_GITHUB_TOKEN="ghp_secretvalue1", GITHUB_TOKEN="ghs_other1")
+    (stored,) = cache.iterdir()
+    assert "secretvalue" not in stored.read_text() and "ghs_other" not in stored.read_text()
+    second, _ = start(cache, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_GITHUB_TOKEN="ghp_another2")
+    assert second["replayed"]
+
+
+def test_the_store_is_a_0600_file_in_a_0700_directory_of_the_user_cache_not_the_package(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    clean_env = {"HOME": str(home), "XDG_CACHE_HOME": ""}
+    result = subprocess.run([sys.executable, "-c", PROCESS], capture_output=True, text=True, timeout=120,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")},
+                                 **clean_env, "XPU_WORKAROUNDS_PLATFORM": "cpu"})
+    assert result.returncode == 0, result.stderr
+    directory = home / ".cache" / "xpu-workarounds"
+    (stored,) = directory.glob("activation-*.json")
+    assert oct(directory.stat().st_mode & 0o777) == "0o700" and oct(stored.stat().st_mode & 0o777) == "0o600"
+    assert not list((Path(fastpath.PACKAGE_DIR) / "__pycache__").glob("xpu-workarounds-activation-*"))
+
+
+class Recording(dict):
+    """An environment that records which variables are asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.asked: set[str] = set()
+
+    def get(self, name, default=None):
+        self.asked.add(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name):
+        self.asked.add(name)
+        return super().__getitem__(name)
+
+    def __contains__(self, name):
+        self.asked.add(name)
+        return super().__contains__(name)
+
+
+def test_the_key_holds_every_variable_a_decision_reads(tmp_path):
+    env = Recording(XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path),
+                    XPU_WORKAROUNDS_REPORT=str(tmp_path / "r"))
+    activate.reset()
+    try:
+        activate.register(env)
+    finally:
+        activate.reset()
+    read = {name for name in env.asked if name.startswith("XPU_WORKAROUNDS")}
+    assert "XPU_WORKAROUNDS_PLATFORM" in read
+    assert read - {fastpath.REPORT_VARIABLE, "XPU_WORKAROUNDS_CACHE_DIR"} <= set(fastpath.DECISION_VARIABLES)
+
+
+# ------------------------------------------------------------- stale replays
+
+
+REPLACE_AFTER_READ = (
+    "import os, sys\n"
+    "_manifest, _seen = os.path.abspath(os.environ['TEST_MANIFEST']), []\n"
+    "def _hook(event, args):\n"
+    "    if event != 'open' or not isinstance(args[0], str) or len(_seen) > 1:\n"
+    "        return\n"
+    "    if os.path.abspath(args[0]) == _manifest:\n"
+    "        _seen.append('read')\n"
+    "    elif _seen:  # the next file opened after the manifest was read: replace the manifest now\n"
+    "        _seen.append('replaced'); os.replace(os.environ['TEST_REPLACEMENT'], _manifest)\n"
+    "sys.addaudithook(_hook)\n"
+)
+
+
+def test_a_manifest_replaced_during_activation_is_not_stored_under_its_new_key(tmp_path):
+    manifest = copied_manifest(tmp_path)
+    replacement = tmp_path / "replacement.toml"
+    replacement.write_text(manifest.read_text().replace('platform = "xpu"', 'platform = "cpu"', 1))
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_MANIFEST": str(manifest)}
+    first, _ = start(tmp_path / "cache", prelude=REPLACE_AFTER_READ, TEST_MANIFEST=str(manifest),
+                     TEST_REPLACEMENT=str(replacement), **env)
+    assert not replacement.exists() and first["report"]["workarounds"][0]["reason"] == "platform"
+    second, _ = start(tmp_path / "cache", **env)
+    assert not second["replayed"]
+    assert second["report"]["workarounds"][0]["reason"] != "platform"
+
+
+def test_the_working_directory_on_sys_path_is_part_of_the_key(tmp_path):
+    plain, with_vllm = tmp_path / "plain", tmp_path / "with-vllm"
+    plain.mkdir()
+    make_distribution(with_vllm, "vllm", "0.27.1")
+    start(tmp_path / "cache", cwd=plain, XPU_WORKAROUNDS_PLATFORM="cpu")  # python -c: '' is on sys.path
+    second, _ = start(tmp_path / "cache", cwd=with_vllm, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.27.1"
+
+
+def test_metadata_rewritten_in_place_takes_the_full_path(tmp_path):
+    site = tmp_path / "site"
+    dist = make_distribution(site, "vllm", "0.27.1")
+    start(tmp_path / "cache", extra_path=site, XPU_WORKAROUNDS_PLATFORM="cpu")
+    before = site.stat().st_mtime_ns
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.28.0\n")
+    assert site.stat().st_mtime_ns == before  # the directory does not tell
+    second, _ = start(tmp_path / "cache", extra_path=site, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.28.0"
+
+
+def test_a_same_size_manifest_copied_with_its_mtime_kept_takes_the_full_path(tmp_path):
+    manifest = copied_manifest(tmp_path)
+    other = tmp_path / "other.toml"
+    other.write_text(manifest.read_text().replace('platform = "xpu"', 'platform = "cpu"', 1))
+    info = manifest.stat()
+    os.utime(other, ns=(info.st_atime_ns, info.st_mtime_ns))
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_MANIFEST": str(manifest)}
+    start(tmp_path / "cache", **env)
+    subprocess.run(["cp", "-p", str(other), str(manifest)], check=True)
+    assert (manifest.stat().st_size, manifest.stat().st_mtime_ns) == (info.st_size, info.st_mtime_ns)
+    second, _ = start(tmp_path / "cache", **env)
+    assert not second["replayed"] and second["report"]["workarounds"][0]["reason"] != "platform"

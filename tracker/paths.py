@@ -1,17 +1,29 @@
-"""Where things are: the shipped manifest, the per-user cache directory, and one atomic write.
+"""Where things are: the shipped manifest, the per-user cache directory, and safe file I/O.
 
-Stdlib only (``platformdirs`` is imported only when the cache directory is asked for):
-the plugin's fast path imports this module in every vLLM process.
+Stdlib only (``platformdirs`` is imported only off Linux, or when neither
+``XDG_CACHE_HOME`` nor ``HOME`` is usable): the plugin's fast path imports this
+module in every vLLM process.
+
+Caches and reports live in per-user directories: created 0700, trusted only while
+owned by this user and writable by no one else; files are written 0600 under a
+random temporary name and renamed into place (``atomic_write``), and read back as
+untrusted data (``read_private``: regular files of this user only, under a size cap).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
+import sys
 from pathlib import Path
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 CACHE_DIR_VARIABLE = "XPU_WORKAROUNDS_CACHE_DIR"
+APP_NAME = "xpu-workarounds"
+
+
+class UnsafeLocation(OSError):
+    """A cache or report location someone else could write: not used."""
 
 
 def shipped_manifest() -> str:
@@ -26,23 +38,82 @@ def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
     configured = env.get(CACHE_DIR_VARIABLE, "").strip()
     if configured:
         return Path(configured)
+    if sys.platform.startswith("linux"):
+        # platformdirs' XDG rule, without its ~18 ms of imports in every vLLM process
+        # (tests/test_paths.py checks that both agree).
+        xdg = env.get("XDG_CACHE_HOME", "")
+        if os.path.isabs(xdg):
+            return Path(xdg, APP_NAME)
+        home = env.get("HOME", "")
+        if os.path.isabs(home):
+            return Path(home, ".cache", APP_NAME)
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("xpu-workarounds"))
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def private_dir(path: Path | str) -> Path:
+    """``path`` as a directory only this user can write: created 0700 when absent.
+
+    Raises ``UnsafeLocation`` when it is not a directory, belongs to another user, or
+    group or others may write it (they could plant or swap files); ``OSError`` when it
+    cannot be created.
+    """
+    directory = Path(path)
+    try:
+        os.makedirs(directory, mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeLocation(f"{directory} is not a directory")
+    if info.st_uid != os.geteuid():
+        raise UnsafeLocation(f"{directory} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})")
+    if info.st_mode & 0o022:
+        raise UnsafeLocation(f"{directory} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})")
+    return directory
+
+
+def read_private(path: Path | str, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of this user that no one else can
+    write or read (mode 0600 or stricter) and at most ``limit`` bytes; else None.
+
+    Never follows a symlink, never blocks on a FIFO, never raises.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(handle)
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077
+                or info.st_size > limit):
+            return None
+        data = os.read(handle, limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
 
 
 def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data``: a random temporary name in the same directory, then a rename.
 
     The temporary file is created with ``mkstemp`` (O_EXCL, never following a planted
-    symlink) and removed again when anything fails; ``path`` is then left as it was.
+    symlink), given ``mode`` through its descriptor (never by name, which someone
+    could swap), and removed again when anything fails; ``path`` is then left as it
+    was. A symlink at ``path`` is replaced, never followed.
     """
+    import tempfile  # lazily: the fast path that only reads never needs it
+
     target = Path(path)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
             stream.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -40,6 +40,7 @@ from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings, build
 from tracker.model.manifest import ManifestError, Workaround
 from tracker.model.reader import load
+from tracker.model.versions import DISTRIBUTIONS
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
 
@@ -47,6 +48,8 @@ SCHEMA = 1
 LOGGER = fastpath.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = ("failed", "drifted", "applied", "waiting", "skipped")
+# Where versions are read from: their metadata files join the fast path's key.
+_DISTRIBUTION_NAMES = tuple(name for names in DISTRIBUTIONS.values() for name in names)
 
 
 @dataclass
@@ -102,6 +105,7 @@ def register(environ: Mapping[str, str] | None = None) -> None:
 
 
 def _activate(env: Mapping[str, str]) -> None:
+    before = fastpath.key(env, _DISTRIBUTION_NAMES)  # before anything is read: see fastpath.store
     _state.report_dir = env.get("XPU_WORKAROUNDS_REPORT") or None
     manifest_path = env.get("XPU_WORKAROUNDS_MANIFEST") or None
     try:
@@ -127,7 +131,7 @@ def _activate(env: Mapping[str, str]) -> None:
     log(logging.INFO, line)
     _write_report()
     if all(not entry.decision.apply and entry.decided_by == "version" for entry in _state.entries):
-        fastpath.store(env, report(), line)  # nothing applied: later processes replay this answer
+        fastpath.store(env, report(), line, before, _DISTRIBUTION_NAMES)  # nothing applied: later processes replay this answer
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
         _state.fork_hook = True

@@ -1,18 +1,29 @@
-"""Replay of the last activation when nothing applied, so most vLLM processes pay ~0.2 ms.
+"""Replay of the last activation when nothing applied, so most vLLM processes pay ~1 ms.
 
 A full activation (``tracker.runtime``) imports the manifest, version and decision
 machinery and reads distribution metadata: about 25 ms. Where it applied nothing
 (every decision a version-gate skip, no probe consulted), the same inputs give the
-same answer, so the answer is stored and replayed. Inputs, all in the key:
+same answer, so the answer is stored and replayed. The key holds what a decision
+reads, and nothing else (never a token):
 
-- the manifest file (path, size, mtime) and this package's code (mtime of its modules);
-- every ``XPU_WORKAROUNDS*`` variable but ``XPU_WORKAROUNDS_REPORT`` (where, not what);
+- the manifest file (path, device, inode, size, mtime, ctime: a same-size copy with
+  its mtime kept still moves the ctime) and this package's decision code;
+- the variables a decision reads (``DECISION_VARIABLES``);
 - the platform vLLM resolved (when vLLM is imported);
-- the installed distributions: the mtime of every ``sys.path`` directory, which
-  installing, upgrading or removing a distribution changes; and ``sys.prefix``.
+- the installed distributions: every ``sys.path`` directory (the working directory
+  for ``''``) with its inode, mtime and ctime, which installing, upgrading or removing
+  a distribution changes; the metadata file of every distribution a component may be
+  installed under (rewritten in place, it moves only its own times); and ``sys.prefix``.
 
-Any difference, a missing or unreadable file: full activation. Stdlib only, no
-dataclasses: this module is what every vLLM process imports first.
+The key is taken before the full activation reads anything and again before its
+answer is stored: an input that changed in between means nothing is stored.
+
+The store is ``activation-<prefix hash>.json`` in the per-user cache directory
+(``tracker.paths.cache_dir``): a 0700 directory of this user, a 0600 file, written
+under a random name and renamed. It is read as untrusted data: a file not owned by
+this user, readable or writable by others, too large, or of any unexpected shape
+means a full activation. Stdlib only, no dataclasses: this module is what every
+vLLM process imports first.
 """
 
 from __future__ import annotations
@@ -22,15 +33,29 @@ import logging
 import os
 import sys
 import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from tracker.paths import PACKAGE_DIR, shipped_manifest
+from tracker.paths import PACKAGE_DIR, atomic_write, cache_dir, private_dir, read_private, shipped_manifest
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-_REPORT_VARIABLE = "XPU_WORKAROUNDS_REPORT"
-# The code a decision runs: the tracker package and its subpackages (not the CLI-only ones).
-_CODE_DIRS = tuple(os.path.join(PACKAGE_DIR, name) for name in ("", "model", "engine", "runtime"))
+SCHEMA = 2
+REPORT_VARIABLE = "XPU_WORKAROUNDS_REPORT"
+# Every variable an activation's decisions read (tests/test_fastpath.py checks the list
+# against what an activation asks for). Not the token, the cache or the report directory.
+DECISION_VARIABLES = (
+    "XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_STRICT",
+    "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
+)
+# Subpackages a decision never runs (command-line only).
+_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
+_STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
+_LINE_LIMIT = 16384
+_SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
+                 "unknown-version")
+_METADATA_SUFFIXES = ("dist-info", "egg-info")
 
-_replayed: dict | None = None
+_replayed: dict[str, Any] | None = None
 _tried = False  # replay is tried once per process: after a full activation it must not replay
 
 
@@ -41,10 +66,13 @@ def log(level: int, message: str) -> None:
     front-end process; a record logged before that would be dropped (Python's fallback
     shows warnings only), and the one line each process owes its user would be lost.
     """
-    if LOGGER.hasHandlers():
-        LOGGER.log(level, message)
-    elif level >= logging.INFO:
-        sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
+    try:
+        if LOGGER.hasHandlers():
+            LOGGER.log(level, message)
+        elif level >= logging.INFO:
+            sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
+    except Exception:  # noqa: BLE001, S110 - a closed stderr must not stop vLLM either
+        pass
 
 
 def vllm_platform() -> tuple[str | None, str | None]:
@@ -62,57 +90,187 @@ def vllm_platform() -> tuple[str | None, str | None]:
         return None, f"could not ask vLLM for its platform ({type(error).__name__}: {error}); using torch's build label"
 
 
-def _mtime(path: str) -> int | None:
+def _identity(path: str) -> list[int] | None:
+    """What changes when ``path`` is replaced, rewritten or (a directory) gains or loses an entry."""
     try:
-        return os.stat(path).st_mtime_ns
+        info = os.stat(path)
     except OSError:
         return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def key(environ) -> list | None:
+def _code() -> list[list[Any]]:
+    found = []
+    for directory, subdirectories, files in os.walk(PACKAGE_DIR):
+        subdirectories[:] = sorted(name for name in subdirectories if name not in _NOT_DECISION_CODE)
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                found.append([os.path.relpath(path, PACKAGE_DIR), _identity(path)])
+    return found
+
+
+def _normalized(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+def _path_entries() -> list[str]:
+    """``sys.path`` as directories: ``''`` (and any relative entry) is the working directory's."""
+    entries = []
+    for entry in sys.path:
+        try:
+            entries.append(os.path.abspath(entry or os.curdir))
+        except OSError:  # the working directory was removed
+            entries.append(entry)
+    return entries
+
+
+def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
+    """The metadata file of every distribution named in ``distributions`` on ``sys.path``, with its identity."""
+    wanted = {_normalized(name) for name in distributions}
+    found = []
+    for entry in _path_entries():
+        try:
+            with os.scandir(entry) as listing:
+                names = sorted(item.name for item in listing)
+        except OSError:
+            continue
+        for name in names:
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix in _METADATA_SUFFIXES and _normalized(stem.split("-", 1)[0]) in wanted:
+                folder = os.path.join(entry, name)
+                for inner in ("METADATA", "PKG-INFO"):
+                    path = os.path.join(folder, inner)
+                    found.append([path, _identity(path)])
+                found.append([folder, _identity(folder)])  # an egg-info file, or the folder itself
+    return found
+
+
+def key(environ: Mapping[str, str], distributions: Iterable[str] | None = None) -> list[Any] | None:
     """Everything a decision reads, as JSON-shaped data (lists, not tuples, so that it
-    compares equal to its stored copy); None when it cannot be told."""
+    compares equal to its stored copy); None when it cannot be told.
+
+    ``distributions``: the distribution names versions are read from; their metadata
+    files join the key (a full activation passes them; a replay checks the files its
+    record names instead, which costs no directory listing).
+    """
     manifest = environ.get("XPU_WORKAROUNDS_MANIFEST") or shipped_manifest()
     try:
-        stat = os.stat(manifest)
-        code = sorted([os.path.relpath(entry.path, PACKAGE_DIR), entry.stat().st_mtime_ns]
-                      for directory in _CODE_DIRS for entry in os.scandir(directory)
-                      if entry.name.endswith(".py"))
+        manifest = os.path.abspath(manifest)
     except OSError:
         return None
-    variables = sorted([name, value] for name, value in environ.items()
-                       if name.startswith("XPU_WORKAROUNDS") and name != _REPORT_VARIABLE)
+    manifest_identity = _identity(manifest)
+    if manifest_identity is None:
+        return None
+    variables = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
     platform, _ = vllm_platform() if not environ.get("XPU_WORKAROUNDS_PLATFORM") else (None, None)
-    paths = [[entry, _mtime(entry)] for entry in sys.path if entry]
-    return [1, sys.prefix, os.path.abspath(manifest), stat.st_size, stat.st_mtime_ns, code, variables,
-            platform, paths]
+    paths = [[entry, _identity(entry)] for entry in _path_entries()]
+    found = [] if distributions is None else _metadata(distributions)
+    return [SCHEMA, sys.prefix, manifest, manifest_identity, _code(), variables, platform, paths, found]
 
 
-def _store_path(environ) -> str:
-    directory = environ.get("XPU_WORKAROUNDS_CACHE_DIR") or os.path.join(PACKAGE_DIR, "__pycache__")
-    name = f"xpu-workarounds-activation-{zlib.crc32(sys.prefix.encode()):08x}.json"
-    return os.path.join(directory, name)
+def _store_path(environ: Mapping[str, str]) -> str:
+    name = f"activation-{zlib.crc32(sys.prefix.encode()):08x}.json"
+    return os.path.join(cache_dir(environ), name)
 
 
-def replay(environ=None) -> bool:
-    """Replay the stored activation if its key matches this process; True when it did."""
+def _text(value: object, limit: int = _LINE_LIMIT) -> bool:
+    """A single printable line (nothing that could forge a second log line)."""
+    return isinstance(value, str) and len(value) <= limit and value.isprintable()
+
+
+def _valid_report(report: object) -> bool:
+    """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
+    if not isinstance(report, dict) or set(report) != {"schema", "environment", "warnings", "workarounds"}:
+        return False
+    environment, warnings, workarounds = report["environment"], report["warnings"], report["workarounds"]
+    if report["schema"] != 1 or not isinstance(environment, dict) or not isinstance(warnings, list):
+        return False
+    if set(environment) != {"platform", "platform_source", "versions"} or not isinstance(environment["versions"], dict):
+        return False
+    if not all(_text(environment[name], 64) for name in ("platform", "platform_source")):
+        return False
+    if not all(_text(name, 128) and (version is None or _text(version, 256))
+               for name, version in environment["versions"].items()):
+        return False
+    if not all(_text(warning) for warning in warnings) or not isinstance(workarounds, list):
+        return False
+    for entry in workarounds:
+        if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
+                                                         "decided_by", "targets"}:
+            return False
+        if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
+                "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
+            return False
+        if not (_text(entry["id"], 256) and _text(entry["detail"]) and isinstance(entry["targets"], list)):
+            return False
+        for target in entry["targets"]:
+            if (not isinstance(target, dict) or set(target) != {"path", "outcome", "detail", "aliases"}
+                    or target["outcome"] != "skipped" or target["aliases"] != []
+                    or not _text(target["path"], 1024) or not _text(target["detail"])):
+                return False
+    return True
+
+
+def _valid_record(stored: object) -> bool:
+    if not isinstance(stored, dict) or set(stored) != {"key", "report", "line"}:
+        return False
+    return isinstance(stored["key"], list) and _text(stored["line"]) and _valid_report(stored["report"])
+
+
+def _still(found: object) -> bool:
+    """Every metadata file named in a stored key is as it was."""
+    return isinstance(found, list) and all(
+        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and _identity(item[0]) == item[1]
+        for item in found)
+
+
+def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The stored record if it may be trusted and its key matches this process; else None."""
+    path = _store_path(env)
+    try:
+        private_dir(os.path.dirname(path))
+    except OSError:
+        return None
+    data = read_private(path, _STORE_LIMIT)
+    if data is None:
+        return None
+    try:
+        stored = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not _valid_record(stored):
+        return None
+    current = key(env)
+    stored_key = stored["key"]
+    if current is None or len(stored_key) != len(current) or stored_key[:-1] != current[:-1]:
+        return None
+    if not _still(stored_key[-1]):
+        return None
+    return stored
+
+
+def replay(environ: Mapping[str, str] | None = None) -> bool:
+    """Replay the stored activation if its key matches this process; True when it did.
+
+    Never raises: anything unexpected means a full activation.
+    """
     global _replayed, _tried
     env = os.environ if environ is None else environ
     if _tried:
         return _replayed is not None
     _tried = True
     try:
-        with open(_store_path(env), encoding="utf-8") as stream:
-            stored = json.load(stream)
-    except (OSError, ValueError):
-        return False
-    if not isinstance(stored, dict) or stored.get("key") is None or stored.get("key") != key(env):
+        stored = _load(env)
+    except Exception:  # noqa: BLE001 - never stop vLLM: the full path decides instead
+        stored = None
+    if stored is None:
         return False
     _replayed = stored["report"]
-    for warning in _replayed.get("warnings", []):
+    for warning in stored["report"]["warnings"]:
         log(logging.WARNING, f"xpu-workarounds: {warning}")
     log(logging.INFO, stored["line"])
-    directory = env.get(_REPORT_VARIABLE)
+    directory = env.get(REPORT_VARIABLE)
     if directory:
         write_report(directory, report())
         if hasattr(os, "register_at_fork"):
@@ -120,21 +278,25 @@ def replay(environ=None) -> bool:
     return True
 
 
-def store(environ, document: dict, line: str) -> None:
-    """Remember a full activation that applied nothing; never raises."""
-    entry_key = key(environ)
-    if entry_key is None:
-        return
-    path = _store_path(environ)
+def store(environ: Mapping[str, str], document: dict[str, Any], line: str, before: list[Any] | None,
+          distributions: Iterable[str]) -> None:
+    """Remember a full activation that applied nothing; never raises.
+
+    ``before``: the key taken before the activation read its inputs. Stored only when
+    the inputs are still what they were: otherwise the answer may belong to neither.
+    """
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump({"key": entry_key, "report": {k: v for k, v in document.items() if k != "pid"},
-                       "line": line}, stream)
-        os.replace(temporary, path)
-    except OSError:
-        pass  # a read-only install: every process takes the full path
+        after = key(environ, distributions)
+        if before is None or after != before:
+            return
+        record = {"key": after, "report": {k: v for k, v in document.items() if k != "pid"}, "line": line}
+        if not _valid_record(record):
+            return
+        path = _store_path(environ)
+        private_dir(os.path.dirname(path))
+        atomic_write(path, json.dumps(record))
+    except Exception:  # noqa: BLE001, S110 - a read-only or foreign cache only costs speed
+        pass
 
 
 def no_replay() -> None:
@@ -147,23 +309,22 @@ def replayed() -> bool:
     return _replayed is not None
 
 
-def report() -> dict:
+def report() -> dict[str, Any]:
     """The replayed report, for this process."""
+    assert _replayed is not None
     return {"schema": _replayed["schema"], "pid": os.getpid(),
             **{k: v for k, v in _replayed.items() if k not in ("schema", "pid")}}
 
 
-def write_report(directory: str, document: dict) -> None:
-    """Write DIR/<pid>.json atomically; never raises."""
+def write_report(directory: str, document: dict[str, Any]) -> None:
+    """Write DIR/<pid>.json (0600, random temporary name, rename) into a directory of
+    this user that no one else can write; never raises."""
     try:
-        os.makedirs(directory, exist_ok=True)
-        temporary = os.path.join(directory, f".{document['pid']}.tmp")
-        with open(temporary, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, indent=2)
-            stream.write("\n")
-        os.replace(temporary, os.path.join(directory, f"{document['pid']}.json"))
+        private_dir(directory)
+        atomic_write(os.path.join(directory, f"{int(document['pid'])}.json"), json.dumps(document, indent=2) + "\n")
     except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
-        log(logging.WARNING, f"xpu-workarounds: could not write the report to {directory}: {error}")
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
+        log(logging.WARNING, f"xpu-workarounds: could not write the report to {directory}: {reason}")
 
 
 def forget() -> None:

@@ -1,0 +1,288 @@
+"""Hostile cache and report directories: another user's files, loose modes, planted
+symlinks and FIFOs, forged records, write errors, and several processes at once.
+
+Real file modes and owners throughout: the tests run as root in CI and chown files to
+``nobody`` (65534) to stand for a second user; where they run unprivileged, those
+cases are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fastpath import PROCESS, start
+
+from tracker import paths
+from tracker.runtime import activate, fastpath
+
+OTHER_UID = 65534  # nobody
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def activation(cache: Path) -> tuple[dict[str, str], Path]:
+    """A full activation in this process that applies nothing: its stored record."""
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_CACHE_DIR": str(cache)}
+    activate.reset()
+    try:
+        activate.register(env)
+    finally:
+        activate.reset()
+    (record,) = cache.glob("*activation-*.json")
+    return env, record
+
+
+def replays(env: dict[str, str]) -> bool:
+    fastpath.forget()
+    try:
+        return fastpath.replay(env)
+    finally:
+        fastpath.forget()
+
+
+# ------------------------------------------------------------ the cache directory
+
+
+def test_a_record_of_this_user_in_a_private_directory_replays(tmp_path):
+    env, record = activation(tmp_path / "cache")
+    assert (mode(tmp_path / "cache"), mode(record)) == (0o700, 0o600)
+    assert replays(env)
+
+
+@as_root
+def test_a_record_owned_by_another_user_is_not_trusted(tmp_path):
+    env, record = activation(tmp_path / "cache")
+    os.chown(record, OTHER_UID, OTHER_UID)
+    assert not replays(env)
+
+
+@as_root
+def test_a_cache_directory_owned_by_another_user_is_neither_read_nor_written(tmp_path):
+    env, record = activation(tmp_path / "cache")
+    os.chown(tmp_path / "cache", OTHER_UID, OTHER_UID)
+    assert not replays(env)
+    record.unlink()
+    second, lines = start(tmp_path / "cache", XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert not second["replayed"] and len(lines) == 1
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("loose", [0o770, 0o777, 0o1777])
+def test_a_cache_directory_others_may_write_is_neither_read_nor_written(tmp_path, loose):
+    env, record = activation(tmp_path / "cache")
+    os.chmod(tmp_path / "cache", loose)
+    assert not replays(env)
+    record.unlink()
+    activation_env = dict(env)
+    activate.reset()
+    try:
+        activate.register(activation_env)
+    finally:
+        activate.reset()
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("loose", [0o644, 0o660, 0o666, 0o604])
+def test_a_record_others_may_read_or_write_is_not_trusted(tmp_path, loose):
+    env, record = activation(tmp_path / "cache")
+    os.chmod(record, loose)
+    assert not replays(env)
+
+
+def test_a_record_that_is_a_symlink_is_not_followed(tmp_path):
+    env, record = activation(tmp_path / "cache")
+    elsewhere = tmp_path / "elsewhere.json"
+    os.replace(record, elsewhere)
+    record.symlink_to(elsewhere)
+    assert not replays(env)
+
+
+def test_a_fifo_in_place_of_the_record_never_blocks_start_up(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    record = Path(fastpath._store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)}))
+    os.mkfifo(record, 0o600)
+    result = subprocess.run([sys.executable, "-c", PROCESS], capture_output=True, text=True, timeout=30,
+                            env={**os.environ, "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_PLATFORM": "cpu"})
+    assert result.returncode == 0, result.stderr
+    assert not json.loads(result.stdout)["replayed"]
+
+
+def test_an_oversized_record_is_not_read(tmp_path):
+    env, record = activation(tmp_path / "cache")
+    document = json.loads(record.read_text())
+    document["report"]["warnings"] = ["x" * 1000] * 2000
+    paths.atomic_write(record, json.dumps(document))
+    assert not replays(env)
+
+
+# ---------------------------------------------------------------- forged records
+
+
+def forge(record: Path, change) -> None:
+    document = json.loads(record.read_text())
+    change(document)
+    paths.atomic_write(record, json.dumps(document))
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda d: d.update(report=[]), id="report-a-list"),
+    pytest.param(lambda d: d.update(report=None), id="report-null"),
+    pytest.param(lambda d: d["report"].update(warnings=None), id="warnings-null"),
+    pytest.param(lambda d: d.update(line="xpu-workarounds: fine\nINFO forged second line"), id="line-injection"),
+    pytest.param(lambda d: d["report"]["workarounds"][0].update(decision="apply", outcome="applied"),
+                 id="claims-applied"),
+    pytest.param(lambda d: d["report"]["workarounds"][0].update(reason="affected"), id="skip-for-affected"),
+    pytest.param(lambda d: d["report"]["workarounds"][0].update(extra=1), id="unknown-field"),
+    pytest.param(lambda d: d.update(key=d["key"][:-1]), id="short-key"),
+    pytest.param(lambda d: d["key"].__setitem__(-1, "not a list"), id="metadata-not-a-list"),
+])
+def test_a_forged_record_takes_the_full_path(tmp_path, change):
+    env, record = activation(tmp_path / "cache")
+    forge(record, change)
+    assert not replays(env)
+
+
+def test_register_does_not_raise_on_a_record_whose_report_is_a_list(tmp_path):
+    start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    (record,) = tmp_path.iterdir()
+    forge(record, lambda d: d.update(report=[]))
+    second, lines = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")  # start() asserts exit 0
+    assert not second["replayed"] and second["full"] and len(lines) == 1
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                    max_leaves=12)
+FIELDS = st.sampled_from([("key",), ("report",), ("line",), ("report", "environment"), ("report", "warnings"),
+                          ("report", "workarounds"), ("report", "environment", "versions"),
+                          ("report", "workarounds", 0), ("report", "workarounds", 0, "targets"),
+                          ("report", "workarounds", 0, "detail"), ("report", "schema")])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=FIELDS, value=JSON)
+def test_no_record_of_any_shape_makes_replay_raise(tmp_path_factory, where, value):
+    cache = tmp_path_factory.mktemp("cache")
+    env, record = activation(cache)
+
+    def change(document):
+        holder = document
+        for step in where[:-1]:
+            holder = holder[step]
+        holder[where[-1]] = value
+
+    forge(record, change)
+    fastpath.forget()
+    try:
+        if fastpath.replay(env):  # only a record of the right shape: the report must then be usable
+            assert fastpath._valid_report(fastpath._replayed) and fastpath.report()["pid"] == os.getpid()
+    finally:
+        fastpath.forget()
+
+
+# ------------------------------------------------------------------ the report directory
+
+
+def report_document(pid: int = 424242) -> dict:
+    return {"schema": 1, "pid": pid, "environment": None, "warnings": [], "workarounds": []}
+
+
+def test_a_new_report_directory_is_0700_and_the_report_0600(tmp_path):
+    fastpath.write_report(str(tmp_path / "reports"), report_document())
+    assert mode(tmp_path / "reports") == 0o700 and mode(tmp_path / "reports" / "424242.json") == 0o600
+
+
+def test_a_planted_symlink_at_the_old_temporary_name_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o700)
+    (reports / ".424242.tmp").symlink_to(victim)
+    (reports / "424242.json.tmp").symlink_to(victim)
+    fastpath.write_report(str(reports), report_document())
+    assert victim.read_text() == "precious\n"
+    assert json.loads((reports / "424242.json").read_text())["pid"] == 424242
+
+
+def test_a_planted_symlink_beside_the_store_is_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    store = fastpath._store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)})
+    Path(f"{store}.{os.getpid()}.tmp").symlink_to(victim)
+    activation(cache)
+    assert victim.read_text() == "precious\n"
+
+
+@as_root
+def test_a_report_directory_of_another_user_is_not_written(tmp_path, caplog):
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o755)
+    os.chown(reports, OTHER_UID, OTHER_UID)
+    fastpath.write_report(str(reports), report_document())
+    assert list(reports.iterdir()) == []
+    assert "belongs to uid 65534" in caplog.text
+
+
+def test_a_report_directory_others_may_write_is_not_written(tmp_path, caplog):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    os.chmod(reports, 0o777)
+    fastpath.write_report(str(reports), report_document())
+    assert list(reports.iterdir()) == []
+    assert len(caplog.records) == 1 and "writable by other users (mode 777)" in caplog.text
+
+
+WRITE_ERROR = (
+    "import os, resource, signal, sys\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))  # a write error after 64 bytes\n"
+    "from tracker.runtime import activate, fastpath\n"
+    "fastpath.write_report(sys.argv[1], {'schema': 1, 'pid': 7, 'environment': None, 'warnings': ['x' * 500],\n"
+    "                                    'workarounds': []})\n"
+    "activate.register({'XPU_WORKAROUNDS_PLATFORM': 'cpu', 'XPU_WORKAROUNDS_CACHE_DIR': sys.argv[2]})\n"
+)
+
+
+def test_write_errors_leave_no_temporary_files(tmp_path):
+    reports, cache = tmp_path / "reports", tmp_path / "cache"
+    result = subprocess.run([sys.executable, "-c", WRITE_ERROR, str(reports), str(cache)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "could not write the report" in result.stderr and "Traceback" not in result.stderr
+    assert list(reports.iterdir()) == [] and list(cache.iterdir()) == []
+
+
+# ------------------------------------------------------------- concurrent activations
+
+
+def test_concurrent_activations_over_one_cache_each_log_one_line_and_leave_one_good_record(tmp_path):
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    env.update(XPU_WORKAROUNDS_CACHE_DIR=str(cache), XPU_WORKAROUNDS_PLATFORM="cpu",
+               XPU_WORKAROUNDS_REPORT=str(tmp_path / "reports"))
+    processes = [subprocess.Popen([sys.executable, "-c", PROCESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env) for _ in range(4)]
+    results = [(process.wait(timeout=120), *process.communicate()) for process in processes]
+    for code, out, err in results:
+        assert code == 0, err
+        assert len([line for line in err.splitlines() if line.startswith("vllm.xpu_workarounds")]) == 1
+    reports = {json.loads(out)["report"]["pid"] for _, out, _ in results}
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(f"{pid}.json" for pid in reports)
+    (record,) = cache.iterdir()
+    assert record.name.startswith("activation-") and mode(record) == 0o600
+    last, _ = start(cache, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert last["replayed"]
