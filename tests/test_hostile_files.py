@@ -276,11 +276,11 @@ def test_concurrent_activations_over_one_cache_each_log_one_line_and_leave_one_g
                XPU_WORKAROUNDS_REPORT=str(tmp_path / "reports"))
     processes = [subprocess.Popen([sys.executable, "-c", PROCESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env) for _ in range(4)]
-    results = [(process.wait(timeout=120), *process.communicate()) for process in processes]
-    for code, out, err in results:
+    results = [(*process.communicate(timeout=120), process.returncode) for process in processes]
+    for _, err, code in results:
         assert code == 0, err
         assert len([line for line in err.splitlines() if line.startswith("vllm.xpu_workarounds")]) == 1
-    reports = {json.loads(out)["report"]["pid"] for _, out, _ in results}
+    reports = {json.loads(out)["report"]["pid"] for out, _, _ in results}
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(f"{pid}.json" for pid in reports)
     (record,) = cache.iterdir()
     assert record.name.startswith("activation-") and mode(record) == 0o600

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -32,7 +33,7 @@ def shipped_manifest() -> str:
     return packaged if os.path.isfile(packaged) else os.path.join(os.path.dirname(PACKAGE_DIR), "workarounds.toml")
 
 
-def cache_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The one cache-directory rule: ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir."""
     env = os.environ if environ is None else environ
     configured = env.get(CACHE_DIR_VARIABLE, "").strip()

@@ -71,7 +71,7 @@ def log(level: int, message: str) -> None:
             LOGGER.log(level, message)
         elif level >= logging.INFO:
             sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
-    except Exception:  # noqa: BLE001, S110 - a closed stderr must not stop vLLM either
+    except Exception:  # noqa: BLE001 - a closed stderr must not stop vLLM either
         pass
 
 
@@ -247,7 +247,8 @@ def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
         return None
     if not _still(stored_key[-1]):
         return None
-    return stored
+    record: dict[str, Any] = stored
+    return record
 
 
 def replay(environ: Mapping[str, str] | None = None) -> bool:
@@ -295,7 +296,7 @@ def store(environ: Mapping[str, str], document: dict[str, Any], line: str, befor
         path = _store_path(environ)
         private_dir(os.path.dirname(path))
         atomic_write(path, json.dumps(record))
-    except Exception:  # noqa: BLE001, S110 - a read-only or foreign cache only costs speed
+    except Exception:  # noqa: BLE001 - a read-only or foreign cache only costs speed
         pass
 
 
