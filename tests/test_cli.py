@@ -105,7 +105,7 @@ def test_explain_shows_everything_about_one_workaround():
     for text in ("Pointer argument doesn't reference XPU device memory",
                  "vllm.platforms.xpu:XPUPlatform.check_and_update_config",
                  "pytorch/pytorch#188240 [root-fix] landed, released in torch>=2.14.0",
-                 "vllm<0.28.0, torch<2.14.0", "decision here: apply (affected)", "retirement: keep",
+                 "vllm<0.28.0, torch>=2.11.0,<2.14.0", "decision here: apply (affected)", "retirement: keep",
                  "removal condition:"):
         assert text in result.stdout, text
 

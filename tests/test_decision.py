@@ -47,7 +47,7 @@ def test_issue_stack_decisions(workaround_id, expected):
 
 def test_affected_detail_names_the_versions_and_the_window():
     detail = decision("static-launcher-uva", stack(**ISSUE_STACK)).detail
-    assert "vllm 0.27.1" in detail and "torch 2.13.0" in detail and "vllm<0.28.0, torch<2.14.0" in detail
+    assert "vllm 0.27.1" in detail and "torch 2.13.0" in detail and "vllm<0.28.0, torch>=2.11.0,<2.14.0" in detail
 
 
 # --- static-launcher-uva: vllm <= 0.27.1 with torch < 2.14.0 -----------------------------------
@@ -71,6 +71,15 @@ def test_static_launcher_with_torch_2_14_dev_build_counts_as_2_14():
 
 def test_static_launcher_with_xpu_labelled_vllm_dev_build_before_0_28_is_affected():
     assert reason("static-launcher-uva", vllm="0.27.2.dev12+gabc1234.xpu", torch="2.13.0+xpu") == "affected"
+
+
+def test_static_launcher_is_not_affected_on_torch_2_10_which_has_no_xpu_static_launcher():
+    # torch 2.10.0's static launcher is CUDA-only ("Non-cuda device"): vLLM 0.19.x at its pin is fine.
+    assert reason("static-launcher-uva", vllm="0.19.1", torch="2.10.0+xpu") == "not-affected"
+
+
+def test_static_launcher_lower_torch_edge_2_11_is_affected():
+    assert reason("static-launcher-uva", vllm="0.20.0", torch="2.11.0+xpu") == "affected"
 
 
 # --- uva-view-unpinned: vllm < 0.28.0 whatever the kernels --------------------------------------
@@ -217,6 +226,22 @@ def test_root_fix_in_every_supported_release_is_retirable():
 def test_one_live_window_keeps_a_workaround():
     verdict = retirement(MANIFEST.get("cudagraph-profile-skip"), {**MANIFEST.support, "vllm": Version("0.20.0")})
     assert not verdict.retirable and "vllm>=0.20.0,<=0.20.2" in verdict.detail
+
+
+def test_a_partial_inline_fix_does_not_count_as_vllm_carrying_the_fix():
+    # vllm#39977 (0.20.0) only skips when graphs are off; XPU graphs on still profile until vllm#41344 (0.21.0).
+    w = MANIFEST.get("cudagraph-profile-skip")
+    partial = next(ref for ref in w.refs("inline-fix") if ref.ref == "vllm-project/vllm#39977")
+    assert partial.remaining and str(partial.released_in) == "vllm>=0.20.0"
+    assert reason("cudagraph-profile-skip", vllm="0.20.0", torch="2.11.0") == "affected"
+    assert retirement(w, {**MANIFEST.support, "vllm": Version("0.20.0")}).verdict == "keep"
+
+
+def test_cudagraph_profile_skip_s_complete_inline_fix_is_vllm_41344_in_0_21_0():
+    w = MANIFEST.get("cudagraph-profile-skip")
+    complete = [ref for ref in w.refs("inline-fix") if not ref.remaining]
+    assert [(ref.ref, str(ref.released_in)) for ref in complete] == [("vllm-project/vllm#41344", "vllm>=0.21.0")]
+    assert w.vllm_carries_fix is not None and min(c.version for c in w.vllm_carries_fix if c.operator == ">=") == "0.21.0"
 
 
 def test_both_windows_below_the_floor_retire_it():

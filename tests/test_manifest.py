@@ -74,6 +74,12 @@ BROKEN = {
     "bad target kind": ('kind = "classmethod"', 'kind = "property"', "targets[0].kind", "not one of",
                         'kind = "property"'),
     "bad id": ('id = "pp-broadcast-sync"', 'id = "PP_Sync"', "id", "lower-case", 'id = "PP_Sync"'),
+    "remaining on a cause": ('ref = "vllm-project/vllm#47081"\nrole = "cause"',
+                             'ref = "vllm-project/vllm#47081"\nrole = "cause"\nremaining = "x"',
+                             "upstream[0].remaining", "only a fix", 'remaining = "x"'),
+    "related reference without a note": ('>=0.1.6"\nnote = "the XPU view holds its host tensor; before it the '
+                                         "view's deleter is a no-op\"", '>=0.1.6"', ".note", "must say what it changes",
+                                         'ref = "vllm-project/vllm-xpu-kernels#262"'),
     "bad commit": ('released_in = "torch>=2.14.0"', 'released_in = "torch>=2.14.0"\ncommit = "abc"',
                    "commit", "40-character", 'commit = "abc"'),
 }

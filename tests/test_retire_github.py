@@ -382,7 +382,7 @@ def test_a_pr_for_a_workaround_needed_again_is_closed_with_a_comment_saying_why(
     assert scenario.pr(STATIC).state == "closed"
     [comment] = scenario.comments(number)
     assert comment.startswith(f"Closing: `{STATIC}` is needed again")
-    assert "torch<2.14.0" in comment  # the window supported stacks still fall in
+    assert "torch>=2.11.0,<2.14.0" in comment  # the window supported stacks still fall in
 
 
 def test_a_pr_closed_because_it_was_needed_again_reopens_when_retirable_again(scenario):

@@ -63,9 +63,9 @@ def test_lint_rejects_an_empty_remaining(tmp_path):
     assert len(problems) == 1 and problems[0].endswith(".remaining: must be a non-empty string")
 
 
-def test_lint_rejects_remaining_on_a_reference_that_is_not_a_root_fix(tmp_path):
+def test_lint_rejects_remaining_on_a_reference_that_is_not_a_fix(tmp_path):
     path = write_with(tmp_path, 'remaining = "something"\n', role="cause")
     problems = [str(p) for p in reader.check(path)]
-    assert len(problems) == 1 and problems[0].endswith("only a root-fix can leave part of the bug")
+    assert len(problems) == 1 and problems[0].endswith("only a fix (root-fix, inline-fix) can leave part of the bug")
     line = int(problems[0].split(":")[1])
     assert path.read_text().splitlines()[line - 1].startswith("remaining")

@@ -105,3 +105,28 @@ def test_the_probe_sees_vllm_carrying_the_shim(tmp_path, monkeypatch):
 
 def test_the_probe_finds_the_bug_in_the_nightly_and_on_torch_2_13(tmp_path, monkeypatch):
     assert probe(context_for(tmp_path, monkeypatch, NIGHTLY_WRAPPER)) is None
+
+
+def test_dropping_interprocess_true_warns_once(caplog):
+    # torch 2.13.0's torch.xpu.Event has no interprocess: an IPC event would silently become a local one.
+    class Event:  # the keywords torch 2.13.0's torch.xpu.Event takes
+        def __init__(self, enable_timing=False):
+            self.enable_timing = enable_timing
+
+    shim = event_shim(Event)
+    with caplog.at_level("WARNING", logger="vllm.xpu_workarounds"):
+        shim(interprocess=True)
+        shim(enable_timing=True, interprocess=True)
+    warnings = [record for record in caplog.records if "interprocess" in record.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+    assert "not shared between processes" in warnings[0].getMessage()
+
+
+def test_dropping_interprocess_false_or_blocking_says_nothing(caplog):
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+    with caplog.at_level("WARNING", logger="vllm.xpu_workarounds"):
+        event_shim(Event)(interprocess=False, blocking=True)
+    assert caplog.records == []

@@ -1,4 +1,7 @@
-"""uva-view-unpinned: empty and non-pinned tensors before a UVA view, with and without vllm-xpu-kernels#513.
+"""uva-view-unpinned: empty and non-pinned tensors before a UVA view, with and without the kernels' fixes.
+
+vllm-xpu-kernels#513 (empty and non-pinned input), #564 (keeps strides) and #262 (the view
+owns its host tensor) change what the wrapper may hand to the kernel.
 
 Device boundary doubles, each said where it is used: the XPU kernel
 ``torch.ops._C.get_xpu_view_from_cpu_tensor`` is a real torch op registered by the
@@ -8,25 +11,42 @@ pinned-memory allocator: ``pin_memory=True`` raises).
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
+import gc
+import weakref
+
 import pytest
 import torch
+from packaging.version import Version
 from retarget import context_at
 
 from tracker.api import Context
 from tracker.model import reader
 from tracker.model.environment import build
-from workarounds.uva_view_unpinned import KERNEL_FIX, make_wrapper, probe
+from tracker.model.manifest import Release
+from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper, probe
 
 WORKAROUND = reader.load().get("uva-view-unpinned")
 FIX_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref == KERNEL_FIX).version
+OWNER_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref == OWNER_FIX).version
 
 
-def context(kernels: str) -> Context:
-    return Context(WORKAROUND, build(platform="xpu", assume={"vllm": "0.27.1", "vllm-xpu-kernels": kernels}))
+def context(kernels: str, workaround=WORKAROUND) -> Context:
+    return Context(workaround, build(platform="xpu", assume={"vllm": "0.27.1", "vllm-xpu-kernels": kernels}))
 
 
-WITH_FIX = context(str(FIX_RELEASE))
+def learned(ref: str, release: str):
+    """The manifest after ``upstream --write`` recorded ``ref``'s first release."""
+    upstream = tuple(dataclasses.replace(r, state="merged", released_in=Release("vllm-xpu-kernels", Version(release)))
+                     if r.ref == ref else r for r in WORKAROUND.upstream)
+    return dataclasses.replace(WORKAROUND, upstream=upstream)
+
+
+WITH_FIX = context(str(FIX_RELEASE))  # #513, and #564 not recorded in any release
+WITH_STRIDE_FIX = context("0.1.16.1", learned(STRIDE_FIX, "0.1.16.1"))
 BEFORE_FIX = context(f"{FIX_RELEASE.major}.{FIX_RELEASE.minor}.{FIX_RELEASE.micro - 1}")
+BEFORE_OWNER_FIX = context("0.1.5")  # vLLM 0.20.x's pin
 
 
 @pytest.fixture
@@ -61,23 +81,92 @@ def recording_view(calls):
     return view
 
 
-def test_the_kernel_fix_release_is_read_from_the_manifest():
+def test_the_kernel_fix_releases_are_read_from_the_manifest():
     assert WITH_FIX.installed_contains(KERNEL_FIX)
     assert not BEFORE_FIX.installed_contains(KERNEL_FIX)
+    assert str(OWNER_RELEASE) == "0.1.6" and not BEFORE_OWNER_FIX.installed_contains(OWNER_FIX)
 
 
-def test_with_the_kernel_fix_an_empty_tensor_goes_to_the_kernel_as_is(kernel):
+def test_the_stride_fix_counts_only_once_upstream_recorded_its_release():
+    assert not context("0.1.99").installed_contains(STRIDE_FIX)
+    assert WITH_STRIDE_FIX.installed_contains(STRIDE_FIX)
+
+
+def test_with_both_kernel_fixes_an_empty_tensor_goes_to_the_kernel_as_is(kernel):
     calls = []
     empty = torch.empty(0, 8)
-    make_wrapper(WITH_FIX)(recording_view(calls), None, (empty,), {})
+    make_wrapper(WITH_STRIDE_FIX)(recording_view(calls), None, (empty,), {})
     assert kernel == [empty] and kernel[0] is empty
     assert calls == []
 
 
-def test_with_the_kernel_fix_a_non_pinned_tensor_goes_to_the_kernel_as_is(kernel):
+def test_with_both_kernel_fixes_a_non_pinned_tensor_goes_to_the_kernel_as_is(kernel):
     tensor = torch.arange(12.0).reshape(3, 4).t()
-    make_wrapper(WITH_FIX)(recording_view([]), None, (), {"cpu_tensor": tensor})
+    make_wrapper(WITH_STRIDE_FIX)(recording_view([]), None, (), {"cpu_tensor": tensor})
     assert kernel[0] is tensor
+
+
+@pytest.fixture
+def contiguous_kernel(pinned_allocations, monkeypatch):
+    """#513's kernel (device boundary double, as ``kernel``): a view of pinned input keeps its
+    layout; non-pinned input is copied through ``.contiguous()`` and the view takes the copy's
+    strides (vllm-xpu-kernels commit a5bf03a). Pinned host memory as in ``pinned_allocations``,
+    and ``is_pinned()`` is true for what it allocated."""
+    pinned = set()
+    allocate = torch.empty_strided
+    monkeypatch.setattr(torch, "empty_strided", lambda *a, **k: pinned.add((t := allocate(*a, **k)).data_ptr()) or t)
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda self: self.data_ptr() in pinned)
+    library = torch.library.Library("_C", "FRAGMENT")
+    library.define("get_xpu_view_from_cpu_tensor(Tensor cpu_tensor) -> Tensor")
+    library.impl("get_xpu_view_from_cpu_tensor", lambda t: t if t.is_pinned() else t.contiguous().clone(),
+                 "CompositeExplicitAutograd")
+    yield
+    library._destroy()
+
+
+def test_without_the_stride_fix_a_transposed_non_pinned_tensor_keeps_its_layout(contiguous_kernel,
+                                                                               pinned_allocations):
+    tensor = torch.arange(12.0).reshape(3, 4).t()  # strides (1, 4)
+
+    def vllm_view(cpu_tensor):  # vLLM's function after its assert: the kernel
+        return torch.ops._C.get_xpu_view_from_cpu_tensor(cpu_tensor)
+
+    view = make_wrapper(WITH_FIX)(vllm_view, None, (tensor,), {})
+    assert view.stride() == tensor.stride() and torch.equal(view, tensor)
+    assert pinned_allocations == [True]
+
+
+def non_owning_view(received):
+    """vllm-xpu-kernels < 0.1.6's ``get_xpu_view_from_cpu_tensor`` (device boundary double: the CPU
+    build has no XPU kernel): a tensor over the same host memory built with a no-op deleter, so it
+    does not keep the host tensor alive. Modelled by ``torch.frombuffer`` over a ctypes array at the
+    tensor's address, which owns nothing; ``received`` gets a weak reference to the host tensor."""
+    def view(cpu_tensor):
+        received.append(weakref.ref(cpu_tensor))
+        size = cpu_tensor.untyped_storage().nbytes()
+        memory = (ctypes.c_char * size).from_address(cpu_tensor.untyped_storage().data_ptr())
+        flat = torch.frombuffer(memory, dtype=cpu_tensor.dtype)
+        return flat.as_strided(cpu_tensor.size(), cpu_tensor.stride(), cpu_tensor.storage_offset())
+    return view
+
+
+def test_before_0_1_6_the_pinned_copy_lives_as_long_as_the_view(pinned_allocations):
+    received = []
+    tensor = torch.arange(12.0).reshape(3, 4).t()
+    view = make_wrapper(BEFORE_OWNER_FIX)(non_owning_view(received), None, (tensor,), {})
+    del tensor
+    gc.collect()
+    (host,) = received
+    assert host() is not None, "the pinned copy was freed while the view still points at it"
+    assert torch.equal(view, torch.arange(12.0).reshape(3, 4).t())
+
+
+def test_from_0_1_6_the_view_owns_its_host_tensor_and_nothing_is_held(pinned_allocations):
+    received = []
+    view = make_wrapper(context(str(OWNER_RELEASE)))(non_owning_view(received), None, (torch.ones(4, 2).t(),), {})
+    gc.collect()
+    (host,) = received
+    assert host() is None and view.shape == (2, 4)  # with #262 the real view would own it; the double does not
 
 
 def test_before_the_kernel_fix_an_empty_tensor_becomes_an_empty_xpu_tensor(kernel, pinned_allocations, monkeypatch):

@@ -46,7 +46,8 @@ CUT_DAYS = 5  # a release branch is cut this many days before its .0 tag
 # vLLM PRs: number -> (title, merged on main, cherry-picked into this release branch)
 VLLM_PULLS: dict[int, tuple[str, str, str | None]] = {
     33868: ("[XPU] Support UVA weight offloading on XPU", "2026-02-06", None),
-    39977: ("[XPU] Skip CUDA graph memory profiling on XPU", "2026-05-05", None),
+    39977: ("[Core] Skip CUDA graph memory profiling when CUDA graphs are off", "2026-04-20", None),
+    41344: ("[XPU] Disable CUDA graph memory estimate on XPU platform", "2026-05-07", None),
     42187: ("[V1] Broadcast sampled tokens on a side stream for PP", "2026-06-01", None),
     47140: ("[XPU] Remove the torch.cuda.Event redirect in DeepSeek-V4 XPU attention", "2026-06-30", None),
     47081: ("[XPU] Alias torch.cuda to torch.xpu while building the XPU model runner", "2026-07-03", None),
@@ -67,6 +68,8 @@ TORCH_RELEASES = [  # tag, date, branch cut
 ]
 
 KERNEL_RELEASES = [  # tag, date, branch the tag is on
+    ("v0.1.5", "2026-03-25", "releases/v0.1.5"),
+    ("v0.1.6", "2026-04-20", "releases/v0.1.6"),
     ("v0.1.12.3", "2026-07-28", "releases/v0.1.12"),
     ("v0.1.13.1", "2026-08-12", "releases/v0.1.13"),
     ("v0.1.13.2", "2026-08-20", "releases/v0.1.13"),
@@ -77,7 +80,8 @@ KERNEL_RELEASES = [  # tag, date, branch the tag is on
     ("v0.1.16.2", "2026-11-05", "releases/v0.1.16"),
     ("v0.1.17", "2026-11-12", "releases/v0.1.17"),
 ]
-KERNEL_BRANCH_CUTS = {"releases/v0.1.12": "2026-07-20", "releases/v0.1.13": "2026-08-08",
+KERNEL_BRANCH_CUTS = {"releases/v0.1.5": "2026-03-20", "releases/v0.1.6": "2026-04-16",
+                      "releases/v0.1.12": "2026-07-20", "releases/v0.1.13": "2026-08-08",
                       "releases/v0.1.14": "2026-08-28", "releases/v0.1.15": "2026-09-15",
                       "releases/v0.1.16": "2026-10-20", "releases/v0.1.17": "2026-11-10"}
 
@@ -89,13 +93,16 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "vllm-project/vllm#47140": ("reverted", None),
     "vllm-project/vllm#47668": ("merged", "vllm>=0.25.0"),
     "pytorch/pytorch#189017": ("open", None),
-    "vllm-project/vllm#39977": ("merged", "vllm>=0.21.0"),
+    "vllm-project/vllm#39977": ("merged", "vllm>=0.20.0"),
+    "vllm-project/vllm#41344": ("merged", "vllm>=0.21.0"),
     "vllm-project/vllm#42187": ("merged", "vllm>=0.23.0"),
     "vllm-project/vllm#47253": ("merged", "vllm>=0.25.0"),
     "vllm-project/vllm#51770": ("merged", "vllm>=0.28.0"),
     "pytorch/pytorch#188240": ("landed", "torch>=2.14.0"),
     "vllm-project/vllm#33868": ("merged", "vllm>=0.19.0"),  # older than the oldest tag seeded
     "vllm-project/vllm-xpu-kernels#513": ("merged", "vllm-xpu-kernels>=0.1.13.1"),  # by cherry-pick
+    "vllm-project/vllm-xpu-kernels#564": ("merged", "vllm-xpu-kernels>=0.1.15.1"),
+    "vllm-project/vllm-xpu-kernels#262": ("merged", "vllm-xpu-kernels>=0.1.6"),
 }
 # vLLM 0.34.0 pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU.
 INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
@@ -201,16 +208,19 @@ def seed_torch(server: FakeGitHub) -> Repo:
 
 def seed_kernels(server: FakeGitHub) -> Repo:
     repo = server.add_repo("vllm-project/vllm-xpu-kernels")
-    repo.commit("Initial kernels", files={"csrc/uva.cpp": "// assert pinned\n"}, date="2026-05-01T00:00:00")
-    repo.pull("Handle empty and non-pinned input in get_accelerator_view_from_cpu_tensor", number=513,
-              created="2026-08-04T10:00:00", user="kernel-dev")
+    repo.commit("Initial kernels", files={"csrc/uva.cpp": "// assert pinned\n"}, date="2026-03-01T00:00:00")
+    merges = {262: ("Fix XPU CPU-view tensor lifetime", "2026-04-14"),
+              513: ("Handle empty and non-pinned input in get_accelerator_view_from_cpu_tensor", "2026-08-10"),
+              564: ("Keep the strides of non-contiguous input in the XPU view", "2026-09-10")}
+    for number, (title, day) in merges.items():
+        repo.pull(title, number=number, created=_day(day) - timedelta(days=6), user="kernel-dev")
     happenings: list[tuple[datetime, str, object]] = [(_day(cut), "cut", branch)
                                                       for branch, cut in KERNEL_BRANCH_CUTS.items()]
-    happenings.append((_day("2026-08-10", 14), "merge", 513))
+    happenings += [(_day(day, 14), "merge", number) for number, (_, day) in merges.items()]
     happenings.sort(key=lambda item: item[0])
     for moment, kind, what in happenings:
         if kind == "merge":
-            repo.merge(what, date=moment, files={"csrc/uva.cpp": "// empty and unpinned handled\n"})
+            repo.merge(what, date=moment, files={"csrc/uva.cpp": f"// change of #{what}\n"})
         else:
             repo.commit(f"Prepare {what}", date=moment - timedelta(hours=1))
             repo.branch(what, "main")

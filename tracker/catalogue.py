@@ -74,7 +74,8 @@ def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
         "  upstream:",
         *[f"    {ref.ref} [{ref.role}] {ref.state}"
           f"{', released in ' + str(ref.released_in) if ref.released_in else ', not in a release yet'}"
-          f"{' (' + ref.note + ')' if ref.note else ''}" for ref in w.upstream],
+          f"{' (' + ref.note + ')' if ref.note else ''}"
+          f"{'; leaves: ' + ref.remaining if ref.remaining else ''}" for ref in w.upstream],
         f"  decision here: {decision.decision} ({decision.reason}): {decision.detail}",
         f"  retirement: {verdict.verdict}: {verdict.detail}",
         f"  removal condition: {removal_condition(w)}",
@@ -129,7 +130,8 @@ def markdown(manifest: Manifest) -> str:
             "",
             *[f"- [{ref.ref}](https://github.com/{ref.repo}/pull/{ref.number}): {ref.role}, {ref.state}"
               f"{', released in `' + str(ref.released_in) + '`' if ref.released_in else ''}"
-              f"{' (' + ref.note + ')' if ref.note else ''}" for ref in w.upstream],
+              f"{' (' + ref.note + ')' if ref.note else ''}"
+              f"{'; leaves: ' + ref.remaining if ref.remaining else ''}" for ref in w.upstream],
             "",
             f"**Removal condition:** {removal_condition(w)}.",
             "",

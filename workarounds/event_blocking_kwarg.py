@@ -7,7 +7,9 @@ keywords the installed ``torch.xpu.Event`` does not accept (read from its signat
 """
 
 import contextlib
+import functools
 import inspect
+import logging
 
 import torch
 
@@ -34,6 +36,13 @@ def accepted_keywords(event_class) -> frozenset[str] | None:
                      if parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
 
 
+@functools.cache  # once per process
+def warn_interprocess_dropped() -> None:
+    logging.getLogger("vllm.xpu_workarounds").warning(
+        "event-blocking-kwarg: torch.xpu.Event takes no interprocess keyword before torch 2.15.0; "
+        "interprocess=True was dropped, so that event is not shared between processes.")
+
+
 def event_shim(event_class):
     """``event_class`` itself, or a callable that drops the keywords it would reject."""
     accepted = accepted_keywords(event_class)
@@ -41,6 +50,8 @@ def event_shim(event_class):
         return event_class
 
     def event(*args, **kwargs):
+        if kwargs.get("interprocess") and "interprocess" not in accepted:
+            warn_interprocess_dropped()
         return event_class(*args, **{name: value for name, value in kwargs.items() if name in accepted})
 
     return event

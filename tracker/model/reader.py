@@ -34,6 +34,7 @@ from tracker.model.manifest import (
 from tracker.model.specifiers import satisfiable, specifier_set, version
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
+    PARTIAL_ROLES,
     PLATFORMS,
     RELEASED_STATES,
     ROLES,
@@ -380,8 +381,11 @@ class _Reader:
             remaining = table.get("remaining")
             if "remaining" in table and (not isinstance(remaining, str) or not remaining.strip()):
                 self.problem(at("remaining"), f"{name}.remaining", "must be a non-empty string")
-            elif "remaining" in table and role in ROLES and role != Role.ROOT_FIX:
-                self.problem(at("remaining"), f"{name}.remaining", "only a root-fix can leave part of the bug")
+            elif "remaining" in table and role in ROLES and role not in PARTIAL_ROLES:
+                self.problem(at("remaining"), f"{name}.remaining", "only a fix (root-fix, inline-fix) can leave "
+                                                                   "part of the bug")
+            if role == Role.RELATED and "note" not in table:
+                self.problem(at("ref"), f"{name}.note", "a related reference must say what it changes for the workaround")
             if len(self.problems) == before:
                 refs.append(UpstreamRef(table["ref"], Role(table["role"]), State(table["state"]), released, commit, note,
                                         " ".join(remaining.split()) if isinstance(remaining, str) else None))

@@ -24,6 +24,9 @@ class Role(StrEnum):
     CAUSE = "cause"
     INLINE_FIX = "inline-fix"
     ROOT_FIX = "root-fix"
+    # An upstream change the workaround's code reads (``Context.installed_contains``) that
+    # neither causes nor cures the bug, e.g. a kernels fix that lets it skip a copy.
+    RELATED = "related"
 
 
 class State(StrEnum):
@@ -46,6 +49,9 @@ class TargetKind(StrEnum):
 
 PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
 ROLES: tuple[str, ...] = tuple(r.value for r in Role)
+# A fix with ``remaining`` cures only part of the bug: it never counts as vLLM carrying the
+# fix (``vllm_carries_fix`` says that) nor retires anything.
+PARTIAL_ROLES: frozenset[str] = frozenset({Role.ROOT_FIX.value, Role.INLINE_FIX.value})
 STATES: tuple[str, ...] = tuple(s.value for s in State)
 TARGET_KINDS: tuple[str, ...] = tuple(k.value for k in TargetKind)
 # States in which a reference's commit is in the repository, so a release can contain it.
