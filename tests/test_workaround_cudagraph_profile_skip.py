@@ -53,7 +53,7 @@ def test_a_patched_runner_starts_without_capturing(runner_module):
 
 
 def test_why_says_when_each_release_series_profiles_xpu():
-    why = manifest.load().get("cudagraph-profile-skip").why
+    why = reader.load().get("cudagraph-profile-skip").why
     # 0.19.x profiles unless enforce_eager and captures only with XPU graphs on; #39977 left XPU graphs profiling.
     assert "enforce_eager" in why and "VLLM_XPU_ENABLE_XPU_GRAPH=1" in why and "torch >= 2.11" in why
     assert "vllm#39977" in why and "vllm#41344" in why

@@ -62,7 +62,7 @@ class UpstreamRef:
     released_in: Release | None = None
     commit: str | None = None
     note: str | None = None
-    # A root fix that cures only part of the bug says what it leaves (e.g. "torch.xpu.Event
+    # A fix that cures only part of the bug says what it leaves (e.g. "torch.xpu.Event
     # still rejects external"): code working around that part stays needed.
     remaining: str | None = None
 
