@@ -145,7 +145,52 @@ def test_workflow_runs_weekly_and_on_demand_one_at_a_time_and_not_in_forks():
     assert re.search(r"schedule:\n\s+- cron: \"\d+ \d+ \* \* \d\"", text)
     assert "workflow_dispatch:" in text
     assert re.search(r"concurrency:\n\s+group: ", text)
-    assert "if: ${{ !github.event.repository.fork }}" in text
+    # Compared with github.repository, not read from the event's payload.
+    assert "if: ${{ github.repository == vars.XPU_WORKAROUNDS_REPOSITORY }}" in text
+    assert "github.event.repository" not in text
+
+
+def test_readme_tells_maintainers_to_limit_the_environment_to_the_default_branch():
+    readme = (ROOT / "README.md").read_text()
+    assert "Limit the environment **`workaround-retirement`** to the default branch" in readme
+    assert "`XPU_WORKAROUNDS_REPOSITORY`" in readme
+
+
+REQUIREMENTS = ROOT / ".github" / "requirements" / "retire.txt"
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_installs_pinned_hashed_requirements_before_any_step_that_holds_a_token(path):
+    text = path.read_text()
+    steps = re.split(r"\n\s+- name: ", text[text.index("steps:"):])
+    install = next(index for index, step in enumerate(steps) if "pip install" in step)
+    assert "--require-hashes" in steps[install] and ".github/requirements/retire.txt" in steps[install]
+    assert "--no-deps" in steps[install] and "pip install ." not in steps[install]
+    assert not re.search(r"TOKEN|secrets\.|\.token", steps[install])
+    holding = [index for index, step in enumerate(steps) if re.search(r"secrets\.|inputs\.token|github\.token", step)]
+    assert holding and min(holding) > install
+
+
+def test_the_hashed_requirements_pin_every_dependency_and_the_build_backend():
+    from packaging.requirements import Requirement
+
+    pinned: dict[str, str] = {}
+    hashes: dict[str, int] = {}
+    current = None
+    for line in REQUIREMENTS.read_text().splitlines():
+        found = re.match(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", line)
+        if found:
+            current = found.group(1).lower().replace("_", "-")
+            pinned[current] = found.group(2)
+        elif current and line.strip().startswith("--hash=sha256:"):
+            hashes[current] = hashes.get(current, 0) + 1
+    assert pinned and set(hashes) == set(pinned)
+    project = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())
+    for text in project["project"]["dependencies"] + project["build-system"]["requires"]:
+        requirement = Requirement(text)
+        name = requirement.name.lower()
+        assert name in pinned, f"{name} is not pinned in {REQUIREMENTS.name}"
+        assert requirement.specifier.contains(pinned[name]), f"{name}=={pinned[name]} does not meet {requirement}"
 
 
 def run_scripts(path: Path) -> list[str]:
@@ -189,7 +234,8 @@ def test_refreshes_upstream_facts_then_opens_prs_for_the_repository(path):
 def test_the_cli_accepts_every_option_the_workflow_and_action_pass():
     help_text = subprocess.run([sys.executable, "-m", "tracker.cli", "retire", "--help"],
                                capture_output=True, text=True, check=True).stdout
-    used = set(re.findall(r"(--[a-z][a-z-]+)", WORKFLOW.read_text() + ACTION.read_text())) - {"--refresh"}
+    calls = "\n".join(line for line in (WORKFLOW.read_text() + ACTION.read_text()).splitlines() if "pip install" not in line)
+    used = set(re.findall(r"(--[a-z][a-z-]+)", calls)) - {"--refresh"}
     assert used
     for option in used:
         assert option in help_text, option
