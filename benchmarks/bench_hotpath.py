@@ -107,12 +107,12 @@ def _standin_module() -> types.ModuleType:
 
 
 def _context(workaround_id: str, **assume: str) -> Context:
-    manifest = load(check_modules=False)
+    manifest = load()
     return Context(manifest.get(workaround_id), build(platform="xpu", assume=assume))
 
 
 def _target(workaround_id: str) -> tuple[str, str, tuple[str, ...]]:
-    target = load(check_modules=False).get(workaround_id).targets[0]
+    target = load().get(workaround_id).targets[0]
     return target.qualname, target.kind, target.params
 
 

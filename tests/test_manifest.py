@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tracker.lint import lint
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 
@@ -19,7 +20,7 @@ LINE = re.compile(r"^.+:(\d+): [\w\-\[\].]+: .+$")
 def lint_text(tmp_path, text, name="broken.toml"):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    return path, reader.check(path)
+    return path, lint(path)
 
 
 def line_of(text, fragment, occurrence=1):
@@ -29,6 +30,17 @@ def line_of(text, fragment, occurrence=1):
 
 def test_shipped_manifest_is_valid():
     assert reader.check() == []
+    assert lint() == []
+
+
+def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
+    text = TEXT.replace('id = "pp-broadcast-sync"', 'id = "pp-broadcast-sync"\nmodule = "workarounds.pp_broadcast_sync"')
+    assert lint_text(tmp_path, text)[1] == []
+
+
+def test_the_module_is_derived_from_the_id():
+    assert [w.module for w in reader.load().workarounds][:2] == [
+        "workarounds.event_blocking_kwarg", "workarounds.cuda_event_redirect"]
 
 
 def test_shipped_manifest_has_all_six_workarounds():
@@ -55,10 +67,12 @@ BROKEN = {
     "unknown top-level key": ("schema = 1", "schema = 1\nversion = 2", "version", "unknown key", "version = 2"),
     "unknown component in a window": ('vllm = ">=0.23.0,<0.25.0"', 'vlm = ">=0.23.0,<0.25.0"',
                                       "affected[0].vlm", "unknown component", "vlm = "),
-    "module that does not exist": ('module = "workarounds.pp_broadcast_sync"', 'module = "workarounds.pp_sync"',
-                                   "module", "does not exist", "workarounds.pp_sync"),
-    "module outside the package": ('module = "workarounds.pp_broadcast_sync"', 'module = "os.path"',
-                                   "module", "workarounds.<name>", 'module = "os.path"'),
+    "module that does not exist": ('id = "pp-broadcast-sync"', 'id = "pp-sync"',
+                                   "module", "module workarounds.pp_sync does not exist", 'id = "pp-sync"'),
+    "explicit module that is not the derived one": ('id = "pp-broadcast-sync"',
+                                                    'id = "pp-broadcast-sync"\nmodule = "os.path"', "module",
+                                                    "derived from the id (workarounds.pp_broadcast_sync)",
+                                                    'module = "os.path"'),
     "bad platform": ('platform = "xpu"', 'platform = "gaudi"', "platform", "not one of", "gaudi"),
     "released_in on an open reference": ('state = "open"', 'state = "open"\nreleased_in = "torch>=2.16.0"',
                                          "released_in", "cannot be in a release", "torch>=2.16.0"),

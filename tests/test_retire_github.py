@@ -150,7 +150,7 @@ class Scenario:
             expected[MANIFEST_PATH] = remove_entry(base_files[MANIFEST_PATH], workaround_id)
             expected.pop(DOCS_PATH, None)
             assert {p: t for p, t in tip.files.items() if p != DOCS_PATH} == expected
-            edited = reader.load(_write(expected[MANIFEST_PATH]), check_modules=False)
+            edited = reader.load(_write(expected[MANIFEST_PATH]))
             assert tip.files[DOCS_PATH] == markdown(edited)
             assert lint_problems(tip.files) == []
 
@@ -246,7 +246,7 @@ def test_the_edited_manifest_on_the_branch_passes_lint_against_the_branchs_own_t
 def test_the_branchs_docs_are_regenerated_from_its_manifest(scenario):
     scenario.run()
     files = scenario.files(BRANCH_PREFIX + STATIC)
-    assert files[DOCS_PATH] == markdown(reader.load(_write(files[MANIFEST_PATH]), check_modules=False))
+    assert files[DOCS_PATH] == markdown(reader.load(_write(files[MANIFEST_PATH])))
 
 
 def test_the_lint_check_of_a_branch_catches_a_missing_module(scenario):
@@ -274,7 +274,7 @@ def test_first_run_opens_one_dashboard_issue_listing_every_workaround(scenario):
     [dashboard] = scenario.dashboards()
     assert outcome.dashboard.action == "opened" and outcome.dashboard.issue == dashboard.number
     assert dashboard.title == DASHBOARD_TITLE
-    manifest = reader.load(_write(scenario.manifest_text), check_modules=False)
+    manifest = reader.load(_write(scenario.manifest_text))
     for w in manifest.workarounds:
         row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{w.id}` |"))
         assert all(f"`{window.describe()}`" in row for window in w.affected)

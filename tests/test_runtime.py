@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from support.manifests import PP_TARGET, workaround, write_manifest
 
 from tracker import runtime
 
@@ -27,40 +28,6 @@ PP_HANDLER_WITH_FIX = """
         def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch):
             self.main_stream.synchronize()
 """
-
-
-def manifest_text(target: str, module: str = "workarounds.pp_broadcast_sync", platform: str = "xpu",
-                  params: str = '["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]') -> str:
-    """A one-workaround manifest: the shipped pp-broadcast-sync entry aimed at ``target``."""
-    return textwrap.dedent(f"""
-        schema = 1
-        [support]
-        vllm = "0.19.0"
-        torch = "2.10.0"
-        vllm-xpu-kernels = "0.1.4"
-
-        [[workaround]]
-        id = "pp-broadcast-sync"
-        title = "Synchronize the main stream before the pipeline-parallel broadcast"
-        module = "{module}"
-        platform = "{platform}"
-        owner = "tests"
-        added = 2026-07-01
-        symptom = "wrong tokens with pipeline parallelism (PP > 1)"
-        why = "The side stream is not ordered after the sampler on XPU."
-        how = "Synchronize the main stream first."
-        vllm_carries_fix = ">=0.25.0"
-        targets = [{{ path = "{target}", kind = "method", params = {params} }}]
-
-        [[workaround.affected]]
-        vllm = ">=0.23.0,<0.25.0"
-
-        [[workaround.upstream]]
-        ref = "vllm-project/vllm#47253"
-        role = "inline-fix"
-        state = "merged"
-        released_in = "vllm>=0.25.0"
-    """)
 
 
 @pytest.fixture(autouse=True)
@@ -89,12 +56,15 @@ def xpu_stack(**extra: str) -> dict[str, str]:
     return env
 
 
-def custom(tmp_path, package, source: str, **manifest_options) -> dict[str, str]:
-    """Environment for the one-workaround manifest aimed at ``<package>.pp_utils:PPHandler.broadcast``."""
+def custom(tmp_path, package, source: str, params: list[str] | None = None, **fields) -> dict[str, str]:
+    """Environment for a one-workaround manifest (pp-broadcast-sync's entry) aimed at
+    ``<package>.pp_utils:PPHandler.broadcast``."""
     name, root = package
     (root / "pp_utils.py").write_text(textwrap.dedent(source))
-    manifest = tmp_path / "workarounds.toml"
-    manifest.write_text(manifest_text(f"{name}.pp_utils:PPHandler.broadcast", **manifest_options))
+    target = dict(PP_TARGET, path=f"{name}.pp_utils:PPHandler.broadcast")
+    if params is not None:
+        target["params"] = params
+    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(targets=[target], **fields))
     return xpu_stack(XPU_WORKAROUNDS_MANIFEST=str(manifest))
 
 
@@ -225,7 +195,7 @@ def test_a_probe_showing_vllm_carries_the_fix_decides_skip(tmp_path, package):
 
 
 def test_a_changed_signature_is_reported_drifted_and_left_alone(tmp_path, package):
-    env = custom(tmp_path, package, PP_HANDLER, params='["self", "sampled_token_ids"]')
+    env = custom(tmp_path, package, PP_HANDLER, params=["self", "sampled_token_ids"])
     module = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
     original = vars(module.PPHandler)["broadcast"]
     runtime.register(env)
@@ -236,7 +206,7 @@ def test_a_changed_signature_is_reported_drifted_and_left_alone(tmp_path, packag
 
 
 def test_a_workaround_module_that_cannot_be_imported_is_failed(tmp_path, package):
-    env = custom(tmp_path, package, PP_HANDLER, module="workarounds.does_not_exist")
+    env = custom(tmp_path, package, PP_HANDLER, id="does-not-exist")
     runtime.register(env)
     pp = only(runtime.report())
     assert (pp["outcome"], pp["error"]) == ("failed", "ModuleNotFoundError: No module named 'workarounds.does_not_exist'")
@@ -244,7 +214,7 @@ def test_a_workaround_module_that_cannot_be_imported_is_failed(tmp_path, package
 
 def test_a_target_that_drifts_on_import_is_logged_as_a_warning(tmp_path, package, caplog):
     caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
-    runtime.register(custom(tmp_path, package, PP_HANDLER, params='["self"]'))
+    runtime.register(custom(tmp_path, package, PP_HANDLER, params=["self"]))
     __import__(f"{package[0]}.pp_utils")
     (message,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert message.startswith("xpu-workarounds: pp-broadcast-sync drifted on import: ")
@@ -255,7 +225,7 @@ def test_a_target_that_drifts_on_import_is_logged_as_a_warning(tmp_path, package
 
 
 def test_strict_mode_stops_on_a_drifted_workaround_with_one_line(tmp_path, package):
-    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    env = custom(tmp_path, package, PP_HANDLER, params=["self"])
     env["XPU_WORKAROUNDS_STRICT"] = "1"
     __import__(f"{package[0]}.pp_utils")
     with pytest.raises(runtime.StrictModeError) as raised:
@@ -266,7 +236,7 @@ def test_strict_mode_stops_on_a_drifted_workaround_with_one_line(tmp_path, packa
 
 
 def test_strict_mode_stops_the_import_of_a_target_that_drifts_on_import(tmp_path, package):
-    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    env = custom(tmp_path, package, PP_HANDLER, params=["self"])
     env["XPU_WORKAROUNDS_STRICT"] = "1"
     runtime.register(env)
     with pytest.raises(runtime.StrictModeError, match="pp-broadcast-sync drifted"):
@@ -274,7 +244,7 @@ def test_strict_mode_stops_the_import_of_a_target_that_drifts_on_import(tmp_path
 
 
 def test_without_strict_mode_a_drift_is_only_reported(tmp_path, package):
-    env = custom(tmp_path, package, PP_HANDLER, params='["self"]')
+    env = custom(tmp_path, package, PP_HANDLER, params=["self"])
     __import__(f"{package[0]}.pp_utils")
     runtime.register(env)
     assert only(runtime.report())["outcome"] == "drifted"

@@ -4,11 +4,12 @@ and the requests it cost. Retries are off except in the tests about retrying."""
 
 from __future__ import annotations
 
-import textwrap
+import datetime
 from pathlib import Path
 
 import pytest
 from fakegithub import FakeGitHub, Repo
+from support.manifests import workaround, write_manifest
 
 from tracker import upstream
 from tracker.model import manifest as manifest_module
@@ -32,32 +33,14 @@ def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix",
                  released_in: str | None = None) -> manifest_module.Manifest:
     """A one-workaround manifest naming ``refs`` (role root-fix: no vLLM inline audit), each
     recorded as open, or as merged in ``released_in`` (the release to check first)."""
-    recorded = f'state = "merged"\nreleased_in = "{released_in}"\n' if released_in else 'state = "open"\n'
-    tables = "".join(f'\n[[workaround.upstream]]\nref = "{ref}"\nrole = "{role}"\n{recorded}' for ref in refs)
-    path = tmp_path / "workarounds.toml"
-    path.write_text(textwrap.dedent("""\
-        schema = 1
-        [support]
-        vllm = "0.19.0"
-        torch = "2.10.0"
-        vllm-xpu-kernels = "0.1.4"
-
-        [[workaround]]
-        id = "example"
-        title = "Example"
-        module = "workarounds.static_launcher_uva"
-        platform = "xpu"
-        owner = "tests"
-        added = 2026-07-20
-        symptom = "boom"
-        why = "because"
-        how = "like this"
-        targets = [{ path = "vllm.platforms.xpu:XPUPlatform.check_and_update_config", kind = "classmethod", params = ["vllm_config"] }]
-
-        [[workaround.affected]]
-        vllm = "<0.28.0"
-        """) + tables)
-    return reader.load(path, check_modules=False)
+    recorded = {"state": "merged", "released_in": released_in} if released_in else {"state": "open"}
+    entry = workaround(
+        "example", title="Example", added=datetime.date(2026, 7, 20), vllm_carries_fix=None,
+        targets=[{"path": "vllm.platforms.xpu:XPUPlatform.check_and_update_config", "kind": "classmethod",
+                  "params": ["vllm_config"]}],
+        affected=[{"vllm": "<0.28.0"}], upstream=[{"ref": ref, "role": role, **recorded} for ref in refs])
+    path = write_manifest(tmp_path / "workarounds.toml", entry)
+    return reader.load(path)
 
 
 def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", released_in: str | None = None,

@@ -57,4 +57,19 @@ class WorkaroundModule(Protocol):
     def make_wrapper(self, context: Context) -> Wrapper: ...
 
 
-__all__ = ["Context", "Finding", "Wrapper", "WorkaroundModule"]
+class ProbingWorkaroundModule(WorkaroundModule, Protocol):
+    """A workaround module with a probe: evidence read from the installed code that the bug is absent."""
+
+    def probe(self, context: Context) -> Finding | None: ...
+
+
+# What ``lint`` checks in each module's source, without importing it: a docstring, these
+# top-level functions (each taking one argument, the context), and no import from
+# ``tracker`` but this module.
+REQUIRED_FUNCTIONS = ("make_wrapper",)
+OPTIONAL_FUNCTIONS = ("probe",)
+API_MODULE = __name__
+
+
+__all__ = ["API_MODULE", "OPTIONAL_FUNCTIONS", "REQUIRED_FUNCTIONS", "Context", "Finding", "ProbingWorkaroundModule",
+           "Wrapper", "WorkaroundModule"]

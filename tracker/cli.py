@@ -124,8 +124,10 @@ def explain(
 @app.command()
 def lint(path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
                                                         show_default=False)] = None) -> None:
-    """Validate a manifest: one line per problem, PATH:LINE: field: message."""
-    problems = reader.check(path if path is not None else _state["manifest"])
+    """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
+    from tracker.lint import lint as lint_manifest
+
+    problems = lint_manifest(path if path is not None else _state["manifest"])
     for problem in problems:
         typer.echo(str(problem))
     if problems:

@@ -16,6 +16,11 @@ from packaging.version import Version
 from tracker.model.vocabulary import Platform, Role, State, TargetKind
 
 
+def module_of(workaround_id: str) -> str:
+    """The module that holds a workaround's code: ``workarounds.<id with _>``."""
+    return "workarounds." + workaround_id.replace("-", "_")
+
+
 @dataclass(frozen=True)
 class Target:
     path: str  # "package.module:Class.attr"
@@ -79,7 +84,6 @@ class UpstreamRef:
 class Workaround:
     id: str
     title: str
-    module: str
     platform: Platform
     owner: str
     added: _dt.date
@@ -90,6 +94,11 @@ class Workaround:
     affected: tuple[Window, ...]
     upstream: tuple[UpstreamRef, ...]
     vllm_carries_fix: SpecifierSet | None = None
+
+    @property
+    def module(self) -> str:
+        """Its code: ``workarounds.<id with _>`` (derived, never written in the manifest)."""
+        return module_of(self.id)
 
     @property
     def components(self) -> tuple[str, ...]:

@@ -10,7 +10,6 @@ specifiers and versions it repeats are parsed once each.
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.util
 import re
 import tomllib
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from tracker.model.manifest import (
     UpstreamRef,
     Window,
     Workaround,
+    module_of,
 )
 from tracker.model.specifiers import satisfiable, specifier_set, version
 from tracker.model.versions import COMPONENTS
@@ -49,7 +49,6 @@ from tracker.model.vocabulary import (
 from tracker.paths import shipped_manifest
 
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-_MODULE = re.compile(r"^workarounds\.[a-z_][a-z0-9_]*$")
 _REF = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
@@ -57,10 +56,10 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 _TOP_KEYS = frozenset({"schema", "support", "workaround"})
 _WORKAROUND_REQUIRED = (
-    "id", "title", "module", "platform", "owner", "added", "symptom", "why", "how",
-    "targets", "affected", "upstream",
+    "id", "title", "platform", "owner", "added", "symptom", "why", "how", "targets", "affected", "upstream",
 )
-_WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix"})
+# ``module`` is derived from ``id``; an explicit one is tolerated when it says the same (README).
+_WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix", "module"})
 _WORKAROUND_STRINGS = ("id", "title", "module", "platform", "owner", "symptom", "why", "how")
 _TARGET_KEYS = frozenset({"path", "kind", "params", "optional"})
 _UPSTREAM_REQUIRED = ("ref", "role", "state")
@@ -75,20 +74,24 @@ def default_path() -> Path:
     return Path(shipped_manifest())
 
 
-def load(path: Path | str | None = None, *, check_modules: bool = True) -> Manifest:
+def load(path: Path | str | None = None) -> Manifest:
     """The manifest at ``path`` (default: the shipped one); raises ManifestError."""
-    manifest, problems = read(Path(path) if path is not None else default_path(), check_modules)
+    manifest, problems = read(Path(path) if path is not None else default_path())
     if problems or manifest is None:
         raise ManifestError(problems)
     return manifest
 
 
-def check(path: Path | str | None = None, *, check_modules: bool = True) -> list[Problem]:
-    """Every problem in the manifest at ``path``; empty when it is valid."""
-    return read(Path(path) if path is not None else default_path(), check_modules)[1]
+def check(path: Path | str | None = None) -> list[Problem]:
+    """Every problem in the manifest at ``path``; empty when it is valid.
+
+    The manifest alone: whether each workaround's module exists and has what
+    ``tracker.api`` asks of it is ``tracker.lint``'s part.
+    """
+    return read(Path(path) if path is not None else default_path())[1]
 
 
-def read(path: Path, check_modules: bool) -> tuple[Manifest | None, list[Problem]]:
+def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -102,7 +105,7 @@ def read(path: Path, check_modules: bool) -> tuple[Manifest | None, list[Problem
     except tomllib.TOMLDecodeError as error:
         line = getattr(error, "lineno", None) or _line_from_message(str(error))
         return None, [Problem(path, line, "toml", _toml_message(str(error)))]
-    return _Reader(path, text, data, check_modules).read()
+    return _Reader(path, text, data).read()
 
 
 def _line_from_message(message: str) -> int:
@@ -115,13 +118,11 @@ def _toml_message(message: str) -> str:
 
 
 class _Reader:
-    def __init__(self, path: Path, text: str, data: dict[str, Any], check_modules: bool):
+    def __init__(self, path: Path, text: str, data: dict[str, Any]):
         self.path = path
         self.text = text
         self.data = data
         self._lines: LineLocator | None = None
-        self.check_modules = check_modules
-        self.modules: dict[str, bool] = {}  # many entries share a module (the scale benchmark: 500 and 6)
         self.problems: list[Problem] = []
 
     @property
@@ -129,11 +130,6 @@ class _Reader:
         if self._lines is None:
             self._lines = LineLocator(self.text)
         return self._lines
-
-    def module_exists(self, name: str) -> bool:
-        if name not in self.modules:
-            self.modules[name] = module_exists(name)
-        return self.modules[name]
 
     def problem(self, where: Where, field_name: str, message: str) -> None:
         line = where if isinstance(where, int) else where()
@@ -222,11 +218,10 @@ class _Reader:
         if isinstance(platform, str) and platform not in PLATFORMS:
             self.problem(line("platform"), f"{label}.platform", f"{platform!r} is not one of {', '.join(PLATFORMS)}")
         module = entry.get("module")
-        if isinstance(module, str) and module:
-            if not _MODULE.match(module):
-                self.problem(line("module"), f"{label}.module", "must be workarounds.<name>")
-            elif self.check_modules and not self.module_exists(module):
-                self.problem(line("module"), f"{label}.module", f"module {module} does not exist")
+        if isinstance(module, str) and module.strip() and isinstance(raw_id, str) and _ID.match(raw_id):
+            if module != module_of(raw_id):
+                self.problem(line("module"), f"{label}.module",
+                             f"the module is derived from the id ({module_of(raw_id)}); remove this key")
         added = entry.get("added")
         if "added" in entry and not (isinstance(added, _dt.date) and not isinstance(added, _dt.datetime)):
             self.problem(line("added"), f"{label}.added", "must be a TOML date such as 2026-07-01")
@@ -240,7 +235,7 @@ class _Reader:
         if len(self.problems) > before:
             return None
         return Workaround(
-            id=entry["id"], title=entry["title"].strip(), module=entry["module"], platform=Platform(entry["platform"]),
+            id=entry["id"], title=entry["title"].strip(), platform=Platform(entry["platform"]),
             owner=entry["owner"].strip(), added=entry["added"], symptom=entry["symptom"].strip(),
             why=" ".join(entry["why"].split()), how=" ".join(entry["how"].split()),
             targets=targets, affected=affected, upstream=upstream, vllm_carries_fix=carries,
@@ -404,14 +399,6 @@ class _Reader:
         except InvalidVersion:
             self.problem(where, field_name, f"{found.group('version')!r} is not a PEP 440 version")
             return None
-
-
-def module_exists(name: str) -> bool:
-    """Whether module ``name`` can be found (a top-level package may be imported to look)."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 __all__ = ["ManifestError", "check", "default_path", "load", "read"]

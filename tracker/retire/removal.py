@@ -153,8 +153,8 @@ def compute_removal(snapshot: Snapshot, w: Workaround) -> Removal:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(manifest_text, encoding="utf-8")
         problems = [str(p).replace(str(path), MANIFEST_PATH)
-                    for p in reader.check(path, check_modules=False)]
-        edited = reader.load(path, check_modules=False) if not problems else None
+                    for p in reader.check(path)]
+        edited = reader.load(path) if not problems else None
     if edited is not None:
         for other in edited.workarounds:
             name = module_name(other)
@@ -172,7 +172,7 @@ def manifest_from_text(text: str) -> Manifest:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(text, encoding="utf-8")
         try:
-            return reader.load(path, check_modules=False)
+            return reader.load(path)
         except manifest_module.ManifestError as error:
             first = str(error.problems[0]).replace(str(path), MANIFEST_PATH)
             raise RetireError(f"the {MANIFEST_PATH} on the base branch is invalid ({first}"

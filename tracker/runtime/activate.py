@@ -109,7 +109,7 @@ def _activate(env: Mapping[str, str]) -> None:
     _state.report_dir = env.get("XPU_WORKAROUNDS_REPORT") or None
     manifest_path = env.get("XPU_WORKAROUNDS_MANIFEST") or None
     try:
-        manifest = load(manifest_path, check_modules=False)
+        manifest = load(manifest_path)
     except ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         message = f"xpu-workarounds: the manifest is invalid, nothing applied: {first}"

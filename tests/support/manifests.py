@@ -1,0 +1,55 @@
+"""The one manifest builder of the tests: a valid ``workarounds.toml`` from a few overrides.
+
+``workaround(...)`` is one ``[[workaround]]`` entry (defaults: the shipped pp-broadcast-sync
+entry, trimmed); ``manifest_text(*entries)`` the whole file; ``write_manifest(path, *entries)``
+writes it. Anything a test does not name is a valid default, so each test states only what
+it is about.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+SUPPORT = {"vllm": "0.19.0", "torch": "2.10.0", "vllm-xpu-kernels": "0.1.4"}
+PP_TARGET = {"path": "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast", "kind": "method",
+             "params": ["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]}
+
+
+def workaround(id: str = "pp-broadcast-sync", *, targets: list[dict[str, Any]] | None = None,
+               affected: list[dict[str, str]] | None = None, upstream: list[dict[str, Any]] | None = None,
+               vllm_carries_fix: str | None = ">=0.25.0", **fields: Any) -> dict[str, Any]:
+    """One entry; ``fields`` override or add keys (``platform``, ``title``, ``module`` ...)."""
+    entry: dict[str, Any] = {
+        "id": id,
+        "title": "Synchronize the main stream before the pipeline-parallel broadcast",
+        "platform": "xpu",
+        "owner": "tests",
+        "added": datetime.date(2026, 7, 1),
+        "symptom": "wrong tokens with pipeline parallelism (PP > 1)",
+        "why": "The side stream is not ordered after the sampler on XPU.",
+        "how": "Synchronize the main stream first.",
+    }
+    if vllm_carries_fix is not None:
+        entry["vllm_carries_fix"] = vllm_carries_fix
+    entry.update(fields)
+    entry["targets"] = targets if targets is not None else [dict(PP_TARGET)]
+    entry["affected"] = affected if affected is not None else [{"vllm": ">=0.23.0,<0.25.0"}]
+    entry["upstream"] = upstream if upstream is not None else [
+        {"ref": "vllm-project/vllm#47253", "role": "inline-fix", "state": "merged", "released_in": "vllm>=0.25.0"}]
+    return entry
+
+
+def manifest_text(*entries: dict[str, Any], support: dict[str, str] | None = None) -> str:
+    """The manifest holding ``entries`` (default: one ``workaround()``)."""
+    document = {"schema": 1, "support": support if support is not None else dict(SUPPORT),
+                "workaround": list(entries) or [workaround()]}
+    return tomlkit.dumps(document)
+
+
+def write_manifest(path: Path, *entries: dict[str, Any], support: dict[str, str] | None = None) -> Path:
+    path.write_text(manifest_text(*entries, support=support), encoding="utf-8")
+    return path

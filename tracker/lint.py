@@ -1,0 +1,90 @@
+"""``lint``: the manifest's own problems, then what each workaround's module must be.
+
+The manifest is checked by ``tracker.model.reader``; here, for a valid manifest, each
+workaround's module (``workarounds.<id with _>``) must exist and provide what
+``tracker.api`` asks of it: a docstring naming the symptom, a top-level
+``make_wrapper(context)``, optionally ``probe(context)``, and no import from ``tracker``
+but ``tracker.api``. Modules are read as source (``tracker.engine.source``), never
+imported: linting runs no workaround code and needs neither torch nor vLLM.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
+from tracker.engine import source
+from tracker.model.lines import LineLocator
+from tracker.model.manifest import Manifest, Problem
+from tracker.model.reader import default_path, read
+
+
+def lint(path: Path | str | None = None) -> list[Problem]:
+    """Every problem with the manifest at ``path`` (default: the shipped one) and its modules."""
+    manifest, problems = read(Path(path) if path is not None else default_path())
+    if manifest is None:
+        return problems
+    return module_problems(manifest)
+
+
+def module_problems(manifest: Manifest) -> list[Problem]:
+    found: dict[str, list[str]] = {}  # many entries may share a module (the scale benchmark: 500 and 6)
+    problems: list[Problem] = []
+    lines: LineLocator | None = None
+    for index, workaround in enumerate(manifest.workarounds):
+        module = workaround.module
+        if module not in found:
+            found[module] = protocol_problems(module)
+        if not found[module]:
+            continue
+        if lines is None:
+            lines = LineLocator(manifest.path.read_text(encoding="utf-8"))
+        where = lines.of("workaround", index, "module")
+        if where == lines.of("workaround", index):  # no explicit module key: point at the id
+            where = lines.of("workaround", index, "id")
+        problems += [Problem(manifest.path, where, f"workaround[{workaround.id}].module", message)
+                     for message in found[module]]
+    return problems
+
+
+def protocol_problems(module: str) -> list[str]:
+    """What module ``module`` lacks of the workaround-module protocol (``tracker.api``), read from its source."""
+    tree = source.parsed_module(module)
+    if tree is None:
+        if source.module_exists(module) is False:
+            return [f"module {module} does not exist"]
+        return [f"module {module} has no readable Python source"]
+    problems = []
+    if not (ast.get_docstring(tree) or "").strip():
+        problems.append(f"module {module} has no docstring (it names the symptom a user saw)")
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    for name in REQUIRED_FUNCTIONS:
+        if name not in functions:
+            problems.append(f"module {module} has no top-level {name}(context)")
+    for name in (*REQUIRED_FUNCTIONS, *OPTIONAL_FUNCTIONS):
+        node = functions.get(name)
+        if node is not None and not _takes_one_argument(node.args):
+            problems.append(f"{module}.{name} must take exactly one argument, the context")
+    for imported in sorted(_tracker_imports(tree) - {API_MODULE}):
+        problems.append(f"module {module} imports {imported}; a workaround module imports only {API_MODULE}")
+    return problems
+
+
+def _takes_one_argument(args: ast.arguments) -> bool:
+    positional = [*args.posonlyargs, *args.args]
+    required_keywords = [arg for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True) if default is None]
+    return len(positional) - len(args.defaults) <= 1 <= len(positional) and not required_keywords
+
+
+def _tracker_imports(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return {name for name in names if name == "tracker" or name.startswith("tracker.")}
+
+
+__all__ = ["lint", "module_problems", "protocol_problems"]
