@@ -19,6 +19,7 @@ from pathlib import Path
 
 import github
 import pytest
+import upstream_history
 from fakegithub import FakeGitHub
 from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
 from github import Auth
@@ -89,6 +90,15 @@ class Scenario:
         self.gh = github.Github(auth=Auth.Token(TOKEN), base_url=server.base_url, retry=None, timeout=15,
                                 seconds_between_requests=None, seconds_between_writes=None)
         self.lines: list[str] = []
+        self.cache_dir = Path(tempfile.mkdtemp(prefix="xpu-workarounds-cache-"))
+        self.upstream_seeded = False
+
+    def seed_upstream(self) -> None:
+        """The real history of every upstream reference (tests/upstream_history.py), for runs
+        that refresh upstream facts (the command line does by default)."""
+        if not self.upstream_seeded:
+            upstream_history.seed(self.server)
+            self.upstream_seeded = True
 
     # ---- acting --------------------------------------------------------------------
     def run(self, dry_run: bool = False, only: str | None = None):
@@ -329,10 +339,26 @@ def test_a_branch_with_someone_elses_commit_is_never_force_pushed(scenario):
     theirs = scenario.repo.commit("Fix the test that imported the module", branch=branch,
                                   files={"tests/test_runtime.py": "# adjusted by a maintainer\n"})
     outcome = scenario.run()
-    assert actions(outcome)[STATIC] == ("unchanged", scenario.pr(STATIC).number)
+    assert scenario.repo.branches[branch] == theirs
+    assert actions(outcome)[STATIC] == ("updated", scenario.pr(STATIC).number)  # the description only
     assert "commits from someone else" in outcome.actions[0].detail
+    again = scenario.run()
+    assert actions(again)[STATIC] == ("unchanged", scenario.pr(STATIC).number)
+    assert "commits from someone else" in again.actions[0].detail
     assert scenario.repo.branches[branch] == theirs
     assert writes(scenario.server) == 0
+
+
+def test_a_branch_with_someone_elses_commit_gets_a_true_description_and_dashboard_row(scenario):
+    scenario.run()
+    branch = BRANCH_PREFIX + STATIC
+    theirs = scenario.repo.commit("Fix a test", branch=branch, files={"tests/test_runtime.py": "# adjusted\n"})
+    moved = scenario.push_base("Unrelated change", README_DOT_md="# moved\n")
+    scenario.run()
+    body = scenario.pr(STATIC).body
+    assert "one commit on the base above" not in body
+    assert f"its tip is `{theirs[:12]}`" in body and f"`main` is now at `{moved[:12]}`" in body
+    assert "a person's commit is on its branch" in scenario.dashboards()[0].body
 
 
 def test_a_branch_with_someone_elses_commit_gets_only_its_description_updated(scenario):
@@ -569,9 +595,10 @@ def test_the_dashboard_is_updated_in_place_when_a_verdict_changes(scenario):
 
 def cli(scenario: Scenario, *args: str, base_url: str | None = None):
     """``xpu-workarounds retire --open-prs ...`` in-process, configured like GitHub Actions does."""
+    scenario.seed_upstream()
     env = {"GITHUB_API_URL": base_url or scenario.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
            "GITHUB_TOKEN": None, "XPU_WORKAROUNDS_MANIFEST": None, "HTTP_PROXY": None, "HTTPS_PROXY": None,
-           "http_proxy": None, "https_proxy": None}
+           "http_proxy": None, "https_proxy": None, "XPU_WORKAROUNDS_CACHE_DIR": str(scenario.cache_dir)}
     scenario.server.settle()
     scenario.server.reset_log()
     result = CliRunner().invoke(app, ["retire", "--open-prs", *args], env=env)
@@ -604,10 +631,13 @@ def test_cli_json_adds_one_action_per_workaround_acted_on(scenario):
 
 
 def test_cli_exits_4_when_a_step_fails_and_names_the_workaround(scenario):
-    deny(scenario.server, "POST", "/repos/<owner>/<repo>/git/refs", 403)
+    for _ in ("the upstream-facts branch", "the removal branch"):
+        deny(scenario.server, "POST", "/repos/<owner>/<repo>/git/refs", 403)
     result = cli(scenario, "--repo", REPOSITORY)
     assert result.exit_code == 4
-    assert any(line.split()[:2] == ["failed", STATIC] and "403" in line for line in result.stdout.splitlines())
+    lines = result.stdout.splitlines()
+    assert any(line.split()[:2] == ["failed", "upstream-facts"] and "403" in line for line in lines)
+    assert any(line.split()[:2] == ["failed", STATIC] and "403" in line for line in lines)
     assert "some steps failed" in result.stderr
     assert "Traceback" not in result.output
 
@@ -645,12 +675,14 @@ def test_the_installed_command_runs_as_the_workflow_runs_it(scenario):
     # PATH, configured only through the environment as the workflow configures it.
     from test_workflow import WORKFLOW, run_scripts
 
+    scenario.seed_upstream()
     script = textwrap.dedent(next(s for s in run_scripts(WORKFLOW) if "args=(retire" in s))
     env = {key: value for key, value in os.environ.items()
            if key not in ("GITHUB_TOKEN", "XPU_WORKAROUNDS_MANIFEST") and "proxy" not in key.lower()}
     env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                 "GITHUB_API_URL": scenario.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
-                "REPOSITORY": REPOSITORY, "DRY_RUN": "true", "ONLY": ""})
+                "REPOSITORY": REPOSITORY, "DRY_RUN": "true", "ONLY": "",
+                "XPU_WORKAROUNDS_CACHE_DIR": str(scenario.cache_dir)})
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "would open a PR from xpu-workarounds/retire-static-launcher-uva" in result.stdout

@@ -113,11 +113,29 @@ class Workaround:
 
 
 @dataclass(frozen=True)
+class SupportPolicy:
+    """``[support.policy]``: floors that move with upstream (evaluated by ``tracker.upstream.floors``).
+
+    ``vllm_minors``: the latest N vLLM minor releases are supported (from vLLM's release tags);
+    ``xpu_pins``: the oldest supported vLLM's XPU pins imply the torch and vllm-xpu-kernels floors.
+    The fixed floors of ``[support]`` stay the lowest the policy may give.
+    """
+
+    vllm_minors: int | None = None
+    xpu_pins: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.vllm_minors is not None or self.xpu_pins
+
+
+@dataclass(frozen=True)
 class Manifest:
     path: Path
     support: dict[str, Version]
     workarounds: tuple[Workaround, ...]
     by_id: dict[str, Workaround] = field(repr=False, default_factory=dict)
+    policy: SupportPolicy = field(default_factory=SupportPolicy)
 
     def get(self, workaround_id: str) -> Workaround:
         return self.by_id[workaround_id]

@@ -25,6 +25,7 @@ from tracker.model.manifest import (
     ManifestError,
     Problem,
     Release,
+    SupportPolicy,
     Target,
     UpstreamRef,
     Window,
@@ -124,6 +125,7 @@ class _Reader:
         self.data = data
         self._lines: LineLocator | None = None
         self.problems: list[Problem] = []
+        self.policy = SupportPolicy()
 
     @property
     def lines(self) -> LineLocator:
@@ -166,7 +168,7 @@ class _Reader:
                 workarounds.append(workaround)
         if self.problems:
             return None, self.problems
-        return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}), []
+        return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy), []
 
     # [support] ------------------------------------------------------------------
     def read_support(self, table: Any) -> dict[str, Version]:
@@ -178,6 +180,9 @@ class _Reader:
             def at(name: str = name) -> int:
                 return self.lines.of("support", 0, name)
 
+            if name == "policy":
+                self.read_policy(value)
+                continue
             if name not in COMPONENTS:
                 self.problem(at, f"support.{name}", f"unknown component (known: {', '.join(COMPONENTS)})")
                 continue
@@ -192,6 +197,27 @@ class _Reader:
                 self.problem(lambda: self.lines.of("support"), f"support.{name}",
                              "the oldest supported release is required")
         return floors
+
+    def read_policy(self, table: Any) -> None:
+        """``[support.policy]``: ``vllm-minors = N`` (1-99), ``xpu-pins = true|false``."""
+        def at() -> int:
+            return self.lines.of("support.policy")
+
+        if not isinstance(table, dict):
+            self.problem(at, "support.policy", "must be a table ([support.policy])")
+            return
+        minors, pins = table.get("vllm-minors"), table.get("xpu-pins", False)
+        for key in table:
+            if key not in ("vllm-minors", "xpu-pins"):
+                self.problem(at, f"support.policy.{key}", "unknown key (known: vllm-minors, xpu-pins)")
+        if minors is not None and (isinstance(minors, bool) or not isinstance(minors, int) or not 1 <= minors <= 99):
+            self.problem(at, "support.policy.vllm-minors",
+                         f"{minors!r} is not a number of vLLM minor releases (1 to 99)")
+            minors = None
+        if not isinstance(pins, bool):
+            self.problem(at, "support.policy.xpu-pins", f"{pins!r} is not true or false")
+            pins = False
+        self.policy = SupportPolicy(minors, pins)
 
     # [[workaround]] -------------------------------------------------------------
     def read_workaround(self, index: int, entry: dict[str, Any]) -> Workaround | None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracker.retire.bot import FOREIGN, LABEL, LABEL_COLOUR, Plan, Retirer, check_repository
+from tracker.retire.bot import Retirer, check_repository
 from tracker.retire.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
+from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Plan, Proposer
 from tracker.retire.removal import (
     DOCS_PATH,
     MANIFEST_PATH,
@@ -26,20 +27,34 @@ from tracker.retire.removal import (
     remove_entry,
 )
 from tracker.retire.results import ACTIONS, Action, ActionKind, DashboardResult, Outcome
-from tracker.retire.texts import BRANCH_PREFIX, TRAILER, Marker, branch_for, fingerprint, marker, read_marker
+from tracker.retire.texts import (
+    BRANCH_PREFIX,
+    FACTS_BRANCH,
+    FACTS_ID,
+    TRAILER,
+    Marker,
+    branch_for,
+    fingerprint,
+    marker,
+    read_marker,
+)
 from tracker.upstream.client import ClientSettings, connect
 
 __all__ = [
     "ACTIONS", "BRANCH_PREFIX", "DASHBOARD_LABEL", "DASHBOARD_MARKER", "DASHBOARD_TITLE", "DOCS_PATH", "FOREIGN",
     "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "Marker",
-    "Outcome", "Plan", "Removal", "RemovalError", "RetireError", "Retirer", "Snapshot", "blob_sha", "branch_for",
+    "FACTS_BRANCH", "FACTS_ID", "Outcome", "Plan",
+    "Proposer", "Removal", "RemovalError", "RetireError", "Retirer", "Snapshot", "blob_sha", "branch_for",
     "check_repository", "compute_removal", "dashboard_body", "fingerprint", "manifest_from_text", "marker",
     "module_name", "open_prs", "owned_paths", "read_marker", "remove_entry",
 ]
 
 
 def open_prs(repository: str, *, base: str | None = None, only: str | None = None, dry_run: bool = False,
-             settings: ClientSettings | None = None, echo: Callable[[str], None] | None = None) -> Outcome:
-    """The ``retire --open-prs`` run: client from the environment (github_client), one Retirer."""
+             settings: ClientSettings | None = None, echo: Callable[[str], None] | None = None,
+             refresh: bool = True) -> Outcome:
+    """The ``retire --open-prs`` run: client from the environment (github_client), one Retirer;
+    ``refresh`` learns upstream facts first and keeps the upstream-facts PR."""
     settings = settings or ClientSettings.from_env()
-    return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo).run(only)
+    return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo,
+                   refresh=refresh).run(only)

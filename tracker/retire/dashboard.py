@@ -6,36 +6,52 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from github.PullRequest import PullRequest
+
 from tracker.model.decision import Retirement
 from tracker.model.manifest import Manifest
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.removal import MANIFEST_PATH, Snapshot
 from tracker.retire.results import Action, ActionKind, DashboardResult
+from tracker.retire.texts import facts_text, floors_text, read_marker
 from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.facts import Report
+from tracker.upstream.floors import Floors, fixed_floors
 
 DASHBOARD_LABEL = "xpu-workarounds-dashboard"
 DASHBOARD_TITLE = "XPU workarounds dashboard"
 DASHBOARD_MARKER = "<!-- xpu-workarounds:dashboard -->"
 
 
-def pr_cell(action: Action | None, dry_run: bool) -> str:
-    """The dashboard's "removal PR" cell for one workaround, from what this run did."""
-    if action is None:
-        return "-"
-    if action.action is ActionKind.FAILED:
+def pr_cell(action: Action | None, latest: PullRequest | None, dry_run: bool) -> str:
+    """The dashboard's "removal PR" cell for one workaround: what this run did, else where its
+    latest PR stands (so that a run that did nothing writes the same cell as the one before)."""
+    if action is not None and action.action is ActionKind.FAILED:
         return "failed on the last run (see its log)"
-    if action.pr is None:
-        return "would open a PR" if dry_run else "-"
-    if action.action is ActionKind.LEFT_CLOSED:
+    if action is not None and action.pr is None:
+        return "would open a PR" if dry_run and action.action is ActionKind.OPENED else "-"
+    if action is not None and action.action is ActionKind.LEFT_CLOSED:
         return f"#{action.pr} closed without merging, left closed until the evidence changes"
-    if action.action is ActionKind.CLOSED:
+    if action is not None and action.action is ActionKind.CLOSED:
         return f"#{action.pr} closed: needed again"
-    return f"#{action.pr} open"
+    if action is not None:
+        foreign = " (a person's commit is on its branch; the bot leaves the branch as it is)" \
+            if "someone else" in action.detail else ""
+        return f"#{action.pr} open{foreign}"
+    if latest is None or latest.merged:
+        return "-"
+    mark = read_marker(latest.body)
+    if latest.state == "open":
+        return f"#{latest.number} open"
+    if mark is not None and mark.closed is not None:
+        return f"#{latest.number} closed: needed again"
+    return f"#{latest.number} closed without merging"
 
 
 def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, Retirement],
-                   states: dict[str, str]) -> str:
-    floors = ", ".join(f"{name} {version}" for name, version in manifest.support.items())
+                   states: dict[str, str], floors: Floors | None = None, facts: Report | None = None,
+                   facts_pr: Action | None = None) -> str:
+    floors = floors or fixed_floors(manifest)
     rows = []
     for w in manifest.workarounds:
         windows = "<br>".join(f"`{window.describe()}`" for window in w.affected)
@@ -49,7 +65,10 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
         f"Every XPU workaround carried in `{MANIFEST_PATH}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`, "
         f"with its decision windows, the state of its upstream references and its retirement verdict.",
         "",
-        f"Support floor: {floors}.",
+        f"Support floors: {floors_text(floors)}.",
+        "",
+        f"Upstream facts: {facts_text(facts)}."
+        + (f" Upstream-facts PR: {facts_cell(facts_pr)}." if facts is not None else ""),
         "",
         "| workaround | affected windows (any one) | upstream | retirement | removal PR |",
         "|---|---|---|---|---|",
@@ -62,9 +81,24 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
     ]) + "\n"
 
 
+def facts_cell(action: Action | None) -> str:
+    if action is None:
+        return "none needed, the manifest records every fact"
+    if action.action is ActionKind.FAILED:
+        return "failed on the last run (see its log)"
+    if action.action is ActionKind.CLOSED:
+        return f"#{action.pr} closed, the base has caught up"
+    if action.action is ActionKind.LEFT_CLOSED:
+        return f"#{action.pr} closed without merging, left closed until the facts change"
+    return f"#{action.pr} open" if action.pr is not None else "would open one"
+
+
 def keep_dashboard(repo: Any, body: str, *, dry_run: bool, settings: ClientSettings,
                    ensure_label: Callable[[str, str], None]) -> DashboardResult:
-    """Open the dashboard issue, or edit the oldest one carrying its label when it differs."""
+    """Open the dashboard issue, or edit the oldest one carrying its label when it differs.
+
+    A dashboard a person closed stays closed and is not edited (the bot never closes it, so
+    a closed one was closed on purpose); reopening it by hand has it kept current again."""
     try:
         found = [issue for issue in repo.get_issues(state="all", labels=[DASHBOARD_LABEL])
                  if issue.pull_request is None]
@@ -75,6 +109,10 @@ def keep_dashboard(repo: Any, body: str, *, dry_run: bool, settings: ClientSetti
             issue = repo.create_issue(DASHBOARD_TITLE, body, labels=[DASHBOARD_LABEL])
             return DashboardResult(issue.number, ActionKind.OPENED, f"opened #{issue.number}")
         issue = min(found, key=lambda item: item.number)
+        if issue.state == "closed":
+            return DashboardResult(issue.number, ActionKind.LEFT_CLOSED,
+                                   f"#{issue.number} was closed by a person: left closed and not edited (reopen it "
+                                   f"to have it kept current)")
         if issue.body == body and issue.title == DASHBOARD_TITLE:
             return DashboardResult(issue.number, ActionKind.UNCHANGED, f"#{issue.number} is up to date")
         if dry_run:

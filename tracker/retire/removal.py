@@ -69,9 +69,25 @@ class Removal:
 
     def expected_blobs(self, snapshot: Snapshot) -> dict[str, str]:
         """path -> blob sha of the tree the removal commit must have."""
-        blobs = {path: sha for path, sha in snapshot.blobs.items() if path not in self.deleted}
-        blobs.update({path: blob_sha(text) for path, text in self.written.items()})
-        return blobs
+        return expected_blobs(snapshot, self.deleted, self.written)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Files rewritten in place, nothing deleted (the upstream-facts PR)."""
+
+    written: dict[str, str]
+    deleted: tuple[str, ...] = ()
+
+    def expected_blobs(self, snapshot: Snapshot) -> dict[str, str]:
+        return expected_blobs(snapshot, self.deleted, self.written)
+
+
+def expected_blobs(snapshot: Snapshot, deleted: tuple[str, ...], written: dict[str, str]) -> dict[str, str]:
+    """path -> blob sha of the tree a commit deleting ``deleted`` and writing ``written`` on ``snapshot`` has."""
+    blobs = {path: sha for path, sha in snapshot.blobs.items() if path not in deleted}
+    blobs.update({path: blob_sha(text) for path, text in written.items()})
+    return blobs
 
 
 def blob_sha(text: str) -> str:
@@ -177,3 +193,14 @@ def manifest_from_text(text: str) -> Manifest:
             first = str(error.problems[0]).replace(str(path), MANIFEST_PATH)
             raise RetireError(f"the {MANIFEST_PATH} on the base branch is invalid ({first}"
                               f"{'; and more' if len(error.problems) > 1 else ''})") from None
+
+
+def checked_manifest(text: str) -> Manifest:
+    """The manifest in ``text`` if it passes lint (modules are the tree's, unchanged here); else RemovalError."""
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
+        path = Path(scratch) / MANIFEST_PATH
+        path.write_text(text, encoding="utf-8")
+        problems = [str(p).replace(str(path), MANIFEST_PATH) for p in reader.check(path, check_modules=False)]
+        if problems:
+            raise RemovalError("; ".join(problems))
+        return reader.load(path, check_modules=False)

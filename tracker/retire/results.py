@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tracker.upstream.clock import iso
+from tracker.upstream.facts import Report
+from tracker.upstream.floors import Floors
+
 
 class ActionKind(StrEnum):
     OPENED = "opened"
@@ -42,6 +46,28 @@ class DashboardResult:
         return {"issue": self.issue, "action": str(self.action), "detail": self.detail}
 
 
+@dataclass(frozen=True)
+class FactsResult:
+    """Which upstream facts the verdicts were judged with."""
+
+    source: str  # live | cache (GitHub's answers, refreshed) | manifest (as written)
+    checked_at: str | None
+    requests: int
+    unchecked: tuple[str, ...]  # references whose facts could not be learned
+    note: str | None  # why the manifest alone was used
+
+    @classmethod
+    def of(cls, report: Report | None, note: str | None = None) -> FactsResult:
+        if report is None:
+            return cls("manifest", None, 0, (), note)
+        return cls(report.source, iso(report.checked_at), len(report.requests),
+                   tuple(f.ref for f in report.references if f.state is None), None)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"source": self.source, "checked_at": self.checked_at, "requests": self.requests,
+                "unchecked": list(self.unchecked), "note": self.note}
+
+
 @dataclass
 class Outcome:
     repository: str
@@ -52,17 +78,27 @@ class Outcome:
     kept: list[dict[str, str]] = field(default_factory=list)  # [{"id", "reason"}]
     actions: list[Action] = field(default_factory=list)
     dashboard: DashboardResult | None = None
+    floors: Floors | None = None
+    facts: FactsResult | None = None
+    facts_pr: Action | None = None
+    halted: str | None = None  # why nothing was written (the refresh could not reach GitHub)
 
     @property
     def failed(self) -> bool:
-        return any(a.action is ActionKind.FAILED for a in self.actions) or (
-            self.dashboard is not None and self.dashboard.action is ActionKind.FAILED)
+        return self.halted is not None or any(a.action is ActionKind.FAILED for a in self.actions) or (
+            self.dashboard is not None and self.dashboard.action is ActionKind.FAILED) or (
+            self.facts_pr is not None and self.facts_pr.action is ActionKind.FAILED)
 
     def as_json(self) -> dict[str, Any]:
         return {"schema": 1, "repository": self.repository, "base": self.base, "base_commit": self.base_commit,
                 "dry_run": self.dry_run, "retirable": self.retirable, "kept": self.kept,
+                "floors": self.floors.as_json() if self.floors else None,
+                "floors_note": self.floors.note if self.floors else None,
+                "facts": self.facts.as_json() if self.facts else None,
+                "facts_pr": self.facts_pr.as_json() if self.facts_pr else None,
                 "actions": [a.as_json() for a in self.actions],
-                "dashboard": self.dashboard.as_json() if self.dashboard else None}
+                "dashboard": self.dashboard.as_json() if self.dashboard else None,
+                "halted": self.halted}
 
 
 def describe(action: Action, dry_run: bool) -> str:

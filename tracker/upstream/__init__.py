@@ -4,24 +4,33 @@ Per reference (``OWNER/REPO#N``) it learns, from GitHub through PyGithub, the st
 (``state``), the landed commit, the first release containing it (``releases``) and, for
 vLLM's own inline workarounds, whether they are dead code at vLLM's XPU pins (``audit``).
 Answers are cached and revalidated with conditional requests (``cache``); ``tracking``
-runs it all; ``writeback`` writes the facts into a manifest; ``render`` prints them.
+runs it all; ``writeback`` writes the facts into a manifest; ``overlay`` lays them over
+one; ``floors`` evaluates a support-floor policy; ``rendering`` prints them.
+
+The names below are imported on first use, so that ``tracker.upstream.floors`` (which
+``retire`` reads without GitHub) does not import PyGithub.
 """
 
 from __future__ import annotations
 
-from tracker.upstream.audit import VLLM_REPOSITORY, VLLM_XPU_REQUIREMENTS, inline_verdict, xpu_pins
-from tracker.upstream.cache import MAX_AGE, Cache, Mode, NotCached, NoUsableCache, Source
-from tracker.upstream.clock import age_text
-from tracker.upstream.facts import SCHEMA, Facts, InlineVerdict, Report
-from tracker.upstream.releases import RELEASE_TAG_PREFIX, REPOSITORY_COMPONENTS, Probe, Releases, Tag, release_of_tag
-from tracker.upstream.render import render
-from tracker.upstream.state import classify_pr
-from tracker.upstream.tracking import Tracker, track
-from tracker.upstream.writeback import updated_text, write_back
+import importlib
+from typing import Any
 
-__all__ = [
-    "MAX_AGE", "REPOSITORY_COMPONENTS", "RELEASE_TAG_PREFIX", "SCHEMA", "VLLM_REPOSITORY", "VLLM_XPU_REQUIREMENTS",
-    "Cache", "Facts", "InlineVerdict", "Mode", "NoUsableCache", "NotCached", "Probe", "Releases", "Report",
-    "Source", "Tag", "Tracker", "age_text", "classify_pr", "inline_verdict", "release_of_tag", "render", "track",
-    "updated_text", "write_back", "xpu_pins",
-]
+_HOMES = {
+    "VLLM_REPOSITORY": "audit", "VLLM_XPU_REQUIREMENTS": "audit", "inline_verdict": "audit", "xpu_pins": "audit",
+    "MAX_AGE": "cache", "Cache": "cache", "Mode": "cache", "NoUsableCache": "cache", "NotCached": "cache",
+    "Source": "cache", "age_text": "clock", "SCHEMA": "facts", "Facts": "facts", "InlineVerdict": "facts",
+    "Report": "facts", "REPOSITORY_COMPONENTS": "releases", "RELEASE_TAG_PREFIX": "releases", "Probe": "releases",
+    "Releases": "releases", "Tag": "releases", "release_of_tag": "releases", "render": "rendering",
+    "classify_pr": "state", "Tracker": "tracking", "track": "tracking", "learn": "tracking",
+    "updated_text": "writeback", "write_back": "writeback",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -3,22 +3,58 @@ closed-unmerged, with its landed commit and a sentence saying how that was estab
 
 ``landed``: pytorch's merge bot pushed the commit and GitHub closed the PR (a ``merged``
 label or a ``closed`` event carrying a ``commit_id``). ``reverted``: landed, then a
-``reverted`` label, a reopen or a merged ``Revert "..."`` PR. The timeline orders these
-events; the PR's label list alone does not.
+``reverted`` label, a reopen, a merged ``Revert "..."`` PR, or a commit referenced from
+the timeline whose message says git's ``This reverts commit <the landed sha>.``; landed
+again after that (a later merge or closing commit), it is landed again. The timeline
+orders these events; the PR's label list alone does not.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tracker.model.manifest import UpstreamRef
 
 _LANDED_LABEL = re.compile(r"^merged(X\d+)?$")
+REVERTS = re.compile(r"^This reverts commit (?P<sha>[0-9a-f]{40})\b", re.M)
 
 
-def classify_pr(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]]) -> tuple[str, str | None, str]:
-    """State, landed commit and a sentence saying how they were established."""
+def landed_commits(pr: dict[str, Any], timeline: list[dict[str, Any]]) -> set[str]:
+    """Every commit the PR landed as (a reland lands again, as another commit)."""
+    found = {str(e["commit_id"]) for e in timeline if e.get("event") in ("merged", "closed") and e.get("commit_id")}
+    if pr.get("merged") and pr.get("merge_commit_sha"):
+        found.add(str(pr["merge_commit_sha"]))
+    return found
+
+
+def referenced_after_landing(pr: dict[str, Any], timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``referenced`` events after the first landing whose commit is not a landed one:
+    the only commits that can be a revert of it (each is read once, then cached for good)."""
+    landed = landed_commits(pr, timeline)
+    found, seen_landing = [], False
+    for event in timeline:
+        if event.get("event") in ("merged", "closed") and event.get("commit_id"):
+            seen_landing = True
+        elif (seen_landing and event.get("event") == "referenced" and event.get("commit_id")
+              and event["commit_id"] not in landed):
+            found.append(event)
+    return found
+
+
+def reverted_sha(message: str) -> str | None:
+    """The commit a commit message says it reverts (git's own ``This reverts commit <sha>.``)."""
+    found = REVERTS.search(message)
+    return found["sha"] if found else None
+
+
+def classify_pr(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]],
+                reverts: Mapping[str, str] | None = None) -> tuple[str, str | None, str]:
+    """State, landed commit and a sentence saying how they were established.
+
+    ``reverts`` maps a referenced commit to the commit its message says it reverts."""
+    reverts = reverts or {}
     landed: str | None = None
     landed_at = ""
     landed_how = ""
@@ -37,6 +73,9 @@ def classify_pr(ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, A
             labelled_in_timeline = True
             if landed:
                 reverted_by = reverted_by or f"labelled reverted on {day}"
+        elif landed and kind == "referenced" and reverts.get(str(event.get("commit_id"))) == landed:
+            by = str(event["commit_id"])[:12]
+            reverted_by = reverted_by or f"reverted by commit {by} on {day} (\"This reverts commit {landed[:12]}\")"
         elif landed and kind == "reopened":
             reverted_by = reverted_by or f"reopened on {day}"
         elif landed and kind == "cross-referenced":

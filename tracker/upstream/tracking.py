@@ -5,8 +5,10 @@ Cost: one request per fact, none repeated in a run; see ``cache`` for what is as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround
 from tracker.model.vocabulary import RELEASED_STATES
@@ -16,8 +18,9 @@ from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
 from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
 from tracker.upstream.clock import age_text, iso, now
 from tracker.upstream.facts import Facts, Report
+from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
-from tracker.upstream.state import classify_pr
+from tracker.upstream.state import classify_pr, referenced_after_landing, reverted_sha
 
 
 class Tracker:
@@ -43,11 +46,28 @@ class Tracker:
         except (GitHubMissing, NotCached) as error:
             return Facts(ref.ref, None, None, None, f"Could not be learned: {error}.", workarounds, str(error))
 
+    def reverts(self, ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]]) -> dict[str, str]:
+        """Referenced commit -> the commit it reverts, for commits referenced after the landing.
+        A commit never changes, so each costs one request once (then the cache answers)."""
+        found: dict[str, str] = {}
+        for event in referenced_after_landing(pr, timeline):
+            sha = str(event["commit_id"])
+            url = str(event.get("commit_url") or f"/repos/{ref.repo}/commits/{sha}")
+            try:
+                commit = self.source.get(url, what=f"{ref.ref} referenced commit {sha[:12]}", immutable=True)
+            except (GitHubMissing, NotCached):
+                continue  # a commit in a fork that is gone, or not cached offline: not evidence
+            message = str(((commit or {}).get("commit") or {}).get("message", ""))
+            reverted = reverted_sha(message)
+            if reverted is not None:
+                found[sha] = reverted
+        return found
+
     def _facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
         pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
         timeline = self.source.get_list(f"/repos/{ref.repo}/issues/{ref.number}/timeline?per_page=100",
                                         what=f"{ref.ref} timeline")
-        state, commit, story = classify_pr(ref, pr, timeline)
+        state, commit, story = classify_pr(ref, pr, timeline, self.reverts(ref, pr, timeline))
         if state not in RELEASED_STATES or commit is None:
             return Facts(ref.ref, state, commit, None, story, workarounds)
         released, how = self.releases.first_release(ref, commit)
@@ -91,6 +111,38 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
 
 
 _now = now  # ``track``'s keyword ``now`` shadows the clock inside it
+
+
+@dataclass
+class Fresh:
+    """What the retirement run judges with: every reference's facts and the effective floors."""
+
+    report: Report
+    floors: Floors
+
+
+def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None = None,
+          mode: Mode | str = Mode.REFRESH, at: datetime | None = None) -> Fresh:
+    """Every reference's facts and the floors ``manifest``'s policy gives, from one ``Source``
+    (``refresh``: every answer that can change revalidated). Raises ``GitHubUnavailable``
+    when GitHub cannot be asked, and ``NoUsableCache`` offline without a cache; the cache
+    is saved only after a run that succeeded."""
+    mode = Mode(mode)
+    at = at or _now()
+    cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
+    if mode is Mode.OFFLINE and not cache.usable:
+        raise NoUsableCache(f"no cached upstream facts in {cache.path}")
+    source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
+    tracker = Tracker(manifest, source)
+    references = tracker.references()
+    try:
+        floors = effective_floors(manifest, tracker.releases)
+    except (GitHubMissing, NotCached) as error:
+        floors = fixed_floors(manifest, f"the support policy could not be applied ({error})")
+    label, checked = ("live", at) if source.sent else ("cache", cache.checked_at or at)
+    if source.sent:
+        cache.save(source.used, at)
+    return Fresh(Report(label, checked, references, [], source.sent), floors)
 
 
 def _run(manifest: Manifest, source: Source, label: str, checked_at: datetime) -> Report:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +16,40 @@ from tracker.model.vocabulary import RELEASED_STATES
 from tracker.upstream.facts import Report
 
 
-def updated_text(text: str, report: Report) -> tuple[str, list[str]]:
-    """``text`` with the facts of ``report`` written in, and one line per change."""
+@dataclass(frozen=True)
+class FactChange:
+    """One field of one reference's entry, as the facts change it."""
+
+    workaround: str
+    ref: str
+    key: str  # state | commit | released_in
+    old: str | None
+    new: str | None  # None: removed
+
+    def __str__(self) -> str:
+        if self.new is None:
+            return f"{self.workaround}: {self.ref}: {self.key} {self.old} removed"
+        return f"{self.workaround}: {self.ref}: {self.key} {self.old if self.old is not None else '(unset)'} -> {self.new}"
+
+
+def updated_text(text: str, report: Report) -> tuple[str, list[FactChange]]:
+    """``text`` with the facts of ``report`` written in, and the changes made."""
     document = tomlkit.parse(text)
-    changes: list[str] = []
+    changes: list[FactChange] = []
     for workaround in document.get("workaround", []):
         for table in workaround.get("upstream", []):
             facts = report.facts(str(table.get("ref")))
             if facts is None or facts.state is None:
                 continue
-            where = f"{workaround['id']}: {facts.ref}"
+            where = (str(workaround["id"]), facts.ref)
             changes += _update(table, "state", facts.state, where)
             if facts.commit:
                 changes += _update(table, "commit", facts.commit, where)
             if facts.released_in is not None:
                 changes += _update(table, "released_in", str(facts.released_in), where)
             elif facts.state not in RELEASED_STATES and "released_in" in table:
+                changes.append(FactChange(*where, "released_in", str(table["released_in"]), None))
                 del table["released_in"]
-                changes.append(f"{where}: released_in removed ({facts.state})")
     return (tomlkit.dumps(document) if changes else text), changes
 
 
@@ -44,6 +61,7 @@ def write_back(path: Path, report: Report) -> list[str]:
     updated, changes = updated_text(path.read_text(encoding="utf-8"), report)
     if not changes:
         return []
+    lines = [str(change) for change in changes]
     handle, temporary = tempfile.mkstemp(prefix=".workarounds-", suffix=".toml", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -55,12 +73,12 @@ def write_back(path: Path, report: Report) -> list[str]:
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
-    return changes
+    return lines
 
 
-def _update(table: Any, key: str, value: str, where: str) -> list[str]:
+def _update(table: Any, key: str, value: str, where: tuple[str, str]) -> list[FactChange]:
     current = table.get(key)
     if current is not None and str(current) == value:
         return []
     table[key] = value
-    return [f"{where}: {key} {current if current is not None else '(unset)'} -> {value}"]
+    return [FactChange(*where, key, str(current) if current is not None else None, value)]
