@@ -217,18 +217,31 @@ def run_scripts(path: Path) -> list[str]:
 def test_workflow_and_action_pass_inputs_to_the_shell_only_through_the_environment():
     for path in (WORKFLOW, ACTION):
         scripts = run_scripts(path)
-        assert len(scripts) == 3 and "--dry-run" in scripts[-1]
+        assert len(scripts) == 2 and "--dry-run" in scripts[-1]
         for script in scripts:
             assert "${{" not in script, f"{path.name}: expression spliced into a shell line:\n{script}"
 
 
 @pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
-def test_refreshes_upstream_facts_then_opens_prs_for_the_repository(path):
+def test_one_command_refreshes_and_acts_on_the_repository_through_the_api(path):
+    # retire --open-prs refreshes upstream facts itself (it has no --no-refresh here), from the
+    # manifest of the repository it is given: never the checkout's, nor the action's own.
     text = path.read_text()
-    refresh = text.index("xpu-workarounds upstream --refresh")
-    retire = text.index("args=(retire --open-prs --repo \"$REPOSITORY\")")
-    assert refresh < retire
+    [script] = [s for s in run_scripts(path) if "xpu-workarounds" in s and "pip install" not in s]
+    assert 'args=(retire --open-prs --repo "$REPOSITORY")' in script
+    assert "--no-refresh" not in text and "--manifest" not in text and "upstream --refresh" not in text
     assert re.search(r"REPOSITORY: \$\{\{ (github\.repository|inputs\.repository) \}\}", text)
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
+def test_the_answer_cache_is_restored_before_the_run_and_is_where_the_command_looks(path):
+    text = path.read_text()
+    cache = re.search(r"uses: actions/cache@[0-9a-f]{40}.*\n\s+with:\n\s+path: (?P<path>.+)\n"
+                      r"\s+key: (?P<key>.+)\n\s+restore-keys: (?P<prefix>.+)", text)
+    assert cache, "no actions/cache step with path, key and restore-keys"
+    assert cache["key"].startswith(cache["prefix"]) and "github.run_id" in cache["key"]
+    assert f"XPU_WORKAROUNDS_CACHE_DIR: {cache['path']}" in text
+    assert text.index("actions/cache@") < text.index("args=(retire --open-prs")
 
 
 def test_the_cli_accepts_every_option_the_workflow_and_action_pass():
