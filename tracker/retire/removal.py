@@ -200,7 +200,7 @@ def checked_manifest(text: str) -> Manifest:
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(text, encoding="utf-8")
-        problems = [str(p).replace(str(path), MANIFEST_PATH) for p in reader.check(path, check_modules=False)]
+        problems = [str(p).replace(str(path), MANIFEST_PATH) for p in reader.check(path)]
         if problems:
             raise RemovalError("; ".join(problems))
-        return reader.load(path, check_modules=False)
+        return reader.load(path)
