@@ -11,7 +11,8 @@ GitHub does:
   PRs of a deleted head branch);
 - pulls: list (``state``, ``head=OWNER:BRANCH`` filter; a ``head`` without the owner is
   ignored, as on GitHub), create (422 "A pull request already exists"), edit (reopening
-  fails when the head branch was deleted or force-pushed since the PR was closed);
+  fails when the head branch was deleted or force-pushed since the PR was closed), merge
+  (squash; 405 when closed or in conflict with the base);
 - issues: list (PRs included, ``labels`` and ``state`` filters), create, get, edit,
   comments, labels on issues and PRs, repository labels.
 
@@ -378,6 +379,26 @@ def merge_by_person(server: FakeGitHub, r: Repo, number: int) -> str:
     change: dict[str, str | None] = {p: t for p, t in tip.files.items() if base_files.get(p) != t}
     change.update({p: None for p in base_files if p not in tip.files})
     return r.merge(number, files=change)
+
+
+@route("PUT", "/repos/<owner>/<repo>/pulls/<int:number>/merge")
+def merge_pull(server: FakeGitHub, request: Request, owner: str, repo: str, number: int) -> Any:
+    """A person merges through the API (squash): 405 when closed, or when the base changed a
+    file the PR changes since the PR's commit was made (a conflict GitHub would report)."""
+    r = server.repo(owner, repo)
+    if number not in r.pulls:
+        raise NotFound(number)
+    pr = r.pulls[number]
+    if pr.state != "open" or pr.head not in r.branches:
+        return Reply(405, {"message": "Pull Request is not mergeable"})
+    tip = r.commits[r.branches[pr.head]]
+    parent = r.commits[tip.parents[0]].files
+    changed = {p for p, t in tip.files.items() if parent.get(p) != t} | {p for p in parent if p not in tip.files}
+    base = r.commits[r.branches[pr.base]].files
+    if any(base.get(p) != parent.get(p) for p in changed):
+        return Reply(405, {"message": "Pull Request is not mergeable"})
+    sha = merge_by_person(server, r, number)
+    return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
 
 @route("GET", "/repos/<owner>/<repo>/pulls")

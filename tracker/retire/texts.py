@@ -14,7 +14,6 @@ from packaging.version import Version
 from tracker.model.decision import Retirement, removal_condition
 from tracker.model.manifest import Manifest, Workaround
 from tracker.retire.removal import DOCS_PATH, MANIFEST_PATH, Removal, Snapshot, module_name
-from tracker.upstream.clock import iso
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
 from tracker.upstream.writeback import FactChange
@@ -80,11 +79,12 @@ def floors_text(floors: Floors) -> str:
 
 
 def facts_text(facts: Report | None) -> str:
-    """Where the upstream facts a verdict was judged with came from."""
+    """Where the upstream facts a verdict was judged with came from (no time in it: a text that
+    changed with every run would make every run edit the PRs and the dashboard)."""
     if facts is None:
         return f"as written in `{MANIFEST_PATH}` (upstream facts were not refreshed)"
-    how = "asked GitHub" if facts.source == "live" else "GitHub's answers, unchanged since"
-    return f"{how} at {iso(facts.checked_at)}, overlaid on `{MANIFEST_PATH}`"
+    return (f"refreshed from GitHub by the run that wrote this (PR states, landed commits and first "
+            f"release tags), overlaid on `{MANIFEST_PATH}`")
 
 
 def pr_title(w: Workaround) -> str:

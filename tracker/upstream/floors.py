@@ -102,10 +102,10 @@ def _combine(manifest: Manifest, derived: dict[str, tuple[Version, str]], note: 
     for name in names:
         fixed = manifest.support.get(name)
         policy = derived.get(name)
-        if policy is not None and (fixed is None or policy[0] > fixed):
+        if policy is not None and (fixed is None or policy[0] >= fixed):
             floors.append(Floor(name, policy[0], policy[1]))
-        elif policy is not None and fixed is not None and policy[0] < fixed:
-            floors.append(Floor(name, fixed, f"{FIXED} (the policy gives {policy[0]}: {policy[1]})"))
+        elif policy is not None and fixed is not None:
+            floors.append(Floor(name, fixed, f"{FIXED}, above the policy's {policy[0]} ({policy[1]})"))
         elif fixed is not None:
-            floors.append(Floor(name, fixed, FIXED if policy is None else f"{FIXED}; {policy[1]}"))
+            floors.append(Floor(name, fixed, FIXED))
     return Floors(tuple(floors), note)

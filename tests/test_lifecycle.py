@@ -1,0 +1,224 @@
+"""Time passing, over real HTTP: the weekly workflow's own command, run the way the schedule
+runs it, against the stand-in GitHub (tests/fakegithub.py) with the real PyGithub, while
+upstream moves.
+
+The world: this project on the stand-in, its manifest current with upstream (every fact
+``upstream --write`` would record is recorded) under a floor policy (the latest 15 vLLM
+minor releases, and the torch and vllm-xpu-kernels floors vLLM's oldest supported release
+pins for XPU), nothing retirable; upstream is the real history of every reference
+(tests/upstream_history.py) up to vLLM v0.33.0, with torch v2.15.0 not yet tagged. Then:
+
+1. upstream moves: torch tags v2.15.0 (it contains pytorch#192495, event-blocking-kwarg's
+   root fix), vLLM tags v0.34.0, and vllm#47253 (pp-broadcast-sync's fix) is reverted on
+   vLLM's main branch by a plain ``git revert`` commit. The next run opens one facts PR
+   carrying exactly those changes and nothing else; the floor moves to vLLM 0.20.0, which
+   still needs every workaround.
+2. a maintainer merges the facts PR through the API, and vLLM tags v0.35.0: the floor moves
+   to vLLM 0.21.0 (torch 2.11.0 pinned by it), so cudagraph-profile-skip is needed by no
+   supported stack, and the next run opens its removal PR, citing the evidence.
+3. nothing happens: the next run sends no write.
+
+Each run's requests are counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import github
+import pytest
+import upstream_history
+from fakegithub import FakeGitHub
+from fakegithub_git import install, store, writes
+from github import Auth
+from test_retire_github import REPOSITORY, TOKEN, project_files
+from test_workflow import WORKFLOW, run_scripts
+
+from tracker import upstream
+from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, DOCS_PATH, FACTS_BRANCH, MANIFEST_PATH, read_marker
+from tracker.retire.removal import manifest_from_text
+from tracker.upstream.client import ClientSettings
+
+POLICY = "\n[support.policy]\nvllm-minors = 15\nxpu-pins = true\n"
+RETIRED = "cudagraph-profile-skip"
+PERSON_TOKEN = "ghp_a-maintainers-own-token"
+
+
+def with_policy(text: str) -> str:
+    head, sep, rest = text.partition("[support]\n")
+    table, blank, tail = rest.partition("\n\n")
+    return head + sep + table + "\n" + POLICY + blank + tail
+
+
+def retire_step() -> tuple[str, set[str]]:
+    """The workflow's retire step: its script and the names of the environment it sets."""
+    text = WORKFLOW.read_text()
+    script = textwrap.dedent(next(s for s in run_scripts(WORKFLOW) if "args=(retire" in s))
+    step = text[text.rindex("- name:", 0, text.index("args=(retire")):text.index("args=(retire")]
+    env_block = step[step.index("env:"):step.index("run:")]
+    return script, set(re.findall(r"^\s+([A-Z_]+):", env_block, flags=re.M))
+
+
+class World:
+    def __init__(self, server: FakeGitHub, tmp_path: Path) -> None:
+        self.server = server
+        install(server)
+        upstream_history.seed(server)
+        self.vllm = server.repo("vllm-project", "vllm")
+        self.torch = server.repo("pytorch", "pytorch")
+        self.later_tags = {"torch": self.torch.tags.pop("v2.15.0"), "vllm": self.vllm.tags.pop("v0.34.0")}
+        self.cache = tmp_path / "actions-cache"  # what actions/cache restores and saves between weeks
+        self.project = server.add_repo(REPOSITORY)
+        files = project_files()
+        # Before torch v2.15.0 was tagged, the manifest could not say pytorch#192495 was released in it.
+        unreleased = files[MANIFEST_PATH].replace('released_in = "torch>=2.15.0"\n', "")
+        files[MANIFEST_PATH] = self.current(with_policy(unreleased), tmp_path / "scratch")
+        self.project.commit("The project, its manifest current with upstream", files=files)
+        self.person = github.Github(auth=Auth.Token(PERSON_TOKEN), base_url=server.base_url, retry=None,
+                                    seconds_between_requests=None, seconds_between_writes=None)
+
+    def current(self, text: str, scratch: Path) -> str:
+        """``text`` with every fact upstream knows now written in (what ``upstream --write`` does)."""
+        report = upstream.track(manifest_from_text(text), mode="refresh", cache_dir=scratch,
+                                client=ClientSettings(token=TOKEN, base_url=self.server.base_url, retries=0))
+        return upstream.updated_text(text, report)[0]
+
+    # ---- the schedule ---------------------------------------------------------------
+    def week(self) -> dict:
+        """One scheduled run of the workflow's retire step, its JSON outcome and its requests."""
+        script, names = retire_step()
+        assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY",
+                         "DRY_RUN", "ONLY"}
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("XPU_WORKAROUNDS", "GITHUB")) and "proxy" not in key.lower()}
+        env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "GITHUB_API_URL": self.server.base_url,  # set by GitHub Actions on every runner
+                    "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": "ghs_the-jobs-own-token",
+                    "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), "REPOSITORY": REPOSITORY,
+                    "DRY_RUN": "", "ONLY": ""})  # a scheduled run has no inputs
+        self.server.settle()
+        self.server.reset_log()
+        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=300)
+        self.server.settle()
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert TOKEN not in result.stdout + result.stderr
+        return {"lines": result.stdout.splitlines(), "writes": writes(self.server), "requests": self.requests()}
+
+    def requests(self) -> dict[str, int]:
+        log = self.server.log
+        ours = [hit for hit in log if hit.path.startswith(f"/repos/{REPOSITORY}")]
+        theirs = [hit for hit in log if not hit.path.startswith(f"/repos/{REPOSITORY}")]
+        return {"upstream": len(theirs), "upstream_not_304": sum(1 for hit in theirs if hit.status != 304),
+                "repository_reads": sum(1 for hit in ours if hit.method == "GET"),
+                "writes": sum(1 for hit in ours if hit.method not in ("GET", "HEAD"))}
+
+    # ---- upstream moves ------------------------------------------------------------
+    def upstream_moves(self) -> str:
+        self.torch.tags["v2.15.0"] = self.later_tags["torch"]
+        self.vllm.tags["v0.34.0"] = self.later_tags["vllm"]
+        pr = self.vllm.pulls[47253]
+        revert = self.vllm.commit(f'Revert "{pr.title} (#47253)"\n\nThis reverts commit {pr.merge_commit_sha}.',
+                                  date="2026-11-30T09:00:00", files={"vllm/xpu_47253.py": None})
+        self.vllm.event(47253, "referenced", "2026-11-30T09:00:00", commit_id=revert)
+        return revert
+
+    def vllm_tags(self, tag: str) -> None:
+        self.vllm.branch(f"releases/{tag}", "main")
+        self.vllm.tag(tag, f"releases/{tag}")
+
+    # ---- looking -------------------------------------------------------------------
+    def pulls(self, branch: str):
+        return [pr for pr in self.project.pulls.values() if pr.head == branch]
+
+    @property
+    def manifest_text(self) -> str:
+        return self.project.commits[self.project.branches["main"]].files[MANIFEST_PATH]
+
+    def dashboard(self):
+        [issue] = [i for i in store(self.server).issues.get(REPOSITORY.lower(), {}).values()
+                   if DASHBOARD_LABEL in i.labels]
+        return issue
+
+
+@pytest.fixture
+def world(tmp_path):
+    with FakeGitHub() as server:
+        yield World(server, tmp_path)
+
+
+def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
+    # Week 0: the manifest is current, nothing is retirable: only the dashboard is opened.
+    first = world.week()
+    assert not world.pulls(FACTS_BRANCH) and not [b for b in world.project.branches if b.startswith(BRANCH_PREFIX)]
+    assert any("floor" in line and "vllm 0.19.0: latest 15 minors as of v0.33.0" in line for line in first["lines"])
+    assert world.dashboard().state == "open"
+
+    # Week 1: upstream moves.
+    revert = world.upstream_moves()
+    moved = world.week()
+    [facts_pr] = world.pulls(FACTS_BRANCH)
+    assert facts_pr.state == "open"
+    head = world.project.commits[world.project.branches[FACTS_BRANCH]]
+    base = world.project.commits[head.parents[0]]
+    assert head.parents == [world.project.branches["main"]]
+    changed = {path for path in set(head.files) | set(base.files) if head.files.get(path) != base.files.get(path)}
+    assert changed == {MANIFEST_PATH, DOCS_PATH}
+    before = manifest_from_text(base.files[MANIFEST_PATH])
+    after = manifest_from_text(head.files[MANIFEST_PATH])
+    differences = {(w.id, ref.ref, field, str(getattr(ref, field)), str(getattr(new, field)))
+                   for w in before.workarounds for ref, new in zip(w.upstream, after.get(w.id).upstream, strict=True)
+                   for field in ("state", "commit", "released_in") if getattr(ref, field) != getattr(new, field)}
+    assert differences == {
+        ("event-blocking-kwarg", "pytorch/pytorch#192495", "released_in", "None", "torch>=2.15.0"),
+        ("pp-broadcast-sync", "vllm-project/vllm#47253", "state", "merged", "reverted"),
+        ("pp-broadcast-sync", "vllm-project/vllm#47253", "released_in", "vllm>=0.25.0", "None"),
+    }
+    assert f"reverted by commit {revert[:12]}" in facts_pr.body
+    assert "v2.15.0 is the first release tag containing it" in facts_pr.body
+    assert read_marker(facts_pr.body).kind == "facts"
+    assert not [b for b in world.project.branches if b.startswith(BRANCH_PREFIX)]  # nothing retirable yet
+    assert any("vllm 0.20.0: latest 15 minors as of v0.34.0" in line for line in moved["lines"])
+
+    # Week 2: a maintainer merges the facts PR (through the API), and vLLM tags v0.35.0.
+    world.person.get_repo(REPOSITORY).get_pull(facts_pr.number).merge(merge_method="squash")
+    assert world.manifest_text == head.files[MANIFEST_PATH]
+    world.vllm_tags("v0.35.0")
+    retiring = world.week()
+    assert [pr.state for pr in world.pulls(FACTS_BRANCH)] == ["closed"]  # merged: nothing left to record
+    removal_branches = sorted(b for b in world.project.branches if b.startswith(BRANCH_PREFIX))
+    assert removal_branches == [BRANCH_PREFIX + RETIRED]
+    [removal] = world.pulls(BRANCH_PREFIX + RETIRED)
+    assert removal.state == "open"
+    assert "vllm 0.21.0: latest 15 minors as of v0.35.0" in removal.body
+    assert "torch 2.11.0: pinned by vLLM 0.21.0 for XPU" in removal.body
+    assert "refreshed from GitHub by the run that wrote this" in removal.body
+    dashboard = world.dashboard().body
+    assert f"#{removal.number} open" in dashboard and "vllm 0.21.0: latest 15 minors as of v0.35.0" in dashboard
+
+    # Week 3: nothing happened upstream or on the base: no write at all.
+    idle = world.week()
+    assert idle["writes"] == 0
+
+    counts = {name: run["requests"] for name, run in
+              (("current", first), ("moved", moved), ("retiring", retiring), ("idle", idle))}
+    assert counts == EXPECTED_REQUESTS, json.dumps(counts)
+
+
+# Requests per run. "upstream": GETs to the upstream repositories; a 304 costs no rate limit.
+# Week 0 starts from an empty actions/cache: every answer is new. Afterwards only what changed
+# is answered in full (tag lists that gained a tag, #47253's timeline, the compares of
+# #192495 against the new torch tag, the revert commit, vLLM's XPU pins at the new oldest
+# supported release); compares, commits and files at a tag are never asked again. An idle
+# week is conditional requests only, and no write.
+EXPECTED_REQUESTS = {
+    "current": {"upstream": 61, "upstream_not_304": 61, "repository_reads": 15, "writes": 2},
+    "moved": {"upstream": 38, "upstream_not_304": 16, "repository_reads": 16, "writes": 9},
+    "retiring": {"upstream": 36, "upstream_not_304": 2, "repository_reads": 16, "writes": 8},
+    "idle": {"upstream": 35, "upstream_not_304": 0, "repository_reads": 18, "writes": 0},
+}
