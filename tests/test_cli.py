@@ -43,7 +43,7 @@ def test_status_json_for_the_issue_stack_says_which_apply_and_why():
 def test_status_json_entries_carry_the_contract_fields():
     document = json.loads(run("status", "--json", *ISSUE_STACK).stdout)
     entry = next(w for w in document["workarounds"] if w["id"] == "static-launcher-uva")
-    assert set(entry) == {"id", "title", "decision", "reason", "detail", "retirement", "upstream"}
+    assert set(entry) == {"id", "title", "decision", "reason", "detail", "decided_by", "retirement", "upstream"}
     assert entry["retirement"]["verdict"] == "keep"
     assert {"ref": "pytorch/pytorch#188240", "role": "root-fix", "state": "landed",
             "released_in": "torch>=2.14.0"} in entry["upstream"]
@@ -162,3 +162,10 @@ def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
              "print('HEAVY', heavy, file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "HEAVY []" in result.stderr, result.stderr
+
+
+def test_status_says_vllms_source_was_not_probed_for_a_described_vllm():
+    document = json.loads(run("status", "--json", *ISSUE_STACK).stdout)
+    entry = next(w for w in document["workarounds"] if w["id"] == "static-launcher-uva")
+    assert (entry["reason"], entry["decided_by"]) == ("affected", "version")
+    assert "vLLM's own source not probed (vllm==0.27.1 is described by --assume" in entry["detail"]

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 import torch
-from retarget import context_at
+from support.retarget import carried, context_at
 
 from tracker.engine import patching
-from workarounds.cuda_event_redirect import make_wrapper, probe
+from workarounds.cuda_event_redirect import make_wrapper
 
 # vLLM 0.24.0's DeepseekV4XPUAttention.__init__ (vllm/models/deepseek_v4/xpu/xpu_sparse.py).
 VLLM_0_24_ATTENTION = """
@@ -96,9 +96,9 @@ def test_the_class_is_patched_in_place_not_replaced(source):
 
 
 def test_the_probe_sees_vllm_carrying_the_redirect(source):
-    finding = probe(source(VLLM_0_24_ATTENTION))
+    finding = carried(source(VLLM_0_24_ATTENTION))
     assert finding is not None and finding.reason == "vllm-carries-fix"
 
 
 def test_the_probe_finds_the_bug_without_the_redirect(source):
-    assert probe(source(WITHOUT_REDIRECT)) is None
+    assert carried(source(WITHOUT_REDIRECT)) is None

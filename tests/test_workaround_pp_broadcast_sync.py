@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from retarget import context_at
+from support.retarget import carried, context_at
 
-from workarounds.pp_broadcast_sync import make_wrapper, probe
+from workarounds.pp_broadcast_sync import make_wrapper
 
 # vLLM 0.25.0's PPHandler.broadcast (vllm/v1/worker/gpu/pp_utils.py), which carries vllm#47253.
 VLLM_0_25_BROADCAST = """
@@ -69,10 +69,10 @@ def test_arguments_and_result_pass_through_unchanged():
 
 
 def test_the_probe_sees_vllm_carrying_the_sync(tmp_path, monkeypatch):
-    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_25_BROADCAST))
+    finding = carried(context_for(tmp_path, monkeypatch, VLLM_0_25_BROADCAST))
     assert finding is not None and finding.reason == "vllm-carries-fix"
 
 
 def test_the_probe_finds_the_bug_in_vllm_0_24(tmp_path, monkeypatch):
-    assert probe(context_for(tmp_path, monkeypatch, VLLM_0_24_BROADCAST)) is None
+    assert carried(context_for(tmp_path, monkeypatch, VLLM_0_24_BROADCAST)) is None
 

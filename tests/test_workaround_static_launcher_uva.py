@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from retarget import context_at
+from support.retarget import carried, context_at
 
-from workarounds.static_launcher_uva import make_wrapper, probe
+from workarounds.static_launcher_uva import make_wrapper
 
 PIECEWISE = 3  # CompilationMode.VLLM_COMPILE; NONE is 0
 
@@ -91,9 +91,9 @@ def context_for(tmp_path, monkeypatch, source: str):
 
 
 def test_the_probe_sees_vllm_carrying_the_switch(tmp_path, monkeypatch):
-    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_28_CHECK))
+    finding = carried(context_for(tmp_path, monkeypatch, VLLM_0_28_CHECK))
     assert finding is not None and finding.reason == "vllm-carries-fix"
 
 
 def test_the_probe_finds_the_bug_in_vllm_0_27(tmp_path, monkeypatch):
-    assert probe(context_for(tmp_path, monkeypatch, VLLM_0_27_CHECK)) is None
+    assert carried(context_for(tmp_path, monkeypatch, VLLM_0_27_CHECK)) is None

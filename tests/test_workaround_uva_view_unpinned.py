@@ -19,13 +19,13 @@ import weakref
 import pytest
 import torch
 from packaging.version import Version
-from retarget import context_at
+from support.retarget import carried, context_at
 
 from tracker.api import Context
 from tracker.model import reader
 from tracker.model.environment import build
 from tracker.model.manifest import Release
-from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper, probe
+from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper
 
 WORKAROUND = reader.load().get("uva-view-unpinned")
 FIX_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref == KERNEL_FIX).version
@@ -226,9 +226,9 @@ VLLM_0_28_VIEW = """
 
 
 def test_the_probe_sees_vllm_carrying_the_fix(tmp_path, monkeypatch):
-    finding = probe(context_for(tmp_path, monkeypatch, VLLM_0_28_VIEW))
+    finding = carried(context_for(tmp_path, monkeypatch, VLLM_0_28_VIEW))
     assert finding is not None and finding.reason == "vllm-carries-fix"
 
 
 def test_the_probe_finds_the_assert_in_vllm_0_27(tmp_path, monkeypatch):
-    assert probe(context_for(tmp_path, monkeypatch, VLLM_0_27_VIEW)) is None
+    assert carried(context_for(tmp_path, monkeypatch, VLLM_0_27_VIEW)) is None

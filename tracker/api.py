@@ -3,8 +3,10 @@ that ``workarounds/*.py`` import.
 
 A workaround module (``workarounds.<id with _>``) has a docstring naming the symptom a user
 saw, ``make_wrapper(context) -> Wrapper`` and, optionally, ``probe(context) -> Finding | None``
-(evidence read from the installed code that the bug is absent here). The engine decides,
-probes, patches and reports; the module only says what the wrapper does.
+(evidence read from the installed code that the bug is absent here, such as a torch
+signature; whether vLLM's own source carries the fix is probed by the engine from the
+inline fixes' ``marker`` in the manifest). The engine decides, probes, patches and
+reports; the module only says what the wrapper does.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from tracker.engine import source
 from tracker.engine.patching import Wrapper
 from tracker.model.environment import Environment
 from tracker.model.manifest import Workaround
+from tracker.model.vocabulary import RELEASED_STATES
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,10 @@ class Context:
     workaround: Workaround
     environment: Environment
 
-    def target_contains(self, code: str) -> bool:
-        """Whether any target's own source (read, not imported) contains ``code``."""
-        return any(source.contains(source.definition(t.path), code) for t in self.workaround.targets)
-
-    def target_declares(self, parameter: str) -> bool:
-        """Whether any target's own source declares a parameter named ``parameter`` (nested defs too)."""
-        return any(source.declares(source.definition(t.path), parameter) for t in self.workaround.targets)
-
     def installed_contains(self, ref: str) -> bool:
         """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""
         upstream = next(r for r in self.workaround.upstream if r.ref == ref)
-        if upstream.released_in is None or upstream.state not in ("merged", "landed"):
+        if upstream.released_in is None or upstream.state not in RELEASED_STATES:
             return False
         installed = self.environment.version(upstream.released_in.component).release
         return installed is not None and installed >= upstream.released_in.version
@@ -57,6 +51,7 @@ class WorkaroundModule(Protocol):
     def make_wrapper(self, context: Context) -> Wrapper: ...
 
 
+@runtime_checkable
 class ProbingWorkaroundModule(WorkaroundModule, Protocol):
     """A workaround module with a probe: evidence read from the installed code that the bug is absent."""
 

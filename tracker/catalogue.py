@@ -1,7 +1,7 @@
 """What the CLI shows: the status document, one workaround explained, the Markdown catalogue.
 
-Reads a manifest, an environment and settings; writes nothing. JSON shapes are
-CONTRACT.md's.
+Reads a manifest, an environment and settings; writes nothing. The JSON shapes are
+the README's ("Command line").
 """
 
 from __future__ import annotations
@@ -22,7 +22,20 @@ def upstream_json(ref: UpstreamRef) -> dict:
     }
 
 
-def workaround_json(w: Workaround, decision: Decision, manifest: Manifest) -> dict:
+def decision_here(w: Workaround, env: Environment, settings: Settings,
+                  not_probed: str | None = None) -> tuple[Decision, str]:
+    """The plugin's decision for ``env``: the version gates, then the same source probe
+    (``tracker.runtime.probe``), and what decided it (``version`` or ``probe``).
+    ``not_probed``: why the installed vLLM's source is not the described stack's."""
+    decision = decide(w, env, settings)
+    if decision.reason != "affected":
+        return decision, "version"
+    from tracker.runtime.probe import probed  # reads source (ast): only where a window says affected
+
+    return probed(decision, w, not_probed)
+
+
+def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> dict:
     verdict = retirement(w, manifest.support)
     return {
         "id": w.id,
@@ -30,16 +43,18 @@ def workaround_json(w: Workaround, decision: Decision, manifest: Manifest) -> di
         "decision": decision.decision,
         "reason": decision.reason,
         "detail": decision.detail,
+        "decided_by": decided_by,
         "retirement": {"verdict": verdict.verdict, "detail": verdict.detail},
         "upstream": [upstream_json(ref) for ref in w.upstream],
     }
 
 
-def status_document(manifest: Manifest, env: Environment, settings: Settings) -> dict:
+def status_document(manifest: Manifest, env: Environment, settings: Settings, not_probed: str | None = None) -> dict:
     return {
         "schema": SCHEMA,
         "environment": env.as_json(),
-        "workarounds": [workaround_json(w, decide(w, env, settings), manifest) for w in manifest.workarounds],
+        "workarounds": [workaround_json(w, *decision_here(w, env, settings, not_probed), manifest)
+                        for w in manifest.workarounds],
     }
 
 
@@ -57,7 +72,7 @@ def status_table(document: dict) -> str:
     return "\n".join(lines)
 
 
-def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
+def explain_text(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> str:
     verdict = retirement(w, manifest.support)
     out = [
         f"{w.id}: {w.title}",
@@ -75,8 +90,10 @@ def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
         *[f"    {ref.ref} [{ref.role}] {ref.state}"
           f"{', released in ' + str(ref.released_in) if ref.released_in else ', not in a release yet'}"
           f"{' (' + ref.note + ')' if ref.note else ''}"
-          f"{'; leaves: ' + ref.remaining if ref.remaining else ''}" for ref in w.upstream],
+          f"{'; leaves: ' + ref.remaining if ref.remaining else ''}"
+          f"{'; marker: ' + str(ref.marker) if ref.marker else ''}" for ref in w.upstream],
         f"  decision here: {decision.decision} ({decision.reason}): {decision.detail}",
+        f"  decided by: {decided_by}",
         f"  retirement: {verdict.verdict}: {verdict.detail}",
         f"  removal condition: {removal_condition(w)}",
     ]

@@ -16,7 +16,8 @@ import typer
 
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.model.environment import InputError, Settings, assumptions, build, parse_platform
+from tracker.model.environment import Environment, InputError, Settings, assumptions, build, parse_platform
+from tracker.model.versions import detect_versions
 
 if TYPE_CHECKING:
     from tracker.upstream.floors import Floors
@@ -66,18 +67,26 @@ def settings_for(manifest: manifest_module.Manifest) -> Settings:
     return settings
 
 
-def environment_for(settings: Settings, platform: str | None, assume: list[str] | None):
+def environment_for(settings: Settings, platform: str | None, assume: list[str] | None) -> tuple[Environment, str | None]:
+    """The stack to decide for, and why the installed vLLM's source cannot be probed for it (or None)."""
     try:
-        assumed = dict(settings.assume)
-        assumed.update(assumptions(assume or [], "--assume"))
+        described = assumptions(assume or [], "--assume")
+        assumed = {**settings.assume, **described}
+        detected = detect_versions()
         if platform is not None:
-            return build(platform=parse_platform(platform, "--platform"), platform_source="override",
-                         assume=assumed)
-        if settings.platform is not None:
-            return build(platform=settings.platform, platform_source="override", assume=assumed)
-        return build(assume=assumed)
+            env = build(platform=parse_platform(platform, "--platform"), platform_source="override",
+                        assume=assumed, detected=detected)
+        elif settings.platform is not None:
+            env = build(platform=settings.platform, platform_source="override", assume=assumed, detected=detected)
+        else:
+            env = build(assume=assumed, detected=detected)
     except InputError as error:
         fail(str(error))
+    installed = detected["vllm"].raw
+    if "vllm" in described and described["vllm"] != installed:
+        where = f"the installed vLLM is {installed}" if installed else "vLLM is not installed here"
+        return env, f"vllm=={described['vllm']} is described by --assume; {where}"
+    return env, None
 
 
 @app.callback()
@@ -92,7 +101,7 @@ AssumeOption = Annotated[
     list[str] | None, typer.Option("--assume", metavar="NAME==VERSION",
                                       help="Evaluate as if this version were installed (repeatable).",
                                       show_default=False)]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (see CONTRACT.md).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (shape: README, \"Command line\").")]
 
 
 @app.command()
@@ -121,8 +130,8 @@ def status(
         fail("--address and --reports go with --cluster")
     manifest = load_manifest()
     settings = settings_for(manifest)
-    env = environment_for(settings, platform, assume)
-    document = status_document(manifest, env, settings)
+    env, not_probed = environment_for(settings, platform, assume)
+    document = status_document(manifest, env, settings, not_probed)
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
 
 
@@ -150,16 +159,15 @@ def explain(
     assume: AssumeOption = None,
 ) -> None:
     """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
-    from tracker.catalogue import explain_text
-    from tracker.model.decision import decide
+    from tracker.catalogue import decision_here, explain_text
 
     manifest = load_manifest()
     if workaround_id not in manifest.by_id:
         fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
     settings = settings_for(manifest)
-    env = environment_for(settings, platform, assume)
+    env, not_probed = environment_for(settings, platform, assume)
     w = manifest.get(workaround_id)
-    typer.echo(explain_text(w, decide(w, env, settings), manifest))
+    typer.echo(explain_text(w, *decision_here(w, env, settings, not_probed), manifest))
 
 
 @app.command()

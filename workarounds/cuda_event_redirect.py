@@ -8,14 +8,7 @@ which is a dummy class on torch builds without CUDA. Wraps
 
 import torch
 
-from tracker.api import Context, Finding
-
-
-def probe(context: Context) -> Finding | None:
-    if context.target_contains("torch.cuda.Event = torch.xpu.Event"):
-        return Finding("vllm-carries-fix", "DeepseekV4XPUAttention.__init__ already redirects torch.cuda.Event "
-                                           "to torch.xpu.Event (vllm#47668); nothing to do.")
-    return None
+from tracker.api import Context
 
 
 def make_wrapper(context: Context):

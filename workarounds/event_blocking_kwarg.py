@@ -17,9 +17,6 @@ from tracker.api import Context, Finding
 
 
 def probe(context: Context) -> Finding | None:
-    if context.target_declares("blocking"):
-        return Finding("vllm-carries-fix", "vLLM's _torch_cuda_wrapper already drops blocking (vllm#47868); "
-                                           "nothing to do.")
     accepted = accepted_keywords(torch.xpu.Event)
     if accepted is None or "blocking" in accepted:
         return Finding("root-fix-installed", f"torch {torch.__version__}'s torch.xpu.Event accepts blocking "

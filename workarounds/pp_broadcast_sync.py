@@ -6,14 +6,7 @@ Wraps ``PPHandler.broadcast``: ``self.main_stream.synchronize()`` first, as vllm
 does. Runs every decode step: the wrapper does nothing else.
 """
 
-from tracker.api import Context, Finding
-
-
-def probe(context: Context) -> Finding | None:
-    if context.target_contains("self.main_stream.synchronize()"):
-        return Finding("vllm-carries-fix", "PPHandler.broadcast already synchronizes the main stream "
-                                           "(vllm#47253); nothing to do.")
-    return None
+from tracker.api import Context
 
 
 def make_wrapper(context: Context):

@@ -6,14 +6,7 @@ through UVA and compilation is on, Inductor's ``use_static_cuda_launcher`` is se
 False with ``setdefault``, so a user's explicit setting wins (as vllm#51770 does).
 """
 
-from tracker.api import Context, Finding
-
-
-def probe(context: Context) -> Finding | None:
-    if context.target_contains("'use_static_cuda_launcher'"):
-        return Finding("vllm-carries-fix", "XPUPlatform.check_and_update_config already switches the static "
-                                           "launcher off under UVA offload (vllm#51770); nothing to do.")
-    return None
+from tracker.api import Context
 
 
 def uva_offloading(offload_config) -> bool:

@@ -11,7 +11,7 @@ kept, into pinned memory, held for the process's life where the view does not ow
 
 import torch
 
-from tracker.api import Context, Finding
+from tracker.api import Context
 
 KERNEL_FIX = "vllm-project/vllm-xpu-kernels#513"  # empty and non-pinned input
 STRIDE_FIX = "vllm-project/vllm-xpu-kernels#564"  # ... with its strides kept
@@ -19,13 +19,6 @@ OWNER_FIX = "vllm-project/vllm-xpu-kernels#262"  # the view keeps its host tenso
 
 # Pinned copies under views that do not own them (by address): freed, the weight reads freed memory.
 held_copies: dict[int, torch.Tensor] = {}
-
-
-def probe(context: Context) -> Finding | None:
-    if context.target_contains("not cpu_tensor.is_pinned()"):
-        return Finding("vllm-carries-fix", "get_accelerator_view_from_cpu_tensor already handles non-pinned "
-                                           "tensors (vllm#51770); nothing to do.")
-    return None
 
 
 def pinned_copy(cpu_tensor: torch.Tensor) -> torch.Tensor:

@@ -39,7 +39,8 @@ def workaround(id: str = "pp-broadcast-sync", *, targets: list[dict[str, Any]] |
     entry["targets"] = targets if targets is not None else [dict(PP_TARGET)]
     entry["affected"] = affected if affected is not None else [{"vllm": ">=0.23.0,<0.25.0"}]
     entry["upstream"] = upstream if upstream is not None else [
-        {"ref": "vllm-project/vllm#47253", "role": "inline-fix", "state": "merged", "released_in": "vllm>=0.25.0"}]
+        {"ref": "vllm-project/vllm#47253", "role": "inline-fix", "state": "merged", "released_in": "vllm>=0.25.0",
+         "marker": "self.main_stream.synchronize()"}]
     return entry
 
 

@@ -60,6 +60,18 @@ class Release:
 
 
 @dataclass(frozen=True)
+class Marker:
+    """What vLLM's own code holds where it carries an inline fix, read in a target's source:
+    a statement or expression it contains (compared as syntax), or a parameter it declares."""
+
+    contains: str | None = None
+    declares: str | None = None
+
+    def __str__(self) -> str:
+        return f"`{self.contains}`" if self.contains is not None else f"a parameter named {self.declares}"
+
+
+@dataclass(frozen=True)
 class UpstreamRef:
     ref: str
     role: Role
@@ -70,6 +82,8 @@ class UpstreamRef:
     # A fix that cures only part of the bug says what it leaves (e.g. "torch.xpu.Event
     # still rejects external"): code working around that part stays needed.
     remaining: str | None = None
+    # An inline fix's marker: where a target's source holds it, this vLLM carries the fix.
+    marker: Marker | None = None
 
     @property
     def repo(self) -> str:

@@ -9,6 +9,7 @@ specifiers and versions it repeats are parsed once each.
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import re
 import tomllib
@@ -23,6 +24,7 @@ from tracker.model.lines import LineLocator, line_of_offset
 from tracker.model.manifest import (
     Manifest,
     ManifestError,
+    Marker,
     Problem,
     Release,
     SupportPolicy,
@@ -64,7 +66,7 @@ _WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix", "module
 _WORKAROUND_STRINGS = ("id", "title", "module", "platform", "owner", "symptom", "why", "how")
 _TARGET_KEYS = frozenset({"path", "kind", "params", "optional"})
 _UPSTREAM_REQUIRED = ("ref", "role", "state")
-_UPSTREAM_KEYS = frozenset({*_UPSTREAM_REQUIRED, "released_in", "commit", "note", "remaining"})
+_UPSTREAM_KEYS = frozenset({*_UPSTREAM_REQUIRED, "released_in", "commit", "note", "remaining", "marker"})
 
 # Where a problem is: a line, or how to find it (only asked when there is a problem).
 Where = int | Callable[[], int]
@@ -257,6 +259,12 @@ class _Reader:
             carries = self.specifier(entry["vllm_carries_fix"], line("vllm_carries_fix"), f"{label}.vllm_carries_fix")
         targets = self.read_targets(entry.get("targets"), label, line("targets"))
         affected = self.read_windows(entry.get("affected"), label, index)
+        for number, window in enumerate(affected if carries is not None else ()):
+            vllm = window.specs.get("vllm", specifier_set(">=0"))
+            if carries is not None and satisfiable(vllm & carries):
+                self.problem(line("vllm_carries_fix"), f"{label}.vllm_carries_fix",
+                             f"overlaps affected[{number}] ({window.describe()}): a vLLM cannot both need the "
+                             "workaround and carry the fix")
         upstream = self.read_upstream(entry.get("upstream"), label, index)
         if len(self.problems) > before:
             return None
@@ -407,10 +415,30 @@ class _Reader:
                                                                    "part of the bug")
             if role == Role.RELATED and "note" not in table:
                 self.problem(at("ref"), f"{name}.note", "a related reference must say what it changes for the workaround")
+            marker = self.marker(table, role, at("marker"), f"{name}.marker") if "marker" in table else None
             if len(self.problems) == before:
                 refs.append(UpstreamRef(table["ref"], Role(table["role"]), State(table["state"]), released, commit, note,
-                                        " ".join(remaining.split()) if isinstance(remaining, str) else None))
+                                        " ".join(remaining.split()) if isinstance(remaining, str) else None, marker))
         return tuple(refs)
+
+    def marker(self, table: dict[str, Any], role: Any, where: Where, field_name: str) -> Marker | None:
+        """``marker = "code"`` (a statement or expression) or ``marker = { declares = "parameter" }``."""
+        value = table["marker"]
+        if role != Role.INLINE_FIX or "remaining" in table:
+            self.problem(where, field_name, "only an inline-fix that cures the whole bug (no remaining) has a marker")
+            return None
+        if isinstance(value, dict) and list(value) == ["declares"] and isinstance(value["declares"], str) \
+                and value["declares"].isidentifier():
+            return Marker(declares=value["declares"])
+        if isinstance(value, str) and value.strip():
+            try:
+                ast.parse(value.strip())
+            except SyntaxError:
+                self.problem(where, field_name, f"{value!r} is not a Python statement or expression")
+                return None
+            return Marker(contains=value.strip())
+        self.problem(where, field_name, "must be code vLLM's fix adds (a string) or { declares = \"parameter\" }")
+        return None
 
     def release(self, value: Any, where: Where, field_name: str) -> Release | None:
         found = _RELEASED_IN.match(value) if isinstance(value, str) else None

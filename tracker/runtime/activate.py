@@ -31,10 +31,11 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
-from tracker.api import Context, Finding
+from tracker.api import Context, Finding, ProbingWorkaroundModule
 from tracker.engine import patching
 from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings, build
@@ -43,6 +44,7 @@ from tracker.model.reader import load
 from tracker.model.versions import DISTRIBUTIONS
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
+from tracker.runtime.probe import probed
 
 SCHEMA = 1
 LOGGER = fastpath.LOGGER
@@ -157,8 +159,8 @@ def _vllm_platform() -> str | None:
 
 
 def _handle(workaround: Workaround, environment: Environment, settings: Settings) -> _Entry:
-    decision = decide(workaround, environment, settings)
-    entry = _Entry(workaround, decision, "version", [])
+    decision, decided_by = _source_probe(decide(workaround, environment, settings), workaround)
+    entry = _Entry(workaround, decision, decided_by, [])
     if not decision.apply:
         return entry
     context = Context(workaround, environment)
@@ -167,7 +169,7 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
         return entry
-    finding = _probe(module, context) if decision.reason == "affected" else None
+    finding = _module_probe(module, context) if decision.reason == "affected" else None
     if finding is not None:
         entry.decision = Decision(workaround.id, "skip", finding.reason, finding.detail)
         entry.decided_by = "probe"
@@ -187,18 +189,31 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
     return entry
 
 
-def _probe(module, context: Context) -> Finding | None:
-    """The module's probe, if it has one; a probe that fails leaves the version gate to decide."""
-    probe: Callable[[Context], Finding | None] | None = getattr(module, "probe", None)
-    if probe is None:
+def _source_probe(decision: Decision, workaround: Workaround) -> tuple[Decision, str]:
+    """The inline fixes' markers in the targets' source (``tracker.runtime.probe``); a probe that
+    fails leaves the version gate to decide."""
+    try:
+        return probed(decision, workaround)
+    except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
+        _probe_failed(workaround.id, error)
+        return decision, "version"
+
+
+def _module_probe(module: ModuleType, context: Context) -> Finding | None:
+    """The module's own probe, if it has one (evidence about something other than vLLM's source)."""
+    if not isinstance(module, ProbingWorkaroundModule):
         return None
     try:
-        return probe(context)
+        return module.probe(context)
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
-        message = f"{context.workaround.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
-        _state.warnings.append(message)
-        log(logging.WARNING, f"xpu-workarounds: {message}")
+        _probe_failed(context.workaround.id, error)
         return None
+
+
+def _probe_failed(workaround_id: str, error: Exception) -> None:
+    message = f"{workaround_id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
+    _state.warnings.append(message)
+    log(logging.WARNING, f"xpu-workarounds: {message}")
 
 
 def _changed(record: patching.Patch) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 
-from tracker.api import Context
+from tracker.api import Context, Finding
 from tracker.model import reader
 from tracker.model.environment import build
+from tracker.runtime.probe import carried_fix
 
 
 def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch, **assume: str) -> Context:
@@ -23,3 +24,8 @@ def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch
     target = dataclasses.replace(workaround.targets[-1], path=path)
     versions = {name.replace("_", "-"): version for name, version in assume.items()}
     return Context(dataclasses.replace(workaround, targets=(target,)), build(platform="xpu", assume=versions))
+
+
+def carried(context: Context) -> Finding | None:
+    """The engine's source probe (the manifest's inline-fix markers) on ``context``'s targets."""
+    return carried_fix(context.workaround)[1]

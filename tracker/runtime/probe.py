@@ -1,0 +1,62 @@
+"""The source probe: does this vLLM's own code already carry the fix the windows say it lacks?
+
+Where a decision is ``affected``, each inline fix's ``marker`` (``workarounds.toml``) is
+looked for in the targets' source, read without importing it (``tracker.engine.source``).
+Found, the workaround is skipped as ``vllm-carries-fix`` (``decided_by: "probe"``): a
+source build or backport has the fix whatever its version says. The plugin and the
+``status``/``explain`` commands run this same function, so they agree on the same stack;
+where the source cannot be read (vLLM not installed, or a described stack whose vLLM is
+not the installed one) the decision stands and its detail says the source was not probed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tracker.api import Finding
+from tracker.engine import source
+from tracker.model.decision import Decision
+from tracker.model.manifest import Marker, UpstreamRef, Workaround
+
+
+def markers(w: Workaround) -> list[tuple[UpstreamRef, Marker]]:
+    return [(ref, ref.marker) for ref in w.refs("inline-fix") if ref.marker is not None]
+
+
+def carried_fix(w: Workaround) -> tuple[bool, Finding | None]:
+    """(whether any target's source could be read, the evidence that vLLM carries an inline fix)."""
+    read = False
+    for target in w.targets:
+        node = source.definition(target.path)
+        if node is None:
+            continue
+        read = True
+        for ref, marker in markers(w):
+            found = (source.contains(node, marker.contains) if marker.contains is not None
+                     else source.declares(node, marker.declares or ""))
+            if found:
+                return True, Finding("vllm-carries-fix", f"{target.qualname} already carries {ref.ref}'s fix "
+                                                         f"({marker} is in its source); nothing to do.")
+    return read, None
+
+
+def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> tuple[Decision, str]:
+    """``decision`` after the source probe, and what decided it (``version`` or ``probe``).
+
+    Only an ``affected`` decision of a workaround with a marker is probed. ``not_probed``:
+    why the installed source is not the stack's own (the CLI describing another stack).
+    """
+    if decision.reason != "affected" or not markers(w):
+        return decision, "version"
+    if not_probed is None:
+        read, finding = carried_fix(w)
+        if finding is not None:
+            return Decision(w.id, "skip", finding.reason, finding.detail), "probe"
+        if read:
+            return decision, "version"
+        not_probed = "the targets' source is not installed here"
+    return dataclasses.replace(decision, detail=f"{decision.detail} vLLM's own source not probed ({not_probed})."), \
+        "version"
+
+
+__all__ = ["carried_fix", "markers", "probed"]
