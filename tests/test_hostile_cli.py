@@ -1,0 +1,179 @@
+"""Hostile command lines and variables: one clear line and a documented exit code, never a traceback.
+
+A property-based fuzz (hypothesis) over every command's options and every variable the
+commands read, run in-process with typer's CliRunner inside a scratch directory; the
+few things only a real process shows (a failed write of stdout) run as subprocesses.
+Commands that talk to GitHub are fuzzed with ``--offline`` or with input rejected
+before any request; their answers to a wrong server are in tests/test_hostile_github.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from tracker.cli import app
+from tracker.model import reader
+from tracker.retire.bot import check_repository
+
+# Documented exit codes (README "Command line"); 2 is also every usage error.
+EXITS = {"status": {0, 2}, "explain": {0, 2}, "lint": {0, 1, 2}, "docs": {0, 2}, "upstream": {0, 2, 4},
+         "retire": {0, 2, 3, 4}}
+VARIABLES = ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_STRICT",
+             "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
+             "XPU_WORKAROUNDS_REPORT", "XPU_WORKAROUNDS_CACHE_DIR", "XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN")
+IDS = reader.load().ids
+
+# Text a person or a script might pass: printable, odd, long, and near-misses of good values.
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)
+NEAR = st.sampled_from(["", " ", ",", "..", "../user", "-", "--", "==", "vllm==", "==1", "vllm=0.27.1",
+                        "vllm==0.27.1", "torch==2.13.0+xpu", "torch==2.13.0", "vllm==" + "9" * 5000,
+                        "torch==1." + "1" * 4400, "xpu", "XPU", "cuda", "cpu,xpu", "0", "1", "off", "disabled",
+                        "true", "yes", "2", *IDS, ",".join(IDS), IDS[0] + ",nope", "\t", "é", "a" * 300])
+VALUE = st.one_of(NEAR, TEXT)
+PATHS = st.sampled_from(["", ".", "..", "missing.toml", "dir", "dir/", "empty.toml", "binary.toml",
+                         "latin1.toml", "nested.toml", "hugeint.toml", "/dev/null", "/dev/full", "nodir/x.toml",
+                         "a" * 300])
+
+
+def scratch_files(root: Path) -> None:
+    """Hostile files the paths above name, inside the scratch directory."""
+    (root / "dir").mkdir()
+    (root / "empty.toml").write_text("")
+    (root / "binary.toml").write_bytes(b"\x00\xff\xfe" * 50)
+    (root / "latin1.toml").write_bytes("# caf\xe9\n[support]\n".encode("latin-1"))
+    (root / "nested.toml").write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")
+    (root / "hugeint.toml").write_text("[support]\nvllm = " + "9" * 5000 + "\n")
+
+
+def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    clean = {name: None for name in os.environ if name.startswith("XPU_WORKAROUNDS") or name == "GITHUB_TOKEN"}
+    before = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="hostile-cli-") as scratch:
+        os.chdir(scratch)
+        try:
+            scratch_files(Path(scratch))
+            result = CliRunner().invoke(app, args, env={**clean, "GITHUB_API_URL": "http://127.0.0.1:9", **env})
+        finally:
+            os.chdir(before)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{args} {env}: {type(result.exception).__name__}: {result.exception}")
+    return result.exit_code, result.stdout, result.stderr
+
+
+def check(args: list[str], env: dict[str, str]) -> None:
+    code, out, err = invoke(args, env)
+    command = next((arg for arg in args if arg in EXITS), None)
+    allowed = EXITS.get(command, {0, 2})
+    assert code in allowed, f"{args} {env}: exit {code}\n{out}\n{err}"
+    assert "Traceback" not in out + err, f"{args} {env}:\n{err}"
+    if code in (2, 4):
+        last = err.strip().splitlines()[-1] if err.strip() else ""
+        assert last.startswith(("xpu-workarounds: error: ", "Error: ")), f"{args} {env}: exit {code}, last line {last!r}"
+    if command == "lint" and code == 1:
+        assert all(re.match(r"^.+:\d+: [^:]+: .+", line) for line in out.split("\n")[:-1]), out
+
+
+ENV = st.dictionaries(st.sampled_from(VARIABLES), VALUE, max_size=4)
+PLATFORM = st.lists(st.tuples(st.just("--platform"), VALUE), max_size=1)
+ASSUME = st.lists(st.tuples(st.just("--assume"), VALUE), max_size=3)
+MANIFEST = st.lists(st.tuples(st.just("--manifest"), PATHS), max_size=1)
+
+
+def flat(pairs) -> list[str]:
+    return [item for pair in pairs for item in pair]
+
+
+@st.composite
+def command_lines(draw) -> list[str]:
+    head = flat(draw(MANIFEST))
+    command = draw(st.sampled_from(sorted(EXITS)))
+    if command in ("status", "explain"):
+        tail = flat(draw(PLATFORM)) + flat(draw(ASSUME))
+        if command == "status":
+            tail += draw(st.lists(st.just("--json"), max_size=1))
+        else:
+            tail = [draw(st.one_of(st.sampled_from(IDS), VALUE)), *tail]
+    elif command == "lint":
+        tail = draw(st.lists(PATHS, max_size=1))
+    elif command == "docs":
+        tail = flat(draw(st.lists(st.tuples(st.sampled_from(["--output", "-o"]), PATHS), max_size=1)))
+    elif command == "upstream":  # offline: no request leaves this process
+        tail = ["--offline", *draw(st.lists(st.sampled_from(["--json", "--refresh", "--write"]), unique=True))]
+    else:
+        tail = draw(st.lists(st.sampled_from(["--json", "--check", "--dry-run"]), unique=True))
+        if draw(st.booleans()):  # --open-prs with a repository refused before any request
+            repo = draw(VALUE.filter(lambda text: not _valid_repository(text)))
+            tail += ["--open-prs", "--repo", repo, *flat(draw(st.lists(
+                st.tuples(st.sampled_from(["--base", "--only"]), VALUE), max_size=2)))]
+        else:
+            tail += flat(draw(st.lists(st.tuples(st.sampled_from(["--base", "--only"]), VALUE), max_size=1)))
+    noise = draw(st.lists(st.one_of(st.sampled_from(["--nope", "-x", "--json", "--", "--platform"]), VALUE),
+                          max_size=1))
+    return [*head, command, *tail, *noise]
+
+
+def _valid_repository(text: str) -> bool:
+    try:
+        check_repository(text)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(args=command_lines(), env=ENV)
+def test_every_command_answers_any_options_and_variables_with_a_documented_exit_and_no_traceback(args, env):
+    # With --open-prs and a repository that passes, a request would be sent: the filter above
+    # keeps them out (they are tested against the stand-in server).
+    check(args, env)
+
+
+@settings(max_examples=60, deadline=None)
+@given(env=ENV)
+def test_status_with_any_variables_answers_in_one_line_when_it_refuses(env):
+    code, _, err = invoke(["status"], env)
+    assert code in (0, 2) and "Traceback" not in err
+    if code == 2:
+        errors = [line for line in err.splitlines() if line.startswith("xpu-workarounds: error: ")]
+        assert len(errors) == 1, err
+
+
+# ------------------------------------------------------------------ --repo (item 14)
+
+
+@pytest.mark.parametrize("repo", ["../user", "owner/..", "owner/.", "./name", "owner/.hidden", ".owner/name",
+                                  "-owner/name", "o" * 40 + "/name", "owner/" + "n" * 101, "owner/name/extra",
+                                  "owner/", "/name", "owner", "own er/name", "owner/na%2Fme", ""])
+def test_a_repository_that_would_leave_repos_owner_is_refused_in_one_line(repo):
+    code, out, err = invoke(["retire", "--open-prs", "--repo", repo], {})
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("xpu-workarounds: error: --repo must be OWNER/NAME"), err
+
+
+@pytest.mark.parametrize("repo", ["o/n", "o" * 39 + "/" + "n" * 100, "intel/xpu-workarounds", "a-b/c.d_e-f",
+                                  "owner/name.", "owner/n..x"])
+def test_repositories_github_allows_pass(repo):
+    assert check_repository(repo) == repo
+
+
+# ---------------------------------------------------- a failed write of stdout (item 15)
+
+
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["docs"], ["retire", "--json"], ["lint"]])
+def test_a_failed_write_of_stdout_is_one_line_and_exit_1(args):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "tracker.cli", *args], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=60,
+                                env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
+    assert result.returncode == 1
+    assert result.stderr == "xpu-workarounds: error: cannot write the output: No space left on device\n"

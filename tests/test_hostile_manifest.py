@@ -1,0 +1,126 @@
+"""Unbounded and malformed manifests: ``lint``, the CLI and ``register()`` answer each with
+``PATH:LINE: field: message`` lines, never a traceback, and never block (a FIFO, a device)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from tracker.cli import app
+from tracker.model import reader
+from tracker.paths import shipped_manifest
+from tracker.runtime import activate
+
+PROBLEM = re.compile(r"^.+:\d+: [^:]+: .+$")
+SHIPPED = Path(shipped_manifest()).read_text()
+CLEAN = {name: None for name in os.environ if name.startswith("XPU_WORKAROUNDS")}
+
+
+def lint(path: Path | str) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(app, ["lint", str(path)], env=CLEAN)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, result.stdout.split("\n")[:-1]
+
+
+def test_deep_nesting_is_one_problem_not_a_recursion_error(tmp_path):
+    manifest = tmp_path / "nested.toml"
+    manifest.write_text("schema = 1\nx = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert lint(manifest) == (1, [f"{manifest}:2: toml: nested too deeply"])
+
+
+def test_an_integer_of_more_than_4300_digits_is_one_problem(tmp_path):
+    manifest = tmp_path / "huge.toml"
+    manifest.write_text("schema = 1\n\n[support]\nvllm = " + "9" * 5000 + "\n")
+    assert lint(manifest) == (1, [f"{manifest}:4: toml: a number of more than 4300 digits"])
+
+
+def test_a_version_of_more_than_4300_digits_is_a_problem_of_its_field(tmp_path):
+    manifest = tmp_path / "huge-version.toml"
+    manifest.write_text(SHIPPED.replace('vllm = "0.19.0"', 'vllm = "0.' + "9" * 5000 + '"', 1))
+    assert 'vllm = "0.19.0"' in SHIPPED
+    code, lines = lint(manifest)
+    assert code == 1 and len(lines) == 1 and re.match(rf"^{re.escape(str(manifest))}:\d+: support\.vllm: ", lines[0])
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])
+def test_a_device_is_not_read(device):
+    assert lint(device) == (1, [f"{device}:1: file: not a regular file"])
+
+
+def test_a_directory_is_one_problem(tmp_path):
+    code, lines = lint(tmp_path)
+    assert code == 1 and len(lines) == 1 and lines[0].startswith(f"{tmp_path}:1: file: ")
+
+
+def test_a_fifo_neither_blocks_lint_nor_vllm_start_up(tmp_path):
+    fifo = tmp_path / "workarounds.toml"
+    os.mkfifo(fifo)
+    for code in ("from tracker.cli import main; main()",
+                 "import tracker.plugin; tracker.plugin.register(); from tracker import runtime; "
+                 "print(runtime.report()['warnings'])"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+        env.update(XPU_WORKAROUNDS_MANIFEST=str(fifo), XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+        result = subprocess.run([sys.executable, "-c", code, "lint"], capture_output=True, text=True, timeout=30,
+                                env=env)
+        assert "Traceback" not in result.stderr
+        assert f"{fifo}:1: file: not a regular file" in result.stdout + result.stderr
+
+
+def test_a_file_over_the_size_cap_is_not_read(tmp_path):
+    manifest = tmp_path / "big.toml"
+    with open(manifest, "wb") as stream:
+        stream.truncate(reader.SIZE_LIMIT + 1)  # sparse: no disk used
+    assert lint(manifest) == (1, [f"{manifest}:1: file: larger than {reader.SIZE_LIMIT >> 20} MiB"])
+
+
+# ------------------------------------------------------------ any value, anywhere
+
+ASSIGNMENT = re.compile(r"^(\s*[A-Za-z_][\w-]*\s*=\s*)(.+)$", re.M)
+SLOTS = [match.start(2) for match in ASSIGNMENT.finditer(SHIPPED)]
+HOSTILE_VALUES = st.one_of(
+    st.sampled_from(["9" * 5000, '"' + "9" * 5000 + '"', '"0.' + "1" * 4400 + '"', '">=' + "9" * 5000 + '"',
+                     "[" * 600 + "]" * 600, "{ a = " * 300 + "1" + " }" * 300, "[]", "{}", '""', "-1", "0",
+                     "1e999", "nan", "true", "1979-05-27T07:32:00Z", '"=="', '">=1,<"', '"*"', '"==1.*"',
+                     '"' + ">=1," * 200 + '"', '"===x"', '"\\u0000"', '"\\n"', '["a", 1]', '[{}]', '"x" # c']),
+    st.integers().map(str),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\\n\r\x00'), max_size=30).map(
+        lambda text: f'"{text}"'),
+)
+
+
+@st.composite
+def mutated_manifests(draw) -> str:
+    text = SHIPPED
+    for _ in range(draw(st.integers(1, 3))):
+        start = draw(st.sampled_from(SLOTS))
+        end = text.find("\n", start)
+        text = text[:start] + draw(HOSTILE_VALUES) + text[end:]
+    return text
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=mutated_manifests())
+def test_any_value_in_any_field_is_lint_lines_and_never_stops_register(tmp_path_factory, text):
+    manifest = tmp_path_factory.mktemp("m") / "workarounds.toml"
+    manifest.write_text(text)
+    code, lines = lint(manifest)
+    assert code in (0, 1)
+    assert lines == [f"{manifest}: ok"] if code == 0 else lines and all(PROBLEM.match(line) for line in lines), lines
+    status = CliRunner().invoke(app, ["--manifest", str(manifest), "status", "--platform", "xpu", "--assume",
+                                      "vllm==0.27.1", "--assume", "torch==2.13.0"], env=CLEAN)
+    assert status.exit_code in (0, 2) and (status.exception is None or isinstance(status.exception, SystemExit)), (
+        repr(status.exception))
+    activate.reset()
+    try:
+        activate.register({"XPU_WORKAROUNDS_MANIFEST": str(manifest), "XPU_WORKAROUNDS_PLATFORM": "cpu",
+                           "XPU_WORKAROUNDS_CACHE_DIR": str(manifest.parent / "cache")})
+    finally:
+        activate.reset()
