@@ -48,8 +48,13 @@ ManifestOption = Annotated[
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    typer.echo(f"xpu-workarounds: error: {message}", err=True)
+    typer.echo(f"xpu-workarounds: error: {one_line(message)}", err=True)
     raise typer.Exit(code)
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters escaped: a value quoted from input cannot break the line."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def load_manifest() -> manifest_module.Manifest:
