@@ -6,14 +6,15 @@ the README's ("Command line").
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracker.model.decision import Decision, decide, removal_condition, retirement
 from tracker.model.environment import Environment, Settings
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround
+from tracker.model.vocabulary import SCHEMA, DecidedBy, Reason
 
-SCHEMA = 1
 
-
-def upstream_json(ref: UpstreamRef) -> dict:
+def upstream_json(ref: UpstreamRef) -> dict[str, Any]:
     return {
         "ref": ref.ref,
         "role": ref.role,
@@ -23,19 +24,19 @@ def upstream_json(ref: UpstreamRef) -> dict:
 
 
 def decision_here(w: Workaround, env: Environment, settings: Settings,
-                  not_probed: str | None = None) -> tuple[Decision, str]:
+                  not_probed: str | None = None) -> tuple[Decision, DecidedBy]:
     """The plugin's decision for ``env``: the version gates, then the same source probe
     (``tracker.runtime.probe``), and what decided it (``version`` or ``probe``).
     ``not_probed``: why the installed vLLM's source is not the described stack's."""
     decision = decide(w, env, settings)
-    if decision.reason != "affected":
-        return decision, "version"
+    if decision.reason != Reason.AFFECTED:
+        return decision, DecidedBy.VERSION
     from tracker.runtime.probe import probed  # reads source (ast): only where a window says affected
 
     return probed(decision, w, not_probed)
 
 
-def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> dict:
+def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> dict[str, Any]:
     verdict = retirement(w, manifest.support)
     return {
         "id": w.id,
@@ -49,7 +50,7 @@ def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest
     }
 
 
-def status_document(manifest: Manifest, env: Environment, settings: Settings, not_probed: str | None = None) -> dict:
+def status_document(manifest: Manifest, env: Environment, settings: Settings, not_probed: str | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "environment": env.as_json(),
@@ -58,7 +59,7 @@ def status_document(manifest: Manifest, env: Environment, settings: Settings, no
     }
 
 
-def status_table(document: dict) -> str:
+def status_table(document: dict[str, Any]) -> str:
     env = document["environment"]
     versions = ", ".join(f"{name} {raw}" for name, raw in env["versions"].items() if raw) or "no components found"
     lines = [f"platform: {env['platform']} ({env['platform_source']}); {versions}", ""]

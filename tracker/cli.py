@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from tracker import variables
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, Settings, assumptions, build, parse_platform
 from tracker.model.versions import detect_versions
+from tracker.model.vocabulary import SCHEMA
 
 if TYPE_CHECKING:
     from tracker.upstream.floors import Floors
@@ -43,7 +45,7 @@ _state: dict[str, Path | None] = {"manifest": None}
 ManifestOption = Annotated[
     Path | None,
     typer.Option("--manifest", help="Manifest to read (default: the shipped workarounds.toml).",
-                 envvar="XPU_WORKAROUNDS_MANIFEST", show_default=False),
+                 envvar=variables.MANIFEST, show_default=False),
 ]
 
 
@@ -299,7 +301,7 @@ def retire(
         else:
             kept.append({"id": w.id, "reason": verdict.detail})
     if json_output:
-        typer.echo(json.dumps({"schema": 1, "retirable": retirable, "kept": kept, "floors": floors.as_json(),
+        typer.echo(json.dumps({"schema": SCHEMA, "retirable": retirable, "kept": kept, "floors": floors.as_json(),
                                "floors_note": floors.note, "facts": facts}, indent=2))
     else:
         for item in retirable:

@@ -18,8 +18,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from tracker import variables
+
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-CACHE_DIR_VARIABLE = "XPU_WORKAROUNDS_CACHE_DIR"
+CACHE_DIR_VARIABLE = variables.CACHE_DIR
 APP_NAME = "xpu-workarounds"
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from tracker.engine import importhook, source
 from tracker.model.vocabulary import TARGET_KINDS as KINDS
+from tracker.model.vocabulary import Outcome
 
 # wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -53,7 +54,7 @@ class Patch:
     params: tuple[str, ...] | None
     wrapper: Wrapper
     optional: bool = False
-    outcome: str = "waiting"  # applied | waiting | skipped | drifted | failed
+    outcome: Outcome = Outcome.WAITING
     detail: str = ""
     error: str | None = None
     on_change: Callable[[Patch], None] | None = field(default=None, repr=False)
@@ -125,7 +126,7 @@ def patch(
             return record
         found = source.module_exists(module_name)
         if found is False:
-            _settle(record, "skipped" if optional else "drifted",
+            _settle(record, Outcome.SKIPPED if optional else Outcome.DRIFTED,
                     f"module {module_name} does not exist" + (" (optional target)" if optional else ""))
             return record
         record.detail = f"waiting until {module_name} is imported"
@@ -140,9 +141,9 @@ def revert(path: str) -> bool:
         record = _registry.pop(path, None)
         if record is None:
             return False
-        if record.outcome == "applied":
+        if record.outcome == Outcome.APPLIED:
             _restore(record)
-            record.outcome, record.detail = "skipped", "reverted"
+            record.outcome, record.detail = Outcome.SKIPPED, "reverted"
         _stop_watching(record)
         return True
 
@@ -163,7 +164,7 @@ def _module_imported(module: types.ModuleType) -> None:
     """A module with waiting targets was imported: patch them, then tell their owners."""
     with _lock:
         _waiting.pop(module.__name__, None)
-        changed = [r for r in _registry.values() if r.module == module.__name__ and r.outcome == "waiting"]
+        changed = [r for r in _registry.values() if r.module == module.__name__ and r.outcome == Outcome.WAITING]
         for record in changed:
             _apply(record, module)
     _announce(changed)
@@ -204,7 +205,7 @@ def _stop_watching(record: Patch) -> None:
         if not _alias_watch[top]:
             del _alias_watch[top]
             _alias_hooks.pop(top).cancel()
-    waiting = any(r.module == record.module and r.outcome == "waiting" for r in _registry.values())
+    waiting = any(r.module == record.module and r.outcome == Outcome.WAITING for r in _registry.values())
     if not waiting and record.module in _waiting:
         _waiting.pop(record.module).cancel()
 
@@ -217,17 +218,17 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
     try:
         resolved = _resolve(module, record.path.partition(":")[2])
     except AttributeError as error:
-        outcome = "skipped" if record.optional else "drifted"
+        outcome = Outcome.SKIPPED if record.optional else Outcome.DRIFTED
         _settle(record, outcome, f"{record.path} does not exist ({error}{'; optional target' if record.optional else ''})")
         return
     except Exception as error:  # noqa: BLE001 - e.g. a module __getattr__ that fails
-        _settle(record, "failed", f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
+        _settle(record, Outcome.FAILED, f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
         return
     container, name, raw, function = resolved
     try:
         drift = _drift(record, container, raw, function)
         if drift is not None:
-            _settle(record, "drifted", drift)
+            _settle(record, Outcome.DRIFTED, drift)
             return
         installed = _make(record, raw, function)
         record._container, record._name = container, name
@@ -242,18 +243,18 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
         problem = _unreached(record)
         if problem is not None:
             _restore(record)
-            _settle(record, "failed", problem, error=problem)
+            _settle(record, Outcome.FAILED, problem, error=problem)
             return
     except Exception as error:  # noqa: BLE001 - any failure is reported, not raised
         if record._installed is not None:
             _restore(record)
-        _settle(record, "failed", f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
+        _settle(record, Outcome.FAILED, f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
         return
     where = f"; aliases rebound: {', '.join(record.aliases)}" if record._aliases else ""
-    _settle(record, "applied", f"{record.path} wrapped{where}")
+    _settle(record, Outcome.APPLIED, f"{record.path} wrapped{where}")
 
 
-def _settle(record: Patch, outcome: str, detail: str, error: str | None = None) -> None:
+def _settle(record: Patch, outcome: Outcome, detail: str, error: str | None = None) -> None:
     record.outcome, record.detail, record.error = outcome, detail, error
 
 

@@ -7,10 +7,13 @@ Both are read here and nowhere else; neither imports torch or vLLM.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from tracker import variables
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
 from tracker.model.vocabulary import PLATFORMS
 
@@ -30,7 +33,7 @@ class Environment:
     def version(self, component: str) -> ComponentVersion:
         return self.versions.get(component) or ComponentVersion(component, None)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "platform": self.platform,
             "platform_source": self.platform_source,
@@ -119,45 +122,62 @@ class Settings:
     strict: bool = False
     platform: str | None = None
     assume: Mapping[str, str] = field(default_factory=dict)
+    manifest: str | None = None  # another manifest than the shipped one
+    report_dir: str | None = None  # where each process writes its report
     problems: tuple[str, ...] = ()  # malformed values, unknown ids: reported, never silent
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, known_ids: Iterable[str] = ()) -> Settings:
-        """Read the variables. Malformed parts are dropped and listed in ``problems``."""
+        """Read and parse every variable, once. Malformed parts are dropped and listed in
+        ``problems``; with ``known_ids``, so are unknown ids (see ``for_ids``)."""
         env = os.environ if environ is None else environ
-        known = set(known_ids)
         problems: list[str] = []
-
-        def ids(variable: str) -> frozenset[str]:
-            names = {part.strip() for part in env.get(variable, "").split(",") if part.strip()}
-            unknown = sorted(names - known) if known else []
-            if unknown:
-                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
-                                f" (known: {', '.join(sorted(known))})")
-            return frozenset(names - set(unknown))
-
-        switch = env.get("XPU_WORKAROUNDS", "").strip().lower()
-        strict_raw = env.get("XPU_WORKAROUNDS_STRICT", "").strip().lower()
+        switch = env.get(variables.KILL_SWITCH, "").strip().lower()
+        strict_raw = env.get(variables.STRICT, "").strip().lower()
         if strict_raw not in ("", "0", "1", "true", "false", "on", "off", "yes", "no"):
-            problems.append(f"XPU_WORKAROUNDS_STRICT: {strict_raw!r} is not 1 or 0")
+            problems.append(f"{variables.STRICT}: {strict_raw!r} is not 1 or 0")
         platform = None
-        if env.get("XPU_WORKAROUNDS_PLATFORM", "").strip():
+        if env.get(variables.PLATFORM, "").strip():
             try:
-                platform = parse_platform(env["XPU_WORKAROUNDS_PLATFORM"], "XPU_WORKAROUNDS_PLATFORM")
+                platform = parse_platform(env[variables.PLATFORM], variables.PLATFORM)
             except InputError as error:
                 problems.append(str(error))
         assume: dict[str, str] = {}
-        for item in env.get("XPU_WORKAROUNDS_ASSUME", "").split(","):
+        for item in env.get(variables.ASSUME, "").split(","):
             try:
-                assume.update(assumptions([item], "XPU_WORKAROUNDS_ASSUME"))
+                assume.update(assumptions([item], variables.ASSUME))
             except InputError as error:
                 problems.append(str(error))
-        return cls(
+        settings = cls(
             enabled=switch not in _OFF,
-            disabled=ids("XPU_WORKAROUNDS_DISABLE"),
-            forced=ids("XPU_WORKAROUNDS_FORCE"),
+            disabled=_ids(env.get(variables.DISABLE, "")),
+            forced=_ids(env.get(variables.FORCE, "")),
             strict=strict_raw in ("1", "true", "on", "yes"),
             platform=platform,
             assume=assume,
+            manifest=env.get(variables.MANIFEST) or None,
+            report_dir=env.get(variables.REPORT) or None,
             problems=tuple(problems),
         )
+        return settings.for_ids(known_ids)
+
+    def for_ids(self, known_ids: Iterable[str]) -> Settings:
+        """These settings with ids the manifest does not know dropped from DISABLE and FORCE,
+        each listed in ``problems`` (no ids known: nothing is checked)."""
+        known = set(known_ids)
+        if not known:
+            return self
+        problems = list(self.problems)
+        kept = {}
+        for variable, names in ((variables.DISABLE, self.disabled), (variables.FORCE, self.forced)):
+            unknown = sorted(names - known)
+            if unknown:
+                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
+                                f" (known: {', '.join(sorted(known))})")
+            kept[variable] = names - set(unknown)
+        return dataclasses.replace(self, disabled=kept[variables.DISABLE], forced=kept[variables.FORCE],
+                                   problems=tuple(problems))
+
+
+def _ids(text: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in text.split(",") if part.strip())

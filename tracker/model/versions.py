@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.specifiers import version as parse_version
@@ -79,11 +79,6 @@ def release_of(raw: str) -> Version | None:
     except ValueError:  # InvalidVersion, or a number Python will not convert
         return None
     return Version(".".join(str(part) for part in parsed.release))
-
-
-def parse_specifier(text: str) -> SpecifierSet:
-    """A PEP 440 specifier set; raises ``InvalidSpecifier`` with the text on error."""
-    return SpecifierSet(text)
 
 
 def matches(version: Version, spec: SpecifierSet) -> bool:
@@ -167,10 +162,8 @@ __all__ = [
     "COMPONENTS",
     "DISTRIBUTIONS",
     "ComponentVersion",
-    "InvalidSpecifier",
     "detect_versions",
     "matches",
     "parse_assumption",
-    "parse_specifier",
     "release_of",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints or stores
+SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints (its caches keep their own)
 
 
 class Platform(StrEnum):
@@ -39,6 +39,49 @@ class State(StrEnum):
     CLOSED_UNMERGED = "closed-unmerged"
 
 
+class Choice(StrEnum):
+    """A decision: whether a workaround is applied here."""
+
+    APPLY = "apply"
+    SKIP = "skip"
+
+
+class Reason(StrEnum):
+    """Why (CONTRACT.md's closed vocabulary): ``affected``/``forced`` apply, every other skips."""
+
+    AFFECTED = "affected"
+    FORCED = "forced"
+    PLATFORM = "platform"
+    NOT_AFFECTED = "not-affected"
+    VLLM_CARRIES_FIX = "vllm-carries-fix"
+    ROOT_FIX_INSTALLED = "root-fix-installed"
+    DISABLED = "disabled"
+    KILL_SWITCH = "kill-switch"
+    UNKNOWN_VERSION = "unknown-version"
+
+
+class DecidedBy(StrEnum):
+    VERSION = "version"  # the manifest's windows and the installed versions
+    PROBE = "probe"  # evidence read from the installed code
+
+
+class Outcome(StrEnum):
+    """What happened to a workaround (or one target) in a process, worst first."""
+
+    FAILED = "failed"
+    DRIFTED = "drifted"
+    APPLIED = "applied"
+    WAITING = "waiting"
+    SKIPPED = "skipped"
+
+
+class Verdict(StrEnum):
+    """Retirement: whether any supported stack still needs a workaround."""
+
+    RETIRABLE = "retirable"
+    KEEP = "keep"
+
+
 class TargetKind(StrEnum):
     FUNCTION = "function"
     METHOD = "method"
@@ -47,6 +90,8 @@ class TargetKind(StrEnum):
     CONTEXTMANAGER = "contextmanager"
 
 
+APPLY_REASONS: frozenset[str] = frozenset({Reason.AFFECTED.value, Reason.FORCED.value})
+SKIP_REASONS: frozenset[str] = frozenset(r.value for r in Reason) - APPLY_REASONS
 PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
 ROLES: tuple[str, ...] = tuple(r.value for r in Role)
 # A fix with ``remaining`` cures only part of the bug: it never counts as vLLM carrying the

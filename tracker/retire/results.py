@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tracker.model.vocabulary import SCHEMA
 from tracker.upstream.clock import iso
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
@@ -90,7 +91,7 @@ class Outcome:
             self.facts_pr is not None and self.facts_pr.action is ActionKind.FAILED)
 
     def as_json(self) -> dict[str, Any]:
-        return {"schema": 1, "repository": self.repository, "base": self.base, "base_commit": self.base_commit,
+        return {"schema": SCHEMA, "repository": self.repository, "base": self.base, "base_commit": self.base_commit,
                 "dry_run": self.dry_run, "retirable": self.retirable, "kept": self.kept,
                 "floors": self.floors.as_json() if self.floors else None,
                 "floors_note": self.floors.note if self.floors else None,

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from tracker.api import Context, Finding, ProbingWorkaroundModule
 from tracker.engine import patching
@@ -42,14 +43,15 @@ from tracker.model.environment import Environment, Settings, build
 from tracker.model.manifest import ManifestError, Workaround
 from tracker.model.reader import load
 from tracker.model.versions import DISTRIBUTIONS
+from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
 from tracker.runtime.probe import probed
 
-SCHEMA = 1
 LOGGER = fastpath.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
-_SEVERITY = ("failed", "drifted", "applied", "waiting", "skipped")
+_SEVERITY = tuple(Outcome)
+_BAD = (Outcome.FAILED, Outcome.DRIFTED)
 # Where versions are read from: their metadata files join the fast path's key.
 _DISTRIBUTION_NAMES = tuple(name for names in DISTRIBUTIONS.values() for name in names)
 
@@ -58,13 +60,16 @@ _DISTRIBUTION_NAMES = tuple(name for names in DISTRIBUTIONS.values() for name in
 class _Entry:
     workaround: Workaround
     decision: Decision
-    decided_by: str
+    decided_by: DecidedBy
     patches: list[patching.Patch]
     error: str | None = None  # the module could not be imported or built its wrapper
 
 
 class _State:
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self.lock = threading.RLock()
         self.registered = False
         self.settings: Settings | None = None
@@ -93,35 +98,34 @@ def register(environ: Mapping[str, str] | None = None) -> None:
             return
         _state.registered = True
         fastpath.no_replay()
-        strict = Settings.from_env(env).strict
+        settings = Settings.from_env(env)  # the one read of the XPU_WORKAROUNDS* variables
         try:
-            _activate(env)
+            _activate(env, settings)
         except StrictModeError:
             raise
         except Exception as error:  # noqa: BLE001 - the plugin must not stop vLLM
             message = f"xpu-workarounds: could not activate: {type(error).__name__}: {error}"
             _state.warnings.append(message)
             log(logging.WARNING, message)
-            if strict:
+            if settings.strict:
                 raise StrictModeError(message) from None
 
 
-def _activate(env: Mapping[str, str]) -> None:
+def _activate(env: Mapping[str, str], settings: Settings) -> None:
     before = fastpath.key(env, _DISTRIBUTION_NAMES)  # before anything is read: see fastpath.store
-    _state.report_dir = env.get("XPU_WORKAROUNDS_REPORT") or None
-    manifest_path = env.get("XPU_WORKAROUNDS_MANIFEST") or None
+    _state.report_dir = settings.report_dir
     try:
-        manifest = load(manifest_path)
+        manifest = load(settings.manifest)
     except ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         message = f"xpu-workarounds: the manifest is invalid, nothing applied: {first}"
         _state.warnings.append(message)
         log(logging.WARNING, message)
-        if Settings.from_env(env).strict:
+        if settings.strict:
             raise StrictModeError(message) from None
         _write_report()
         return
-    settings = Settings.from_env(env, known_ids=manifest.ids)
+    settings = settings.for_ids(manifest.ids)
     _state.settings = settings
     for problem in settings.problems:
         _state.warnings.append(problem)
@@ -132,7 +136,7 @@ def _activate(env: Mapping[str, str]) -> None:
     line = summary()
     log(logging.INFO, line)
     _write_report()
-    if all(not entry.decision.apply and entry.decided_by == "version" for entry in _state.entries):
+    if all(not entry.decision.apply and entry.decided_by == DecidedBy.VERSION for entry in _state.entries):
         fastpath.store(env, report(), line, before, _DISTRIBUTION_NAMES)  # nothing applied: later processes replay this answer
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
@@ -171,8 +175,8 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
         return entry
     finding = _module_probe(module, context) if decision.reason == "affected" else None
     if finding is not None:
-        entry.decision = Decision(workaround.id, "skip", finding.reason, finding.detail)
-        entry.decided_by = "probe"
+        entry.decision = Decision(workaround.id, Choice.SKIP, Reason(finding.reason), finding.detail)
+        entry.decided_by = DecidedBy.PROBE
         return entry
     try:
         wrapper = module.make_wrapper(context)
@@ -189,14 +193,14 @@ def _handle(workaround: Workaround, environment: Environment, settings: Settings
     return entry
 
 
-def _source_probe(decision: Decision, workaround: Workaround) -> tuple[Decision, str]:
+def _source_probe(decision: Decision, workaround: Workaround) -> tuple[Decision, DecidedBy]:
     """The inline fixes' markers in the targets' source (``tracker.runtime.probe``); a probe that
     fails leaves the version gate to decide."""
     try:
         return probed(decision, workaround)
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         _probe_failed(workaround.id, error)
-        return decision, "version"
+        return decision, DecidedBy.VERSION
 
 
 def _module_probe(module: ModuleType, context: Context) -> Finding | None:
@@ -204,10 +208,11 @@ def _module_probe(module: ModuleType, context: Context) -> Finding | None:
     if not isinstance(module, ProbingWorkaroundModule):
         return None
     try:
-        return module.probe(context)
+        finding: Finding | None = module.probe(context)
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         _probe_failed(context.workaround.id, error)
         return None
+    return finding
 
 
 def _probe_failed(workaround_id: str, error: Exception) -> None:
@@ -218,13 +223,13 @@ def _probe_failed(workaround_id: str, error: Exception) -> None:
 
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
-    if record.outcome in ("failed", "drifted"):
+    if record.outcome in _BAD:
         log(logging.WARNING, f"xpu-workarounds: {record.owner} {record.outcome} on import: {record.detail}")
     else:
         LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
     _write_report()
     settings = _state.settings
-    if settings is not None and settings.strict and record.outcome in ("failed", "drifted"):
+    if settings is not None and settings.strict and record.outcome in _BAD:
         _stop(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
 
 
@@ -239,19 +244,19 @@ def _enforce(settings: Settings) -> None:
         return
     for entry in _state.entries:
         outcome = _outcome(entry)
-        if outcome in ("failed", "drifted"):
+        if outcome in _BAD:
             _stop(f"xpu-workarounds: strict mode: {entry.workaround.id} {outcome}: {_error(entry)}")
 
 
 # -------------------------------------------------------------------- report
 
 
-def _outcome(entry: _Entry) -> str:
+def _outcome(entry: _Entry) -> Outcome:
     if not entry.decision.apply:
-        return "skipped"
+        return Outcome.SKIPPED
     if entry.error is not None:
-        return "failed"
-    outcomes = {record.outcome for record in entry.patches} or {"skipped"}
+        return Outcome.FAILED
+    outcomes = {record.outcome for record in entry.patches} or {Outcome.SKIPPED}
     return next(outcome for outcome in _SEVERITY if outcome in outcomes)
 
 
@@ -259,18 +264,18 @@ def _error(entry: _Entry) -> str | None:
     if entry.error is not None:
         return entry.error
     for record in entry.patches:
-        if record.outcome in ("failed", "drifted"):
+        if record.outcome in _BAD:
             return record.error or record.detail
     return None
 
 
-def _target_json(entry: _Entry) -> list[dict]:
+def _target_json(entry: _Entry) -> list[dict[str, Any]]:
     by_path = {record.path: record for record in entry.patches}
-    targets = []
+    targets: list[dict[str, Any]] = []
     for target in entry.workaround.targets:
         record = by_path.get(target.path)
         if record is None:
-            outcome = "failed" if entry.decision.apply else "skipped"
+            outcome = Outcome.FAILED if entry.decision.apply else Outcome.SKIPPED
             detail = entry.error if entry.decision.apply else f"not applied ({entry.decision.reason})"
             targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": []})
         else:
@@ -279,7 +284,7 @@ def _target_json(entry: _Entry) -> list[dict]:
     return targets
 
 
-def report() -> dict:
+def report() -> dict[str, Any]:
     """This process's report (shape in the module docstring)."""
     if not _state.registered and fastpath.replayed():
         return fastpath.report()
@@ -311,17 +316,18 @@ def summary() -> str:
     groups: dict[str, list[str]] = {outcome: [] for outcome in _SEVERITY}
     for entry in _state.entries:
         outcome = _outcome(entry)
-        if outcome == "skipped":
+        if outcome == Outcome.SKIPPED:
             groups[outcome].append(f"{entry.workaround.id} ({entry.decision.reason})")
-        elif outcome in ("failed", "drifted"):
+        elif outcome in _BAD:
             groups[outcome].append(f"{entry.workaround.id} ({_error(entry)})")
         else:
             groups[outcome].append(entry.workaround.id)
     env = _state.environment
     head = f"xpu-workarounds: platform {env.platform} ({env.platform_source})" if env else "xpu-workarounds"
     parts = [f"{outcome}: {', '.join(ids)}" for outcome, ids in
-             (("applied", groups["applied"]), ("waiting for import", groups["waiting"]),
-              ("skipped", groups["skipped"]), ("failed", groups["failed"]), ("drifted", groups["drifted"]))
+             (("applied", groups[Outcome.APPLIED]), ("waiting for import", groups[Outcome.WAITING]),
+              ("skipped", groups[Outcome.SKIPPED]), ("failed", groups[Outcome.FAILED]),
+              ("drifted", groups[Outcome.DRIFTED]))
              if ids]
     return f"{head}; {'; '.join(parts) or 'no workarounds'}"
 
@@ -344,13 +350,9 @@ def reset() -> None:
             for record in entry.patches:
                 patching.revert(record.path)
         fork_hook = _state.fork_hook
-        _state.__init__()
+        _state.reset()
         fastpath.forget()
         _state.fork_hook = fork_hook
-
-
-def is_registered() -> bool:
-    return _state.registered
 
 
 __all__ = ["Context", "Finding", "StrictModeError", "register", "report", "reset", "summary"]

@@ -36,17 +36,15 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tracker import variables
 from tracker.paths import PACKAGE_DIR, atomic_write, cache_dir, private_dir, read_private, shipped_manifest
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
 SCHEMA = 2
-REPORT_VARIABLE = "XPU_WORKAROUNDS_REPORT"
+REPORT_VARIABLE = variables.REPORT
 # Every variable an activation's decisions read (tests/test_fastpath.py checks the list
 # against what an activation asks for). Not the token, the cache or the report directory.
-DECISION_VARIABLES = (
-    "XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_STRICT",
-    "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
-)
+DECISION_VARIABLES = variables.DECISION_VARIABLES
 # Subpackages a decision never runs (command-line only).
 _NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote

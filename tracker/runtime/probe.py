@@ -17,10 +17,11 @@ from tracker.api import Finding
 from tracker.engine import source
 from tracker.model.decision import Decision
 from tracker.model.manifest import Marker, UpstreamRef, Workaround
+from tracker.model.vocabulary import Choice, DecidedBy, Reason, Role
 
 
 def markers(w: Workaround) -> list[tuple[UpstreamRef, Marker]]:
-    return [(ref, ref.marker) for ref in w.refs("inline-fix") if ref.marker is not None]
+    return [(ref, ref.marker) for ref in w.refs(Role.INLINE_FIX) if ref.marker is not None]
 
 
 def carried_fix(w: Workaround) -> tuple[bool, Finding | None]:
@@ -35,28 +36,28 @@ def carried_fix(w: Workaround) -> tuple[bool, Finding | None]:
             found = (source.contains(node, marker.contains) if marker.contains is not None
                      else source.declares(node, marker.declares or ""))
             if found:
-                return True, Finding("vllm-carries-fix", f"{target.qualname} already carries {ref.ref}'s fix "
+                return True, Finding(Reason.VLLM_CARRIES_FIX, f"{target.qualname} already carries {ref.ref}'s fix "
                                                          f"({marker} is in its source); nothing to do.")
     return read, None
 
 
-def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> tuple[Decision, str]:
+def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> tuple[Decision, DecidedBy]:
     """``decision`` after the source probe, and what decided it (``version`` or ``probe``).
 
     Only an ``affected`` decision of a workaround with a marker is probed. ``not_probed``:
     why the installed source is not the stack's own (the CLI describing another stack).
     """
-    if decision.reason != "affected" or not markers(w):
-        return decision, "version"
+    if decision.reason != Reason.AFFECTED or not markers(w):
+        return decision, DecidedBy.VERSION
     if not_probed is None:
         read, finding = carried_fix(w)
         if finding is not None:
-            return Decision(w.id, "skip", finding.reason, finding.detail), "probe"
+            return Decision(w.id, Choice.SKIP, Reason(finding.reason), finding.detail), DecidedBy.PROBE
         if read:
-            return decision, "version"
+            return decision, DecidedBy.VERSION
         not_probed = "the targets' source is not installed here"
     return dataclasses.replace(decision, detail=f"{decision.detail} vLLM's own source not probed ({not_probed})."), \
-        "version"
+        DecidedBy.VERSION
 
 
 __all__ = ["carried_fix", "markers", "probed"]

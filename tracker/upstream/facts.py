@@ -8,9 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from tracker.model.manifest import Release
+from tracker.model.vocabulary import SCHEMA
 from tracker.upstream.clock import iso, now
-
-SCHEMA = 1
 
 
 @dataclass(frozen=True)
