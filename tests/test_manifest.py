@@ -102,6 +102,9 @@ BROKEN = {
     "related reference without a note": ('>=0.1.6"\nnote = "the XPU view holds its host tensor; before it the '
                                          "view's deleter is a no-op\"", '>=0.1.6"', ".note", "must say what it changes",
                                          'ref = "vllm-project/vllm-xpu-kernels#262"'),
+    "target absent_in that is not a specifier": ('absent_in = "<0.23.0" },', 'absent_in = "before 0.23" },',
+                                                 "targets[0].absent_in", "not a PEP 440 specifier",
+                                                 'absent_in = "before 0.23"'),
     "bad commit": ('released_in = "torch>=2.14.0"', 'released_in = "torch>=2.14.0"\ncommit = "abc"',
                    "commit", "40-character", 'commit = "abc"'),
 }

@@ -199,3 +199,13 @@ def test_the_marker_reads_back_what_was_written():
     found = read_marker(body)
     assert (found.id, found.evidence, found.closed) == ("static-launcher-uva", "ab12", "not-retirable")
     assert read_marker("a PR someone else wrote") is None
+
+
+def test_removing_the_last_workaround_keeps_the_tracked_entries_after_it_byte_for_byte():
+    # The [[tracked]] entries (vLLM's own inline workarounds) follow the last [[workaround]]; they and
+    # the comment block above them belong to no workaround.
+    tracked = SHIPPED[SHIPPED.index("# vLLM's own inline XPU workarounds"):]
+    edited = remove_entry(SHIPPED, "uva-view-unpinned")
+    assert edited.endswith(tracked)
+    assert 'id = "uva-view-unpinned"' not in edited
+    assert tomllib.loads(edited)["tracked"] == tomllib.loads(SHIPPED)["tracked"]

@@ -52,7 +52,8 @@ def test_upstream_json_reports_every_reference_of_the_shipped_manifest(github, t
 def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):
     result = run(github, tmp_path, "--json", "--refresh")
 
-    audit = [item for item in json.loads(result.stdout)["inline_audit"] if item["vllm_ref"] == "v0.34.0"]
+    audit = [item for item in json.loads(result.stdout)["inline_audit"]
+             if item["vllm_ref"] == "v0.34.0" and not item["tracked"]]
     assert {item["workaround"]: item["dead"] for item in audit} == upstream_history.INLINE_DEAD_AT_0_34
     by_id = {item["workaround"]: item for item in audit}
     assert by_id["static-launcher-uva"]["evidence"] == (
@@ -60,6 +61,28 @@ def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(gi
     assert "vllm-xpu-kernels 0.1.17" in by_id["uva-view-unpinned"]["evidence"]
     assert {item["workaround"] for item in audit if item["partial"]} == upstream_history.INLINE_PARTLY_DEAD_AT_0_34
     assert "still rejects the external keyword" in by_id["event-blocking-kwarg"]["evidence"]
+
+
+def test_upstream_says_which_tracked_vllm_workarounds_are_dead_at_vllm_0_34_0_with_evidence(github, tmp_path):
+    result = run(github, tmp_path, "--json", "--refresh")
+
+    audit = {item["workaround"]: item for item in json.loads(result.stdout)["inline_audit"]
+             if item["vllm_ref"] == "v0.34.0" and item["tracked"]}
+    assert set(audit) == {inline.id for inline in reader.load().tracked}
+    assert {name for name, item in audit.items() if item["dead"]} == upstream_history.TRACKED_DEAD_AT_0_34
+    assert {name for name, item in audit.items() if item["partial"]} == upstream_history.TRACKED_PARTLY_DEAD_AT_0_34
+    assert audit["vllm-static-launcher-off"]["evidence"] == (
+        "vLLM pins torch 2.15.0 for XPU at vLLM 0.34.0; pytorch/pytorch#188240 is in torch>=2.14.0 "
+        "(learned from GitHub): dead code, it can go.")
+    assert audit["vllm-ec-uint64-pointers"]["evidence"].endswith(
+        "pytorch/pytorch#191458 is in torch>=2.14.0 (the manifest's dead_when): dead code, it can go.")
+    assert audit["vllm-deepseek-v4-event-redirect"]["evidence"].startswith("Waits on pytorch/pytorch#189017")
+    assert "vllm-xpu-kernels#564" in audit["vllm-uva-view-unpinned"]["evidence"]
+    # At the default branch the same verdicts follow vLLM's current pins (torch 2.15.0, kernels 0.1.17).
+    main = {item["workaround"]: item["dead"] for item in json.loads(result.stdout)["inline_audit"]
+            if item["vllm_ref"] == "main" and item["tracked"]}
+    assert main == {name: item["dead"] for name, item in audit.items()}
+    assert "vllm-static-launcher-off at v0.34.0: dead" in run(github, tmp_path, "--offline").stdout
 
 
 def test_second_refresh_makes_only_conditional_requests(github, tmp_path):

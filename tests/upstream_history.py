@@ -108,6 +108,9 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
 INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
                        "cuda-event-redirect": False, "cudagraph-profile-skip": False, "pp-broadcast-sync": False}
 INLINE_PARTLY_DEAD_AT_0_34 = {"event-blocking-kwarg"}
+# vLLM's own inline workarounds ([[tracked]]) at v0.34.0: census, "waits on".
+TRACKED_DEAD_AT_0_34 = {"vllm-static-launcher-off", "vllm-ec-uint64-pointers"}
+TRACKED_PARTLY_DEAD_AT_0_34 = {"vllm-uva-view-unpinned", "vllm-xpu-event-keywords"}
 
 
 def requirements(torch: str, kernels: str) -> str:

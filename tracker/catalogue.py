@@ -155,4 +155,19 @@ def markdown(manifest: Manifest) -> str:
             "",
             f"**Retirement:** {verdict.verdict}: {verdict.detail}",
         ]
+    if manifest.tracked:
+        out += ["", "## vLLM's own XPU workarounds (tracked, not patched)", "",
+                "Inline workarounds vLLM carries itself, waiting on an upstream fix. Nothing here applies them; "
+                "`xpu-workarounds upstream` says whether each is dead code at vLLM's current XPU pins, and "
+                "`xpu-workarounds check` finds each marker in a release.", "",
+                "| id | what | where (marker) | carried in | waits on | dead when vLLM pins |",
+                "|---|---|---|---|---|---|"]
+        for inline in manifest.tracked:
+            reference = (f"[{inline.waits_on}](https://github.com/{inline.waits_on.replace('#', '/issues/')})"
+                         if inline.waits_on else f"[link]({inline.link})" if inline.link else "nothing named")
+            dead = f"`{inline.dead_when}`" if inline.dead_when else "no release known"
+            dead += f" (leaves: {inline.remaining})" if inline.remaining else ""
+            marker = inline.marker.replace("|", "\\|")
+            out.append(f"| `{inline.id}` | {inline.title} | `{inline.file}` (`{marker}`) | "
+                       f"`vllm{inline.carried_in}` | {reference} | {dead} |")
     return "\n".join(out) + "\n"

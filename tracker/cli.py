@@ -209,6 +209,29 @@ def docs(output: Annotated[Path | None, typer.Option("--output", "-o", help="Wri
     typer.echo(f"wrote {output}")
 
 
+@app.command("check")
+def check_release(
+    release: Annotated[str, typer.Argument(metavar="vllm==X | PATH",
+                                           help="A vLLM release (fetched with pip, never installed or run), or a "
+                                                "wheel, source distribution or source tree.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Before an upgrade: per workaround, its targets in that release (same fingerprint?), whether
+    the release carries its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
+    from tracker import check
+
+    manifest = load_manifest()
+    try:
+        result = check.check(manifest, release)
+    except check.CheckInputError as error:
+        fail(str(error))
+    except check.NotFetchable as error:
+        fail(str(error), check.EXIT_NOT_FETCHABLE)
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else check.render(result))
+    if result.problems:
+        raise typer.Exit(check.EXIT_DRIFT)
+
+
 @app.command()
 def upstream(
     json_output: JsonOption = False,

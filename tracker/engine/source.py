@@ -83,14 +83,26 @@ def parsed_module(name: str) -> ast.Module | None:
     return _parsed(source) if source is not None else None
 
 
-def definition(path: str) -> ast.AST | None:
+def file_under(root: Path, name: str) -> Path | None:
+    """The ``.py`` file of module ``name`` in a source tree ``root`` (not on sys.path)."""
+    base = root.joinpath(*name.split("."))
+    return next((candidate for candidate in (base.with_name(base.name + ".py"), base / "__init__.py")
+                 if candidate.is_file()), None)
+
+
+def definition(path: str, root: Path | None = None) -> ast.AST | None:
     """The ``def``/``class`` node of target ``path`` in its module's source, or None.
 
     Reads the source file; never imports the module. None when the module, or a
     definition of that exact name in that exact place (not inherited), is absent.
+    With ``root``, the module is looked up in that source tree instead of sys.path.
     """
     module_name, _, qualname = path.partition(":")
-    node: ast.AST | None = parsed_module(module_name)
+    if root is None:
+        node: ast.AST | None = parsed_module(module_name)
+    else:
+        found = file_under(root, module_name)
+        node = _parsed(found) if found is not None else None
     for part in qualname.split("."):
         if node is None:
             return None
@@ -115,4 +127,4 @@ def declares(node: ast.AST | None, parameter: str) -> bool:
                                     for child in ast.walk(node))
 
 
-__all__ = ["contains", "declares", "definition", "module_exists", "module_source", "parsed_module"]
+__all__ = ["contains", "declares", "definition", "file_under", "module_exists", "module_source", "parsed_module"]

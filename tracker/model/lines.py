@@ -22,6 +22,7 @@ class LineLocator:
         current: tuple[str, int, int] = ("", 0, -1)
         workaround = -1
         counters: dict[str, int] = {}
+        arrays: dict[str, int] = {}
         for number, line in enumerate(self.lines, start=1):
             header = self._HEADER.match(line)
             if header:
@@ -34,6 +35,9 @@ class LineLocator:
                     index = counters.get(table, 0)
                     counters[table] = index + 1
                     current = (table, index, workaround)
+                elif header.group(1) == "[[":  # another top-level array, e.g. [[tracked]]
+                    arrays[table] = arrays.get(table, -1) + 1
+                    current = (table, arrays[table], -1)
                 else:
                     current = (table, 0, -1)
                 self.header.setdefault(current, number)

@@ -9,11 +9,15 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tracker.model.vocabulary import Platform, Role, State, TargetKind
+
+if TYPE_CHECKING:
+    from tracker.model.tracked import InlineWorkaround
 
 
 def module_of(workaround_id: str) -> str:
@@ -27,6 +31,9 @@ class Target:
     kind: TargetKind
     params: tuple[str, ...]
     optional: bool = False
+    # vLLM releases known not to have this target (``check`` and the release matrix hold the
+    # manifest to it: absent there, present with this fingerprint everywhere else).
+    absent_in: SpecifierSet | None = None
 
     @property
     def module(self) -> str:
@@ -150,6 +157,7 @@ class Manifest:
     workarounds: tuple[Workaround, ...]
     by_id: dict[str, Workaround] = field(repr=False, default_factory=dict)
     policy: SupportPolicy = field(default_factory=SupportPolicy)
+    tracked: tuple[InlineWorkaround, ...] = ()  # vLLM's own inline workarounds (tracker.model.tracked)
 
     def get(self, workaround_id: str) -> Workaround:
         return self.by_id[workaround_id]

@@ -37,6 +37,7 @@ from tracker.model.manifest import (
     module_of,
 )
 from tracker.model.specifiers import satisfiable, specifier_set, version
+from tracker.model.tracked import read_tracked
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
     PARTIAL_ROLES,
@@ -59,14 +60,14 @@ _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
-_TOP_KEYS = frozenset({"schema", "support", "workaround"})
+_TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked"})
 _WORKAROUND_REQUIRED = (
     "id", "title", "platform", "owner", "added", "symptom", "why", "how", "targets", "affected", "upstream",
 )
 # ``module`` is derived from ``id``; an explicit one is tolerated when it says the same (README).
 _WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix", "module"})
 _WORKAROUND_STRINGS = ("id", "title", "module", "platform", "owner", "symptom", "why", "how")
-_TARGET_KEYS = frozenset({"path", "kind", "params", "optional"})
+_TARGET_KEYS = frozenset({"path", "kind", "params", "optional", "absent_in"})
 _UPSTREAM_REQUIRED = ("ref", "role", "state")
 _UPSTREAM_KEYS = frozenset({*_UPSTREAM_REQUIRED, "released_in", "commit", "note", "remaining", "marker"})
 
@@ -206,9 +207,11 @@ class _Reader:
             workaround = self.read_workaround(index, entry)
             if workaround is not None:
                 workarounds.append(workaround)
+        tracked = read_tracked(self, data.get("tracked"), lambda index, key: self.lines.of("tracked", index, key))
         if self.problems:
             return None, self.problems
-        return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy), []
+        return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy,
+                        tracked), []
 
     # [support] ------------------------------------------------------------------
     def read_support(self, table: Any) -> dict[str, Version]:
@@ -364,8 +367,13 @@ class _Reader:
             if not isinstance(optional, bool):
                 self.problem(at, f"{name}.optional", "must be true or false")
                 ok = False
+            absent_in = None
+            if "absent_in" in item:
+                absent_in = self.specifier(item["absent_in"], at, f"{name}.absent_in")
+                ok = ok and absent_in is not None
             if ok:
-                targets.append(Target(item["path"], TargetKind(item["kind"]), tuple(item["params"]), optional))
+                targets.append(Target(item["path"], TargetKind(item["kind"]), tuple(item["params"]), optional,
+                                      absent_in))
         return tuple(targets)
 
     def read_windows(self, value: Any, label: str, index: int) -> tuple[Window, ...]:

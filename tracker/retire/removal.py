@@ -33,6 +33,7 @@ DOCS_PATH = "docs/workarounds.md"
 
 _HEADER = re.compile(r"^\s*\[\[\s*workaround\s*\]\]\s*(#.*)?$")
 _COMMENT = re.compile(r"^\s*#")
+_OTHER_TABLE = re.compile(r"^\s*\[\[?\s*(?!workaround\b)[A-Za-z0-9_-]+\s*\]")
 
 
 class RetireError(Exception):
@@ -140,9 +141,13 @@ def remove_entry(text: str, workaround_id: str) -> str:
     headers = [number for number, line in enumerate(lines) if _HEADER.match(line)]
     if len(headers) == len(ids):
         start = _comments_above(lines, headers[index])
-        end = _comments_above(lines, headers[index + 1]) if index + 1 < len(headers) else len(lines)
+        following = headers[index + 1] if index + 1 < len(headers) else len(lines)
+        # Another top-level table (e.g. [[tracked]]) before the next entry ends this one too.
+        following = next((number for number in range(headers[index] + 1, following)
+                          if _OTHER_TABLE.match(lines[number])), following)
+        end = _comments_above(lines, following) if following < len(lines) else len(lines)
         edited = "".join(lines[:start] + lines[end:])
-        if index + 1 == len(headers):
+        if end == len(lines):
             edited = edited.rstrip("\n") + "\n"
         try:
             if tomlkit.parse(edited).unwrap() == expected:

@@ -12,6 +12,7 @@ not the installed one) the decision stands and its detail says the source was no
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from tracker.api import Finding
 from tracker.engine import source
@@ -24,11 +25,13 @@ def markers(w: Workaround) -> list[tuple[UpstreamRef, Marker]]:
     return [(ref, ref.marker) for ref in w.refs(Role.INLINE_FIX) if ref.marker is not None]
 
 
-def carried_fix(w: Workaround) -> tuple[bool, Finding | None]:
-    """(whether any target's source could be read, the evidence that vLLM carries an inline fix)."""
+def carried_fix(w: Workaround, root: Path | None = None) -> tuple[bool, Finding | None]:
+    """(whether any target's source could be read, the evidence that vLLM carries an inline fix).
+
+    ``root``: a vLLM source tree to read instead of the installed one (``check``)."""
     read = False
     for target in w.targets:
-        node = source.definition(target.path)
+        node = source.definition(target.path, root)
         if node is None:
             continue
         read = True

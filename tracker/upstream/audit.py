@@ -5,15 +5,13 @@ root fix."""
 from __future__ import annotations
 
 import base64
-import re
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tracker.model.manifest import Manifest, Workaround
-from tracker.model.versions import DISTRIBUTIONS, release_of
+from tracker.model.pins import xpu_pins
+from tracker.model.tracked import InlineWorkaround
 from tracker.model.vocabulary import RELEASED_STATES
 from tracker.upstream.cache import NotCached, Source
 from tracker.upstream.client import GitHubMissing
@@ -22,38 +20,6 @@ from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
 
 VLLM_REPOSITORY = "vllm-project/vllm"
 VLLM_XPU_REQUIREMENTS = "requirements/xpu.txt"
-
-_COMPONENT_OF_DISTRIBUTION = {canonicalize_name(name): component
-                              for component, names in DISTRIBUTIONS.items() for name in names}
-
-
-def xpu_pins(text: str) -> dict[str, Version]:
-    """Component -> pinned release from a requirements file (``==`` pins and wheel URLs)."""
-    pins: dict[str, Version] = {}
-    for raw in text.splitlines():
-        line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        component = _COMPONENT_OF_DISTRIBUTION.get(canonicalize_name(requirement.name))
-        if component is None:
-            continue
-        version = None
-        exact = [spec.version for spec in requirement.specifier if spec.operator in ("==", "===")]
-        if exact:
-            version = release_of(exact[0])
-        elif requirement.url:
-            try:
-                version = release_of(str(parse_wheel_filename(unquote(requirement.url.rsplit("/", 1)[-1]))[1]))
-            except (InvalidWheelFilename, InvalidVersion):
-                version = None
-        if version is not None:
-            pins[component] = version
-    return pins
-
 
 def pins_at(source: Source, label: str, query: str, pinned: str | None) -> dict[str, Version]:
     """vLLM's XPU pins at ``label`` (``query`` selects the ref; ``pinned`` is its fixed commit, if any)."""
@@ -65,7 +31,7 @@ def pins_at(source: Source, label: str, query: str, pinned: str | None) -> dict[
 
 def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:
     inline = [w for w in manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs("inline-fix"))]
-    if not inline:
+    if not inline and not manifest.tracked:
         return []
     verdicts: list[InlineVerdict] = []
     try:
@@ -82,10 +48,40 @@ def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]
         except (GitHubMissing, NotCached) as error:
             for w in inline:
                 verdicts.append(InlineVerdict(w.id, label, False, f"vLLM's XPU pins unknown: {error}"))
+            verdicts += [InlineVerdict(t.id, label, False, f"vLLM's XPU pins unknown: {error}", tracked=True)
+                         for t in manifest.tracked]
             continue
         for w in inline:
             verdicts.append(inline_verdict(w, label, pins, facts))
+        verdicts += [tracked_verdict(t, label, pins, facts) for t in manifest.tracked]
     return verdicts
+
+
+def tracked_verdict(inline: InlineWorkaround, label: str, pins: dict[str, Version],
+                    facts: dict[str, Facts]) -> InlineVerdict:
+    """A tracked inline workaround is dead at ``label`` once vLLM pins a release at least its ``dead_when``
+    (or the first release ``upstream`` learned for the reference it waits on)."""
+    at = "main" if label == "main" else f"vLLM {label.removeprefix(RELEASE_TAG_PREFIX)}"
+    known = facts.get(inline.waits_on or "")
+    learned = known.released_in if known is not None and known.state in RELEASED_STATES else None
+    release = learned if learned is not None and (inline.dead_when is None or learned.component ==
+                                                  inline.dead_when.component) else inline.dead_when
+    if release is None:
+        return InlineVerdict(inline.id, label, False, f"Waits on {inline.reference}, which no release is recorded "
+                                                      f"to fix, so it stays needed at {at}.", tracked=True)
+    pin = pins.get(release.component)
+    how = "learned from GitHub" if release is learned else "the manifest's dead_when"
+    if pin is None:
+        return InlineVerdict(inline.id, label, False, f"{at} pins no {release.component} for XPU; it is dead from "
+                                                      f"{release} ({how}).", tracked=True)
+    evidence = f"vLLM pins {release.component} {pin} for XPU at {at}; {inline.reference} is in {release} ({how})"
+    if pin < release.version:
+        return InlineVerdict(inline.id, label, False, evidence.replace(" is in ", " is only in ") + ".",
+                             tracked=True)
+    if inline.remaining:
+        return InlineVerdict(inline.id, label, False, f"{evidence}, but {inline.remaining}: only part of it is "
+                                                      f"dead.", partial=True, tracked=True)
+    return InlineVerdict(inline.id, label, True, f"{evidence}: dead code, it can go.", tracked=True)
 
 
 def inline_verdict(w: Workaround, label: str, pins: dict[str, Version], facts: dict[str, Facts]) -> InlineVerdict:

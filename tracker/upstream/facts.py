@@ -42,10 +42,11 @@ class InlineVerdict:
     dead: bool
     evidence: str
     partial: bool = False  # the root fix leaves part of the bug (the manifest's ``remaining``)
+    tracked: bool = False  # ``workaround`` is a [[tracked]] entry: vLLM's own, never patched here
 
     def as_json(self) -> dict[str, Any]:
         return {"workaround": self.workaround, "vllm_ref": self.vllm_ref, "dead": self.dead,
-                "partial": self.partial, "evidence": self.evidence}
+                "partial": self.partial, "tracked": self.tracked, "evidence": self.evidence}
 
 
 @dataclass

@@ -23,9 +23,12 @@ def render(report: Report, now: datetime | None = None) -> str:
     lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     lines.append("")
     lines += [f"{f.ref}: {f.evidence}" for f in report.references]
-    if report.inline_audit:
-        lines += ["", "vLLM's inline workarounds at vLLM's XPU pins:"]
-        for verdict in report.inline_audit:
+    for tracked, heading in ((False, "vLLM's inline copies of these workarounds at vLLM's XPU pins:"),
+                             (True, "vLLM's own XPU workarounds (tracked, not patched) at vLLM's XPU pins:")):
+        verdicts = [verdict for verdict in report.inline_audit if verdict.tracked == tracked]
+        if verdicts:
+            lines += ["", heading]
+        for verdict in verdicts:
             word = "partly dead" if verdict.partial else ("dead" if verdict.dead else "needed")
             lines.append(f"  {verdict.workaround} at {verdict.vllm_ref}: {word}: {verdict.evidence}")
     return "\n".join(lines)

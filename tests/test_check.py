@@ -1,0 +1,162 @@
+"""``xpu-workarounds check``: the manifest against one vLLM release's source, before an upgrade.
+
+The real releases are the release matrix's cached source distributions (tests/vllm_harness.py);
+the tests marked ``release_matrix`` use them. The others need no download: bad input, a
+release pip cannot fetch, archives read without running or trusting them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import vllm_harness
+from typer.testing import CliRunner
+
+from tracker import check
+from tracker.cli import app
+from tracker.model import reader
+
+MANIFEST = reader.load()
+UVA_TARGET = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env={"XPU_WORKAROUNDS_MANIFEST": None})
+
+
+def release(version: str) -> Path:
+    return vllm_harness.release_tree(version, check.needed_files(MANIFEST))
+
+
+# ------------------------------------------------------------- real releases
+
+
+@pytest.mark.release_matrix
+def test_a_release_that_needs_two_workarounds_shows_no_drift_and_exits_0(tmp_path):
+    result = run("check", "--json", str(release("0.27.1")))
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert (document["vllm"], document["drift"]) == ("0.27.1", False)
+    assert document["xpu_pins"] == {"torch": "2.13.0", "vllm-xpu-kernels": "0.1.12"}
+    decided = {w["id"]: w["decision_at_pins"]["reason"] for w in document["workarounds"]}
+    assert decided["static-launcher-uva"] == decided["uva-view-unpinned"] == "affected"
+    uva = next(w for w in document["workarounds"] if w["id"] == "uva-view-unpinned")
+    assert uva["targets"] == [{"path": UVA_TARGET, "found": "same",
+                               "detail": f"{UVA_TARGET}: function (cpu_tensor)"}]
+
+
+@pytest.mark.release_matrix
+def test_a_release_carrying_its_own_fixes_says_so_from_its_source():
+    document = json.loads(run("check", "--json", str(release("0.28.0"))).stdout)
+    fixes = {w["id"]: w["vllm_carries_fix"] for w in document["workarounds"]}
+    assert fixes["uva-view-unpinned"]["source"] is True and fixes["uva-view-unpinned"]["manifest"] is True
+    assert "vllm#51770" in fixes["static-launcher-uva"]["probe"]
+
+
+@pytest.mark.release_matrix
+def test_a_drifted_target_is_named_and_exits_3(tmp_path):
+    tree = shutil.copytree(release("0.27.1"), tmp_path / "tree")
+    source = tree / "vllm" / "utils" / "torch_utils.py"
+    text = source.read_text()
+    assert "def get_accelerator_view_from_cpu_tensor(cpu_tensor: torch.Tensor)" in text
+    source.write_text(text.replace("def get_accelerator_view_from_cpu_tensor(cpu_tensor: torch.Tensor)",
+                                   "def get_accelerator_view_from_cpu_tensor(tensor, *, non_blocking=False)"))
+    result = run("check", str(tree))
+    assert result.exit_code == 3, result.output
+    assert (f"uva-view-unpinned: drifted: {UVA_TARGET} is a function taking (tensor, non_blocking); the manifest "
+            "says a function taking (cpu_tensor)") in result.stdout
+
+
+@pytest.mark.release_matrix
+def test_a_vanished_target_exits_3(tmp_path):
+    tree = shutil.copytree(release("0.24.0"), tmp_path / "tree")
+    (tree / "vllm" / "v1" / "worker" / "gpu" / "pp_utils.py").unlink()
+    result = run("check", "--json", str(tree))
+    assert result.exit_code == 3
+    problems = next(w for w in json.loads(result.stdout)["workarounds"] if w["id"] == "pp-broadcast-sync")["problems"]
+    assert problems[0].startswith("vanished: vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast: no such module")
+    assert "would apply at the XPU pins, but vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast is absent" in problems
+
+
+# ------------------------------------------------------------ without a download
+
+
+def test_neither_a_release_nor_a_path_is_bad_input_in_one_line(tmp_path):
+    for what in ("vllm>=0.30", str(tmp_path / "missing.whl"), "torch==2.14.0"):
+        result = run("check", what)
+        assert result.exit_code == 2, (what, result.output)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_a_tree_without_a_vllm_package_is_bad_input(tmp_path):
+    result = run("check", str(tmp_path))
+    assert result.exit_code == 2 and result.stderr == f"xpu-workarounds: error: {tmp_path}: no vllm/ package in it\n"
+
+
+def test_a_release_pip_cannot_fetch_exits_4_in_one_line(tmp_path):
+    # No index and no links: pip fails as it would with no network. The real command, in its own process.
+    env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
+           "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
+    done = subprocess.run([sys.executable, "-m", "tracker.cli", "check", "vllm==0.34.0"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.startswith("xpu-workarounds: error: pip download vllm==0.34.0 failed: ")
+    assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def sdist_bytes(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(tmp_path):
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/requirements/xpu.txt": b"torch==2.15.0+xpu\n",
+        "vllm-0.99.0/vllm/utils/torch_utils.py": b"def get_accelerator_view_from_cpu_tensor(cpu_tensor):\n    pass\n",
+        "vllm-0.99.0/vllm/unrelated.py": b"x = 1\n",
+        "vllm-0.99.0/../escape.py": b"x = 1\n",
+    }))
+    root = check.unpack(archive, tmp_path / "tree", check.needed_files(MANIFEST).__contains__)
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == [
+        "PKG-INFO", "requirements/xpu.txt", "vllm/utils/torch_utils.py"]
+    assert not (tmp_path / "escape.py").exists()
+    result = check.check_tree(MANIFEST, root)
+    assert (result.vllm, {k: str(v) for k, v in result.pins.items()}) == ("0.99.0", {"torch": "2.15.0"})
+    uva = next(w for w in result.workarounds if w.id == "uva-view-unpinned")
+    assert uva.targets[0].found == "same"
+
+
+def test_a_wheel_is_read_with_its_metadata_as_the_version(tmp_path):
+    wheel = tmp_path / "vllm-0.99.0-cp38-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm-0.99.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n")
+        archive.writestr("vllm/utils/torch_utils.py", "def get_accelerator_view_from_cpu_tensor(cpu_tensor):\n    pass\n")
+    result = run("check", "--json", str(wheel))
+    document = json.loads(result.stdout)
+    assert document["vllm"] == "0.99.0" and document["xpu_pins"] == {}
+    # A wheel has no requirements/xpu.txt: no decision at pins; every other target vanished.
+    assert all(w["decision_at_pins"] is None for w in document["workarounds"])
+    assert result.exit_code == 3
+
+
+def test_a_corrupt_archive_is_bad_input(tmp_path):
+    broken = tmp_path / "vllm-0.99.0.tar.gz"
+    broken.write_bytes(b"not gzip")
+    result = run("check", str(broken))
+    assert result.exit_code == 2 and "cannot be read" in result.stderr and "Traceback" not in result.output

@@ -1,0 +1,81 @@
+"""The manifest against the released source of every vLLM release from the support floor to the newest.
+
+Each release's source distribution is fetched once from PyPI the way ``xpu-workarounds check``
+fetches it (``tracker.check.fetch``: pip, nothing of it installed or run) and cached with only
+the files the check reads (tests/vllm_harness.py ``release_tree``). Each test asks
+``tracker.check.check_tree``, the function the command runs, one question per release: the
+targets are there with the manifest's fingerprint (or declared absent in that release), the
+source probes agree with ``vllm_carries_fix``, and the decision at the release's own XPU pins
+(its ``requirements/xpu.txt``) agrees with what its source shows.
+"""
+
+from __future__ import annotations
+
+import pytest
+import vllm_harness
+from packaging.version import Version
+
+from tracker import check
+from tracker.model import reader
+from tracker.runtime.probe import markers
+
+pytestmark = pytest.mark.release_matrix
+
+MANIFEST = reader.load()
+NEEDED = check.needed_files(MANIFEST)
+PROBED = {w.id for w in MANIFEST.workarounds if markers(w)}  # the workarounds with an inline fix's marker
+
+
+@pytest.fixture(scope="module")
+def checked():
+    """``checked(release)``: ``check_tree`` of that release's source, computed once."""
+    results: dict[str, check.ReleaseCheck] = {}
+
+    def run(release: str) -> check.ReleaseCheck:
+        if release not in results:
+            results[release] = check.check_tree(MANIFEST, vllm_harness.release_tree(release, NEEDED))
+        return results[release]
+
+    return run
+
+
+def test_the_matrix_runs_from_the_support_floor_in_release_order():
+    releases = [Version(release) for release in vllm_harness.ALL_RELEASES]
+    assert releases[0] == MANIFEST.support["vllm"]
+    assert releases == sorted(set(releases))
+    assert set(vllm_harness.RELEASES) <= set(vllm_harness.ALL_RELEASES)
+
+
+@pytest.mark.parametrize("release", vllm_harness.ALL_RELEASES)
+def test_the_source_is_that_release_with_torch_and_kernels_pinned_for_xpu(checked, release):
+    result = checked(release)
+    assert result.vllm == release
+    assert set(result.pins) == {"torch", "vllm-xpu-kernels"}
+
+
+@pytest.mark.parametrize("release", vllm_harness.ALL_RELEASES)
+def test_every_target_is_there_with_its_fingerprint_or_declared_absent(checked, release):
+    result = checked(release)
+    assert [problem for problem in result.problems
+            if "drifted" in problem or "vanished" in problem or "declares it absent" in problem] == []
+    assert any(t.found == "same" for w in result.workarounds for t in w.targets)
+
+
+@pytest.mark.parametrize("release", vllm_harness.ALL_RELEASES)
+def test_every_source_probe_agrees_with_vllm_carries_fix(checked, release):
+    result = checked(release)
+    answers = {w.id: (w.source_fix, w.carries_fix) for w in result.workarounds if w.id in PROBED}
+    assert all(source is not None for source, _ in answers.values()), answers  # each probe ran
+    # Where the manifest says vLLM carries its own fix, the source has it.
+    assert [name for name, (source, carries) in answers.items() if carries and not source] == []
+    # The source may carry it earlier than vllm_carries_fix says only where no window holds anyway
+    # (cuda-event-redirect in 0.23.0 and 0.24.0: its window is the nightlies after 0.24.0).
+    early = [w for w in result.workarounds if w.id in PROBED and w.source_fix and not w.carries_fix]
+    assert all(w.decision is not None and w.decision["reason"] == "not-affected" for w in early), early
+
+
+@pytest.mark.parametrize("release", vllm_harness.ALL_RELEASES)
+def test_the_decision_at_the_release_s_xpu_pins_agrees_with_its_source(checked, release):
+    result = checked(release)
+    assert all(w.decision is not None for w in result.workarounds)
+    assert result.problems == []

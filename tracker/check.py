@@ -1,0 +1,368 @@
+"""``check``: the manifest against a vLLM release's own source, before an upgrade.
+
+For each workaround: are its targets still there with the manifest's fingerprint (kind
+and parameter names, read from the syntax tree), does the release carry its own fix (the
+workaround's source probe, run on the release's files), and what would be decided at the
+release's XPU pins (its ``requirements/xpu.txt``); and where those answers disagree with
+the manifest. Nothing of the release is installed, imported or executed: the source
+distribution is fetched with ``pip download --no-deps`` and pip's metadata step is given a
+stand-in build backend that only reads the sdist's ``PKG-INFO``, so vLLM's ``setup.py``
+never runs. The test suite's release matrix calls ``check_tree`` for every release.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tracker.engine.source import definition, file_under
+from tracker.model.decision import decide
+from tracker.model.environment import Settings, build
+from tracker.model.manifest import Manifest, Target, Workaround
+from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
+from tracker.model.tracked import InlineWorkaround
+from tracker.model.vocabulary import SCHEMA
+from tracker.runtime.probe import carried_fix, markers
+
+EXIT_DRIFT = 3
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FETCHABLE = 4
+_REQUIREMENT = re.compile(r"^vllm==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+# pip's metadata step for an sdist runs its build backend; this one only copies PKG-INFO.
+_BACKEND = '''import os
+from email.parser import Parser
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    with open("PKG-INFO", encoding="utf-8") as handle:
+        info = Parser().parse(handle, headersonly=True)
+    dist_info = f"{info['Name'].replace('-', '_')}-{info['Version']}.dist-info"
+    os.makedirs(os.path.join(metadata_directory, dist_info))
+    with open(os.path.join(metadata_directory, dist_info, "METADATA"), "w", encoding="utf-8") as handle:
+        handle.write(f"Metadata-Version: 2.1\\nName: {info['Name']}\\nVersion: {info['Version']}\\n")
+    return dist_info
+'''
+
+
+class CheckInputError(ValueError):
+    """What to check is malformed or unreadable (exit 2)."""
+
+
+class NotFetchable(RuntimeError):
+    """pip could not fetch the release (exit 4)."""
+
+
+# ------------------------------------------------------------------ getting the source
+
+
+def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
+    """``vllm==version``'s source distribution, downloaded by pip into ``into``; no code of it runs."""
+    backend = into / ".metadata-backend"
+    (backend / "setuptools").mkdir(parents=True, exist_ok=True)
+    (backend / "setuptools" / "__init__.py").write_text("")
+    (backend / "setuptools" / "build_meta.py").write_text(_BACKEND)
+    env = {**os.environ, "PYTHONPATH": str(backend), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary=:all:",
+               "--no-build-isolation", f"vllm=={version}", "-d", str(into)]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"pip download vllm=={version}: {error}") from None
+    found = sorted(into.glob("vllm-*.tar.gz"))
+    if done.returncode != 0 or not found:
+        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
+        raise NotFetchable(f"pip download vllm=={version} failed: {lines[-1].strip() if lines else 'no sdist'}")
+    return found[0]
+
+
+def needed_files(manifest: Manifest) -> set[str]:
+    """Paths (relative to a source tree) ``check_tree`` reads: every target's module, both ways it can be laid out."""
+    modules = {t.module for w in manifest.workarounds for t in w.targets}
+    paths = {XPU_REQUIREMENTS, "PKG-INFO", "vllm/_version.py", *(inline.file for inline in manifest.tracked)}
+    for module in modules:
+        base = module.replace(".", "/")
+        paths |= {f"{base}.py", f"{base}/__init__.py"}
+    return paths
+
+
+def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
+    """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        if archive.name.endswith(".whl"):
+            with zipfile.ZipFile(archive) as wheel:
+                for name in wheel.namelist():
+                    relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", name)
+                    if wanted(relative) and not name.endswith("/"):
+                        _write(into, relative, wheel.read(name))
+        elif archive.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(archive, "r:gz") as sdist:
+                for member in sdist:
+                    relative = member.name.partition("/")[2]
+                    if member.isfile() and wanted(relative):
+                        handle = sdist.extractfile(member)
+                        if handle is not None:
+                            _write(into, relative, handle.read())
+        else:
+            raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
+        raise CheckInputError(f"{archive}: cannot be read ({error})") from None
+    return into
+
+
+def _write(root: Path, relative: str, data: bytes) -> None:
+    target = (root / relative).resolve()
+    if root.resolve() not in target.parents:  # ``..`` in an archive member: never outside ``root``
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def release_version(root: Path) -> str | None:
+    """The vLLM version of a source tree: its PKG-INFO (sdist, wheel METADATA), else ``vllm/_version.py``."""
+    info = root / "PKG-INFO"
+    if info.is_file():
+        version = Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"), headersonly=True)["Version"]
+        if version:
+            return str(version)
+    written = root / "vllm" / "_version.py"
+    if written.is_file():
+        found = re.search(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""",
+                          written.read_text(encoding="utf-8", errors="replace"), re.M)
+        if found:
+            return found.group(1)
+    return None
+
+
+# ------------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    path: str
+    found: str  # same | drifted | absent
+    detail: str
+
+
+@dataclass
+class WorkaroundCheck:
+    id: str
+    targets: list[TargetCheck]
+    carries_fix: bool  # the manifest's vllm_carries_fix holds for this release
+    source_fix: bool | None  # the source probe found vLLM's own fix; None: no probe, or it could not run
+    probe: str  # what the probe said, or why it did not run
+    decision: dict[str, str] | None  # at the release's XPU pins; None when the pins are unknown
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth knowing, not drift
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "targets": [vars(t) for t in self.targets],
+                "vllm_carries_fix": {"manifest": self.carries_fix, "source": self.source_fix, "probe": self.probe},
+                "decision_at_pins": self.decision, "problems": self.problems, "notes": self.notes}
+
+
+@dataclass(frozen=True)
+class TrackedCheck:
+    """One of vLLM's own inline workarounds (``[[tracked]]``): is its marker where the manifest says?"""
+
+    id: str
+    file: str
+    carried: bool  # the manifest's carried_in holds for this release
+    found: bool  # the marker is in the file
+    problem: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return vars(self).copy()
+
+
+@dataclass
+class ReleaseCheck:
+    vllm: str | None
+    source: str
+    pins: dict[str, Version]
+    workarounds: list[WorkaroundCheck]
+    tracked: list[TrackedCheck] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """Where the release's source disagrees with a workaround's manifest entry (exit 3)."""
+        return [f"{w.id}: {problem}" for w in self.workarounds for problem in w.problems]
+
+    @property
+    def tracked_problems(self) -> list[str]:
+        """Where vLLM's own inline workarounds are not as the manifest says (news, not drift)."""
+        return [f"{t.id}: {t.problem}" for t in self.tracked if t.problem]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "vllm": self.vllm, "source": self.source,
+                "xpu_pins": {name: str(version) for name, version in self.pins.items()},
+                "drift": bool(self.problems), "workarounds": [w.as_json() for w in self.workarounds],
+                "tracked": [t.as_json() for t in self.tracked]}
+
+
+def fingerprint(node: ast.AST, in_class: bool) -> tuple[str, tuple[str, ...]]:
+    """(kind, parameter names) of a ``def`` as ``tracker.engine.patching`` fingerprints it at run time."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return "class", ()
+    decorators = {d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "") for d in node.decorator_list}
+    kind = ("classmethod" if "classmethod" in decorators else "staticmethod" if "staticmethod" in decorators
+            else "method") if in_class else ("contextmanager" if "contextmanager" in decorators else "function")
+    arguments = node.args
+    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+    if arguments.vararg:
+        names.append("*" + arguments.vararg.arg)
+    names += [a.arg for a in arguments.kwonlyargs]
+    if arguments.kwarg:
+        names.append("**" + arguments.kwarg.arg)
+    return kind, tuple(names[1:] if kind == "classmethod" else names)
+
+
+def check_target(target: Target, root: Path) -> TargetCheck:
+    node = definition(target.path, root)
+    if node is None:
+        where = "module" if file_under(root, target.module) is None else "definition"
+        return TargetCheck(target.path, "absent", f"{target.path}: no such {where} in this release")
+    in_class = isinstance(definition(target.path.rsplit(".", 1)[0], root), ast.ClassDef) if "." in target.qualname \
+        else False
+    kind, params = fingerprint(node, in_class)
+    if (kind, params) != (target.kind, target.params):
+        return TargetCheck(target.path, "drifted", f"{target.path} is a {kind} taking ({', '.join(params)}); the "
+                                                   f"manifest says a {target.kind} taking ({', '.join(target.params)})")
+    return TargetCheck(target.path, "same", f"{target.path}: {kind} ({', '.join(params)})")
+
+
+def _probe(w: Workaround, root: Path) -> tuple[bool | None, str]:
+    """The source probe on the release's files: the inline fixes' markers in the targets' source."""
+    if not markers(w):
+        return None, "no inline-fix marker to look for"
+    read, finding = carried_fix(w, root)
+    if finding is not None:
+        return True, finding.detail
+    return False, "no inline fix's marker in the targets' source" if read else "no target's source to read"
+
+
+def check_workaround(w: Workaround, root: Path, version: Version | None, pins: dict[str, Version]) -> WorkaroundCheck:
+    targets = [check_target(t, root) for t in w.targets]
+    carries = version is not None and w.vllm_carries_fix is not None and w.vllm_carries_fix.contains(
+        version, prereleases=True)
+    assume = {"vllm": str(version)} if version is not None else {}
+    assume |= {name: str(pin) for name, pin in pins.items()}
+    env = build(platform="xpu", platform_source="assumed", assume=assume, detected={})
+    source_fix, said = _probe(w, root)
+    decided = decide(w, env, Settings()) if version is not None and pins else None
+    result = WorkaroundCheck(w.id, targets, carries, source_fix, said,
+                             {"decision": decided.decision, "reason": decided.reason, "detail": decided.detail}
+                             if decided else None)
+    declared = {t.path: t for t in w.targets}
+    for found in targets:
+        absent_in = declared[found.path].absent_in
+        declared_absent = absent_in is not None and version is not None and absent_in.contains(version,
+                                                                                               prereleases=True)
+        if found.found == "drifted":
+            result.problems.append(f"drifted: {found.detail}")
+        elif found.found == "absent" and not declared_absent and not declared[found.path].optional:
+            result.problems.append(f"vanished: {found.detail}")
+        elif found.found != "absent" and declared_absent:
+            result.problems.append(f"{found.path} is present, but the manifest declares it absent in "
+                                   f"vllm{absent_in}")
+    if source_fix is False and carries:
+        result.problems.append(f"the manifest's vllm_carries_fix (vllm{w.vllm_carries_fix}) says {version} carries "
+                               f"vLLM's own fix, but the source probe finds none")
+    elif source_fix and not carries and version is not None:
+        # Harmless where no affected window holds (checked below): the manifest says not-affected instead.
+        result.notes.append(f"the source carries vLLM's own fix ({said}), outside vllm_carries_fix "
+                            f"(vllm{w.vllm_carries_fix})")
+    if decided is not None and decided.apply:
+        missing = [t.path for t, d in zip(targets, w.targets, strict=True) if t.found == "absent" and not d.optional]
+        if missing:
+            result.problems.append(f"would apply at the XPU pins, but {', '.join(missing)} is absent")
+        if source_fix:
+            result.problems.append("would apply at the XPU pins, but the source already carries the fix")
+    return result
+
+
+def check_tree(manifest: Manifest, root: Path, *, label: str | None = None) -> ReleaseCheck:
+    """Check every workaround against the vLLM source tree at ``root`` (with ``requirements/xpu.txt``)."""
+    if not (root / "vllm").is_dir():
+        raise CheckInputError(f"{root}: no vllm/ package in it")
+    raw = release_version(root)
+    try:
+        version = Version(raw) if raw else None
+    except InvalidVersion:
+        version = None
+    requirements = root / XPU_REQUIREMENTS
+    pins = xpu_pins(requirements.read_text(encoding="utf-8", errors="replace")) if requirements.is_file() else {}
+    pins = {name: pins[name] for name in ("torch", "vllm-xpu-kernels") if name in pins}
+    checks = [check_workaround(w, root, version, pins) for w in manifest.workarounds]
+    tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
+    return ReleaseCheck(raw, label or str(root), pins, checks, tracked)
+
+
+def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) -> TrackedCheck:
+    """Whether ``inline``'s marker is in its file exactly when the manifest says this release carries it."""
+    path = root / inline.file
+    found = path.is_file() and inline.marker in path.read_text(encoding="utf-8", errors="replace")
+    carried = version is not None and inline.carried_in.contains(version, prereleases=True)
+    problem = None
+    if version is not None and carried and not found:
+        problem = (f"vllm{inline.carried_in} should carry it, but {inline.file} has no {inline.marker!r}: "
+                   f"vLLM removed or moved it")
+    elif version is not None and found and not carried:
+        problem = f"{inline.file} has {inline.marker!r}, but the manifest says vllm{inline.carried_in} carries it"
+    return TrackedCheck(inline.id, inline.file, carried, found, problem)
+
+
+def check(manifest: Manifest, what: str, *, workdir: Path | None = None) -> ReleaseCheck:
+    """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree."""
+    matched = _REQUIREMENT.match(what.strip())
+    candidate = Path(what).expanduser()
+    if matched is None and not candidate.exists():
+        raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
+    if candidate.is_dir() and matched is None:
+        return check_tree(manifest, candidate)
+    wanted = needed_files(manifest)
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
+        archive = fetch(matched.group("version"), Path(scratch)) if matched else candidate
+        root = unpack(archive, Path(scratch) / "tree", wanted.__contains__)
+        result = check_tree(manifest, root, label=archive.name)
+        shutil.rmtree(root, ignore_errors=True)
+        return result
+
+
+def render(result: ReleaseCheck) -> str:
+    pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
+    lines = [f"vLLM {result.vllm or 'of unknown version'} ({result.source}); XPU pins: {pins}", ""]
+    rows = [("ID", "TARGETS", "VLLM'S OWN FIX (SOURCE/MANIFEST)", "AT THE XPU PINS")]
+    for w in result.workarounds:
+        found = ", ".join(sorted({t.found for t in w.targets}))
+        source = {True: "yes", False: "no", None: "-"}[w.source_fix]
+        decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
+        rows.append((w.id, found, f"{source}/{'yes' if w.carries_fix else 'no'}", decided))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    problems = result.problems
+    lines += ["", *problems] if problems else ["", "no drift: the manifest matches this release's source"]
+    carried = [t.id for t in result.tracked if t.found]
+    lines += ["", f"vLLM's own XPU workarounds tracked here and found in it: {', '.join(carried) or 'none'}"]
+    lines += [f"note: {w.id}: {note}" for w in result.workarounds for note in w.notes]
+    lines += [f"note: {problem}" for problem in result.tracked_problems]
+    return "\n".join(lines)
+

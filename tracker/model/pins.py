@@ -1,0 +1,49 @@
+"""vLLM's XPU pins: the torch and vllm-xpu-kernels releases a ``requirements/xpu.txt`` names.
+
+Read by the inline audit (the file at vLLM's default branch and latest tag, from GitHub)
+and by ``check`` (the file in a release's source distribution).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from tracker.model.versions import DISTRIBUTIONS, release_of
+
+XPU_REQUIREMENTS = "requirements/xpu.txt"
+
+_COMPONENT_OF_DISTRIBUTION = {canonicalize_name(name): component
+                              for component, names in DISTRIBUTIONS.items() for name in names}
+
+
+def xpu_pins(text: str) -> dict[str, Version]:
+    """Component -> pinned release from a requirements file (``==`` pins and wheel URLs)."""
+    pins: dict[str, Version] = {}
+    for raw in text.splitlines():
+        line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
+        if not line or line.startswith("-"):
+            continue
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        component = _COMPONENT_OF_DISTRIBUTION.get(canonicalize_name(requirement.name))
+        if component is None:
+            continue
+        version = None
+        exact = [spec.version for spec in requirement.specifier if spec.operator in ("==", "===")]
+        if exact:
+            version = release_of(exact[0])
+        elif requirement.url:
+            try:
+                version = release_of(str(parse_wheel_filename(unquote(requirement.url.rsplit("/", 1)[-1]))[1]))
+            except (InvalidWheelFilename, InvalidVersion):
+                version = None
+        if version is not None:
+            pins[component] = version
+    return pins

@@ -1,0 +1,124 @@
+"""vLLM's own inline XPU workarounds, tracked and never patched: ``[[tracked]]`` in the manifest.
+
+vLLM carries XPU workarounds of its own that wait on an upstream fix (census:
+../shared/reference/vllm-xpu-inline-census.md). Each entry says where one lives (a file of
+vLLM's source and a marker string that recognises it), which vLLM releases carry it, the
+reference it waits on, and which pinned release makes it dead code (``dead_when``). Nothing
+here is applied at run time: ``upstream`` says whether each is dead at vLLM's current XPU
+pins, the release matrix and ``check`` find each marker where the manifest says, ``docs``
+lists them. They have no module, so the retirement bot never touches them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from packaging.specifiers import SpecifierSet
+
+from tracker.model.manifest import Release
+
+_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
+_FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
+_REQUIRED = ("id", "title", "file", "marker", "carried_in")
+_KEYS = frozenset({*_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
+
+
+@dataclass(frozen=True)
+class InlineWorkaround:
+    """One of vLLM's own XPU workarounds, as the project tracks it."""
+
+    id: str
+    title: str
+    file: str  # in vLLM's source tree: "vllm/platforms/xpu.py"
+    marker: str  # a line fragment of that file that is there exactly while vLLM carries it
+    carried_in: SpecifierSet  # vLLM releases that carry it
+    waits_on: str | None = None  # OWNER/REPO#N
+    link: str | None = None  # a reference that is not a PR or issue
+    dead_when: Release | None = None  # dead code once vLLM pins a release this new for XPU
+    remaining: str | None = None  # what stays needed even then
+    note: str | None = None
+
+    @property
+    def reference(self) -> str:
+        return self.waits_on or self.link or "no upstream reference named"
+
+
+class _Reader(Protocol):
+    """What ``tracker.model.reader`` offers an entry reader: problems with lines, specifiers, releases."""
+
+    def problem(self, where: Any, field_name: str, message: str) -> None: ...
+
+    def specifier(self, value: Any, where: Any, field_name: str) -> SpecifierSet | None: ...
+
+    def release(self, value: Any, where: Any, field_name: str) -> Release | None: ...
+
+
+def read_tracked(reader: _Reader, entries: Any, line: Callable[[int, str | None], int]) -> tuple[InlineWorkaround, ...]:
+    """The ``[[tracked]]`` entries; every problem is reported through ``reader``.
+
+    ``line(index, key)`` is the line of ``key`` in the ``index``-th entry (or of its header).
+    """
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        reader.problem(line(0, None), "tracked", "must be an array of [[tracked]] tables")
+        return ()
+    tracked: list[InlineWorkaround] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        at = functools.partial(_line_of, line, index)
+        if not isinstance(entry, dict):
+            reader.problem(at(), f"tracked[{index}]", "must be a table")
+            continue
+        label = f"tracked[{entry.get('id') if isinstance(entry.get('id'), str) else index}]"
+        problems = _check(reader, entry, label, at, seen)
+        carried = reader.specifier(entry.get("carried_in"), at("carried_in"), f"{label}.carried_in") \
+            if "carried_in" in entry else None
+        dead = reader.release(entry["dead_when"], at("dead_when"), f"{label}.dead_when") \
+            if "dead_when" in entry else None
+        if problems or carried is None or ("dead_when" in entry and dead is None):
+            continue
+        text = {key: " ".join(str(entry[key]).split()) for key in ("remaining", "note") if key in entry}
+        tracked.append(InlineWorkaround(entry["id"], entry["title"].strip(), entry["file"], entry["marker"], carried,
+                                        entry.get("waits_on"), entry.get("link"), dead, text.get("remaining"),
+                                        text.get("note")))
+    return tuple(tracked)
+
+
+def _line_of(line: Callable[[int, str | None], int], index: int, key: str | None = None) -> int:
+    return line(index, key)
+
+
+def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[..., int], seen: set[str]) -> bool:
+    """Report what is wrong with one entry's plain fields; True when something is."""
+    found: list[tuple[Any, str, str]] = []
+    found += [(at(key), f"{label}.{key}", "unknown key") for key in entry if key not in _KEYS]
+    found += [(at(), f"{label}.{key}", "required") for key in _REQUIRED if key not in entry]
+    for key in ("id", "title", "file", "marker", "waits_on", "link", "remaining", "note"):
+        if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
+            found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
+    checks = (("id", _ID, "must be lower-case words joined by '-'"),
+              ("file", _FILE, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
+              ("waits_on", _REF, "is not OWNER/REPO#NUMBER"))
+    for key, pattern, message in checks:
+        value = entry.get(key)
+        if isinstance(value, str) and value.strip() and not pattern.match(value):
+            found.append((at(key), f"{label}.{key}", message))
+    link = entry.get("link")
+    if isinstance(link, str) and link.strip() and not link.startswith("https://"):
+        found.append((at("link"), f"{label}.link", "must be an https:// address"))
+    if "remaining" in entry and "dead_when" not in entry:
+        found.append((at("remaining"), f"{label}.remaining", "only an entry with dead_when can leave a part alive"))
+    identifier = entry.get("id")
+    if isinstance(identifier, str):
+        if identifier in seen:
+            found.append((at("id"), f"{label}.id", "duplicate id"))
+        seen.add(identifier)
+    for where, field_name, message in found:
+        reader.problem(where, field_name, message)
+    return bool(found)
