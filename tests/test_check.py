@@ -77,6 +77,15 @@ def test_a_drifted_target_is_named_and_exits_3(tmp_path):
 
 
 @pytest.mark.release_matrix
+def test_a_target_module_that_does_not_parse_is_named(tmp_path):
+    tree = shutil.copytree(release("0.27.1"), tmp_path / "tree")
+    (tree / "vllm" / "utils" / "torch_utils.py").write_text("def get_accelerator_view_from_cpu_tensor(:\n")
+    result = run("check", str(tree))
+    assert result.exit_code == 3
+    assert f"{UVA_TARGET}: vllm/utils/torch_utils.py does not parse as Python in this release" in result.stdout
+
+
+@pytest.mark.release_matrix
 def test_a_vanished_target_exits_3(tmp_path):
     tree = shutil.copytree(release("0.24.0"), tmp_path / "tree")
     (tree / "vllm" / "v1" / "worker" / "gpu" / "pp_utils.py").unlink()

@@ -238,8 +238,11 @@ def fingerprint(node: ast.AST, in_class: bool) -> tuple[str, tuple[str, ...]]:
 def check_target(target: Target, root: Path) -> TargetCheck:
     node = definition(target.path, root)
     if node is None:
-        where = "module" if file_under(root, target.module) is None else "definition"
-        return TargetCheck(target.path, "absent", f"{target.path}: no such {where} in this release")
+        found = file_under(root, target.module)
+        why = "no such module" if found is None else "no such definition"
+        if found is not None and not _parses(found):
+            why = f"{found.relative_to(root)} does not parse as Python"
+        return TargetCheck(target.path, "absent", f"{target.path}: {why} in this release")
     in_class = isinstance(definition(target.path.rsplit(".", 1)[0], root), ast.ClassDef) if "." in target.qualname \
         else False
     kind, params = fingerprint(node, in_class)
@@ -247,6 +250,14 @@ def check_target(target: Target, root: Path) -> TargetCheck:
         return TargetCheck(target.path, "drifted", f"{target.path} is a {kind} taking ({', '.join(params)}); the "
                                                    f"manifest says a {target.kind} taking ({', '.join(target.params)})")
     return TargetCheck(target.path, "same", f"{target.path}: {kind} ({', '.join(params)})")
+
+
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _probe(w: Workaround, root: Path) -> tuple[bool | None, str]:
