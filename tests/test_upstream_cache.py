@@ -4,7 +4,7 @@ no errors and no token stored, and a failed refresh leaves the cache as it was."
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from fakegithub import FakeGitHub
@@ -75,7 +75,9 @@ def test_offline_answers_from_the_cache_and_says_how_old_it_is(server, tmp_path)
     offline = learn(server, tmp_path, REF, mode="offline")
 
     assert offline.source == "cache" and offline.checked_at == live.checked_at
-    assert offline.as_json()["cache_age_seconds"] >= 0
+    later = live.checked_at + timedelta(seconds=90)
+    assert offline.as_json(at=later)["cache_age_seconds"] == 90
+    assert offline.as_json(at=live.checked_at - timedelta(seconds=5))["cache_age_seconds"] == 0  # a clock behind
     assert [f.as_json() for f in offline.references] == [f.as_json() for f in live.references]
     assert "from the cache, checked" in upstream.render(offline)
     assert server.count() == 0

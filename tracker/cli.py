@@ -1,4 +1,4 @@
-"""``xpu-workarounds``: the command line. Exit codes are CONTRACT.md's.
+"""``xpu-workarounds``: the command line. Exit codes and JSON shapes are the README's ("Command line").
 
 ``status``, ``explain``, ``lint``, ``docs`` and the ``retire`` plan answer from
 distribution metadata and the manifest alone: they import neither torch, vLLM nor

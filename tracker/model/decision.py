@@ -1,7 +1,7 @@
 """Decisions in one place: (workaround, environment, settings) -> apply or skip, and why.
 
 Pure functions: nothing here reads the process environment, imports a workaround
-or touches the network. The reasons are CONTRACT.md's closed vocabulary.
+or touches the network. The reasons are a closed vocabulary (README, "How a decision is made").
 """
 
 from __future__ import annotations

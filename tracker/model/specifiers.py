@@ -55,15 +55,22 @@ def satisfiable(spec: SpecifierSet) -> bool:
 
     The candidates are the versions the clauses name and their immediate
     neighbours (one more in the last place, one less, one more place appended):
-    if none of those satisfies every clause, no version does.
+    if none of those satisfies every clause, no version does. Arbitrary equality
+    (``===X``) matches the one version spelled exactly ``X``, if ``X`` is one.
+    (tests/test_specifiers.py checks this against brute force over a version grid.)
     """
     candidates: set[Version] = {Version("0")}
     for clause in spec:
+        if clause.operator == "===":
+            try:
+                return spec.contains(Version(clause.version), prereleases=True)
+            except InvalidVersion:
+                return False
         text = clause.version.rstrip(".*")
         try:
             base = Version(text)
         except InvalidVersion:
-            return True  # arbitrary equality (===): nothing to reason about
+            return True  # not a version packaging accepts in a specifier: nothing to reason about
         release = list(base.release)
         candidates.add(Version(".".join(map(str, release))))
         candidates.add(Version(".".join(map(str, release + [1]))))

@@ -47,7 +47,7 @@ class Choice(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why (CONTRACT.md's closed vocabulary): ``affected``/``forced`` apply, every other skips."""
+    """Why (README "How a decision is made"): ``affected``/``forced`` apply, every other skips."""
 
     AFFECTED = "affected"
     FORCED = "forced"
