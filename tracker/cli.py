@@ -64,7 +64,7 @@ def load_manifest() -> manifest_module.Manifest:
         return reader.load(_state["manifest"])
     except manifest_module.ManifestError as error:
         for problem in error.problems:
-            typer.echo(str(problem), err=True)
+            typer.echo(one_line(str(problem)), err=True)
         fail("the manifest is invalid (see above); run `xpu-workarounds lint` for the full list")
 
 
@@ -186,10 +186,10 @@ def lint(path: Annotated[Path | None, typer.Argument(help="Manifest to check (de
 
     problems = lint_manifest(path if path is not None else _state["manifest"])
     for problem in problems:
-        typer.echo(str(problem))
+        typer.echo(one_line(str(problem)))  # a path quoted from input cannot break the line
     if problems:
         raise typer.Exit(1)
-    typer.echo(f"{path or _state['manifest'] or reader.default_path()}: ok")
+    typer.echo(one_line(f"{path or _state['manifest'] or reader.default_path()}: ok"))
 
 
 @app.command()
