@@ -35,6 +35,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -334,6 +335,7 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     last_modified: datetime | None = None
+    costed: bool = True  # False: the handler keeps its own budget (GraphQL points)
 
 
 class NotFound(Exception):
@@ -393,6 +395,7 @@ class FakeGitHub:
         self.rate_limit = RATE_LIMIT
         self.rate_limit_remaining = RATE_LIMIT
         self.rate_limit_reset = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
+        self.latency = 0.0  # seconds added to every answer (benchmarks: ~0.1 s like api.github.com)
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -526,6 +529,8 @@ class FakeGitHub:
         except (_WerkzeugNotFound, MethodNotAllowed):
             reply = Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
             return self._finish(request, reply, rule_text, token, conditional)
+        if self.latency:  # a realistic round trip, for benchmarks
+            time.sleep(self.latency)
         stall = self.stalls.get(rule_text)
         if stall:
             self._released.wait(stall)
@@ -550,7 +555,7 @@ class FakeGitHub:
         except NotFound:
             result = Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
         reply = result if isinstance(result, Reply) else Reply(200, result)
-        return self._finish(request, reply, rule_text, token, conditional)
+        return self._finish(request, reply, rule_text, token, conditional, costed=reply.costed)
 
     def _finish(self, request: Request, reply: Reply, rule: str, token: str | None, conditional: bool,
                 costed: bool = True) -> Response:
@@ -919,3 +924,6 @@ def list_releases(server: FakeGitHub, request: Request, owner: str, repo: str) -
               "published_at": iso(r.commits[sha].date), "author": server.user(r.owner), "assets": [],
               "body": ""} for name, sha in ordered]
     return server.page(request, items)
+
+
+import fakegithub_graphql  # noqa: E402,F401  (registers POST /graphql: the GraphQL subset, same data)

@@ -45,9 +45,23 @@ def manifest_for(tmp_path: Path, *refs: str, role: str = "root-fix",
 
 
 def learn(server: FakeGitHub, tmp_path: Path, *refs: str, mode: str = "refresh", released_in: str | None = None,
-          **client) -> upstream.Report:
+          path: str = "rest", **client) -> upstream.Report:
     return upstream.track(manifest_for(tmp_path, *refs, released_in=released_in), mode=mode,
-                          client=settings(server, **client), cache_dir=tmp_path / "cache")
+                          client=settings(server, **client), cache_dir=tmp_path / "cache", graphql=path == "graphql")
+
+
+GRAPHQL = "/graphql"
+
+
+@pytest.fixture(params=["rest", "graphql"])
+def path(request: pytest.FixtureRequest) -> str:
+    """A scenario over both ways of asking: REST, a request per fact; GraphQL, batched queries."""
+    return str(request.param)
+
+
+def graphql_only(server: FakeGitHub, at_most: int) -> bool:
+    """Every request went to GraphQL (REST was not needed), and at most ``at_most`` of them."""
+    return server.count() == server.count(GRAPHQL) <= at_most
 
 
 def vllm_with_release_branch(server: FakeGitHub) -> Repo:
@@ -65,23 +79,26 @@ def vllm_with_release_branch(server: FakeGitHub) -> Repo:
 # ------------------------------------------------------------------------- scenarios
 
 
-def test_merged_pr_is_released_in_the_first_tag_that_contains_it_two_tags_later(server, tmp_path):
+def test_merged_pr_is_released_in_the_first_tag_that_contains_it_two_tags_later(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
     repo.tag("v0.2.0", "releases/v0.2.0")  # cut before the merge: does not contain it
     repo.commit("later", date="2026-06-10")
     repo.tag("v0.3.0", "main")
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
 
     assert (facts.state, facts.commit, str(facts.released_in)) == ("merged", sha, "vllm>=0.3.0")
     assert "v0.2.0 has neither it nor a cherry-pick" in facts.evidence
-    assert server.count(PULL) == server.count(TIMELINE) == server.count(TAGS) == 1
-    assert server.count(COMPARE) == 2  # bisection over three tags: v0.2.0 (no), v0.3.0 (yes)
-    assert server.count() == 5
+    if path == "rest":
+        assert server.count(PULL) == server.count(TIMELINE) == server.count(TAGS) == 1
+        assert server.count(COMPARE) == 2  # bisection over three tags: v0.2.0 (no), v0.3.0 (yes)
+        assert server.count() == 5
+    else:
+        assert graphql_only(server, at_most=3)
 
 
-def test_bot_landed_pytorch_pr_that_github_shows_closed_is_landed(server, tmp_path):
+def test_bot_landed_pytorch_pr_that_github_shows_closed_is_landed(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
     repo.tag("v2.13.0", "main")
@@ -90,15 +107,18 @@ def test_bot_landed_pytorch_pr_that_github_shows_closed_is_landed(server, tmp_pa
     repo.commit("more", date="2026-07-20")
     repo.tag("v2.14.0", "main")
 
-    facts = learn(server, tmp_path, "pytorch/pytorch#188240").references[0]
+    facts = learn(server, tmp_path, "pytorch/pytorch#188240", path=path).references[0]
 
     assert repo.pulls[188240].merged is False and repo.pulls[188240].state == "closed"
     assert (facts.state, facts.commit, str(facts.released_in)) == ("landed", sha, "torch>=2.14.0")
     assert "GitHub shows it closed, not merged" in facts.evidence
-    assert server.count(COMPARE) == 2 and server.count() == 5
+    if path == "rest":
+        assert server.count(COMPARE) == 2 and server.count() == 5
+    else:
+        assert graphql_only(server, at_most=3)
 
 
-def test_landed_then_reverted_pr_is_reverted_and_in_no_release(server, tmp_path):
+def test_landed_then_reverted_pr_is_reverted_and_in_no_release(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
     repo.pull("[XPU] Risky change", number=190000, created="2026-06-20")
@@ -106,15 +126,18 @@ def test_landed_then_reverted_pr_is_reverted_and_in_no_release(server, tmp_path)
     repo.bot_revert(190000, date="2026-07-03")
     repo.tag("v2.14.0", "main")
 
-    facts = learn(server, tmp_path, "pytorch/pytorch#190000").references[0]
+    facts = learn(server, tmp_path, "pytorch/pytorch#190000", path=path).references[0]
 
     assert (facts.state, facts.commit, facts.released_in) == ("reverted", sha, None)
     assert "reverted by commit" in facts.evidence  # the bot's revert commit, referenced before its label
-    # The PR, its timeline and the revert commit it references: a reverted change has no release to look for.
-    assert server.count() == 3 and server.count(COMMIT) == 1
+    if path == "rest":
+        # The PR, its timeline and the revert commit it references: a reverted change has no release to look for.
+        assert server.count() == 3 and server.count(COMMIT) == 1
+    else:
+        assert graphql_only(server, at_most=1)  # the referenced commit's message comes with the timeline
 
 
-def test_pr_landed_again_after_a_revert_is_landed_with_the_second_commit(server, tmp_path):
+def test_pr_landed_again_after_a_revert_is_landed_with_the_second_commit(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", files={"a.py": "1"}, date="2026-06-01")
     repo.tag("v2.13.0", "main")
@@ -124,98 +147,58 @@ def test_pr_landed_again_after_a_revert_is_landed_with_the_second_commit(server,
     second = repo.land(190000, date="2026-07-10", files={"a.py": "3"}, label="mergedX1")
     repo.tag("v2.14.0", "main")
 
-    facts = learn(server, tmp_path, "pytorch/pytorch#190000").references[0]
+    facts = learn(server, tmp_path, "pytorch/pytorch#190000", path=path).references[0]
 
     assert (facts.state, facts.commit, str(facts.released_in)) == ("landed", second, "torch>=2.14.0")
 
 
-def plain_revert(repo: Repo, number: int, date: str) -> str:
-    """``git revert`` of a PR's merge commit pushed to main: git's own message, which names the PR
-    in its title, so GitHub adds a ``referenced`` event (with the commit) to the PR's timeline."""
-    pr = repo.pulls[number]
-    sha = repo.commit(f'Revert "{pr.title} (#{number})"\n\nThis reverts commit {pr.merge_commit_sha}.',
-                      date=date, files={"reverted.txt": str(number)})
-    repo.event(number, "referenced", date, commit_id=sha)
-    return sha
-
-
-def test_merged_pr_reverted_by_a_plain_revert_commit_is_reverted(server, tmp_path):
-    repo = vllm_with_release_branch(server)
-    landed = repo.merge(500, date="2026-05-22")
-    revert = plain_revert(repo, 500, "2026-05-24")
-
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
-
-    assert (facts.state, facts.commit, facts.released_in) == ("reverted", landed, None)
-    assert f"reverted by commit {revert[:12]}" in facts.evidence
-    assert server.count(COMMIT) == 1  # the one commit referenced after the merge
-
-
-def test_a_referenced_commit_that_is_no_revert_leaves_the_pr_merged_and_costs_one_request_once(server, tmp_path):
-    repo = vllm_with_release_branch(server)
-    repo.merge(500, date="2026-05-22")
-    follow_up = repo.commit("[XPU] Follow-up to #500", date="2026-05-23")
-    repo.event(500, "referenced", "2026-05-23", commit_id=follow_up)
-
-    first = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
-    server.reset_log()
-    again = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
-
-    assert first.state == again.state == "merged"
-    assert server.count(COMMIT) == 0  # a commit never changes: its answer is kept for good
-
-
-def test_pr_relanded_after_a_plain_revert_commit_is_merged_again(server, tmp_path):
-    repo = vllm_with_release_branch(server)
-    repo.merge(500, date="2026-05-22")
-    plain_revert(repo, 500, "2026-05-24")
-    again = repo.commit("[XPU] Fix the thing, again (#500)", date="2026-05-26", files={"again.txt": "1"})
-    repo.event(500, "closed", "2026-05-26", commit_id=again)
-
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
-
-    assert (facts.state, facts.commit) == ("merged", again)
-
-
-def test_merged_pr_reverted_by_a_revert_pr_is_reverted(server, tmp_path):
+    assert "reverted by commit" in facts.evidence  # the bot's revert commit, referenced before its label
+    if path == "rest":
+        # The PR, its timeline and the revert commit it references: a reverted change has no release to look for.
+        assert server.count() == 3 and server.count(COMMIT) == 1
+    else:
+        assert graphql_only(server, at_most=1)  # the referenced commit's message comes with the timeline
     repo = vllm_with_release_branch(server)
     repo.merge(500, date="2026-05-22")
     revert = repo.pull('Revert "[XPU] Fix the thing (#500)"', number=501, created="2026-05-23")
     repo.cross_reference(500, revert, date="2026-05-23")
     repo.merge(501, date="2026-05-24")
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
 
     assert (facts.state, facts.released_in) == ("reverted", None)
     assert "vllm-project/vllm#501" in facts.evidence
 
 
-def test_fix_cherry_picked_into_a_release_branch_is_released_in_that_branch_tag(server, tmp_path):
+def test_fix_cherry_picked_into_a_release_branch_is_released_in_that_branch_tag(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
     pick = repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
     repo.tag("v0.2.0", "releases/v0.2.0")
     repo.tag("v0.3.0", "main")
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
 
     assert (facts.state, str(facts.released_in)) == ("merged", "vllm>=0.2.0")
     assert f"cherry-pick {pick[:12]}" in facts.evidence and "v0.3.0 is the first tag containing" in facts.evidence
-    assert server.count(COMPARE) == 2  # the compare that says "no" for v0.2.0 also lists its cherry-pick
+    if path == "rest":
+        assert server.count(COMPARE) == 2  # the compare that says "no" for v0.2.0 also lists its cherry-pick
+    else:
+        assert graphql_only(server, at_most=3)
 
 
-def test_cherry_pick_is_found_before_calling_a_fix_unreleased(server, tmp_path):
+def test_cherry_pick_is_found_before_calling_a_fix_unreleased(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
     repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
     repo.tag("v0.2.0", "releases/v0.2.0")  # no tag contains the main-branch commit itself
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
 
     assert str(facts.released_in) == "vllm>=0.2.0"
 
 
-def test_release_recorded_in_the_manifest_is_checked_first(server, tmp_path):
+def test_release_recorded_in_the_manifest_is_checked_first(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     sha = repo.merge(500, date="2026-05-22", files={"fix.py": "fixed"})
     repo.cherry_pick(sha, onto="releases/v0.2.0", date="2026-05-23")
@@ -224,62 +207,77 @@ def test_release_recorded_in_the_manifest_is_checked_first(server, tmp_path):
         repo.commit(f"work {minor}", date=f"2026-06-{minor:02d}")
         repo.tag(f"v0.{minor}.0", "main")
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500", released_in="vllm>=0.2.0").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", released_in="vllm>=0.2.0", path=path).references[0]
 
     assert str(facts.released_in) == "vllm>=0.2.0"
-    assert server.count(COMPARE) == 1  # v0.2.0 carries the cherry-pick; no earlier tag can have the commit
+    if path == "rest":
+        assert server.count(COMPARE) == 1  # v0.2.0 carries the cherry-pick; no earlier tag can have the commit
+    else:
+        assert graphql_only(server, at_most=3)
 
 
-def test_merged_fix_in_no_release_yet_is_unreleased(server, tmp_path):
+def test_merged_fix_in_no_release_yet_is_unreleased(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     repo.merge(500, date="2026-05-22")
     repo.tag("v0.2.0", "releases/v0.2.0")
 
-    facts = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
 
     assert (facts.state, facts.released_in) == ("merged", None)
     assert "no release contains it yet" in facts.evidence
-    assert server.count(COMPARE) == 1  # v0.2.0: no, and no cherry-pick in it
+    if path == "rest":
+        assert server.count(COMPARE) == 1  # v0.2.0: no, and no cherry-pick in it
+    else:
+        assert graphql_only(server, at_most=3)
 
 
-def test_open_pr_is_open(server, tmp_path):
+def test_open_pr_is_open(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", date="2026-06-01")
     repo.pull("[XPU] Device-generic torch.Event", number=189017, created="2026-07-10")
 
-    facts = learn(server, tmp_path, "pytorch/pytorch#189017").references[0]
+    facts = learn(server, tmp_path, "pytorch/pytorch#189017", path=path).references[0]
 
     assert (facts.state, facts.commit, facts.released_in) == ("open", None, None)
-    assert server.count() == 2
+    if path == "rest":
+        assert server.count() == 2
+    else:
+        assert graphql_only(server, at_most=1)
 
 
-def test_pr_closed_without_landing_is_closed_unmerged(server, tmp_path):
+def test_pr_closed_without_landing_is_closed_unmerged(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", date="2026-06-01")
     repo.pull("[XPU] Abandoned approach", number=187000, created="2026-06-10")
     repo.close(187000, date="2026-06-15")
 
-    facts = learn(server, tmp_path, "pytorch/pytorch#187000").references[0]
+    facts = learn(server, tmp_path, "pytorch/pytorch#187000", path=path).references[0]
 
     assert (facts.state, facts.commit, facts.released_in) == ("closed-unmerged", None, None)
-    assert server.count() == 2
+    if path == "rest":
+        assert server.count() == 2
+    else:
+        assert graphql_only(server, at_most=1)
 
 
-def test_unknown_pr_is_reported_on_its_reference_and_the_others_still_answered(server, tmp_path):
+def test_unknown_pr_is_reported_on_its_reference_and_the_others_still_answered(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", date="2026-06-01")
     repo.pull("[XPU] Open one", number=189017, created="2026-07-10")
 
-    report = learn(server, tmp_path, "pytorch/pytorch#999999", "pytorch/pytorch#189017")
+    report = learn(server, tmp_path, "pytorch/pytorch#999999", "pytorch/pytorch#189017", path=path)
 
     missing, other = report.references
     assert (missing.state, missing.released_in) == (None, None)
     assert "404" in missing.error and missing.ref in missing.error
     assert other.state == "open"
-    assert server.count(PULL, status=404) == 1 and server.count() == 3  # no timeline asked for the 404
+    if path == "rest":
+        assert server.count(PULL, status=404) == 1 and server.count() == 3  # no timeline asked for the 404
+    else:
+        assert graphql_only(server, at_most=1)
 
 
-def test_long_timelines_are_read_page_by_page(server, tmp_path):
+def test_long_timelines_are_read_page_by_page(server, tmp_path, path):
     repo = server.add_repo("pytorch/pytorch")
     repo.commit("init", date="2026-06-01")
     repo.tag("v2.13.0", "main")
@@ -289,12 +287,15 @@ def test_long_timelines_are_read_page_by_page(server, tmp_path):
     sha = repo.land(191000, date="2026-07-01")
     repo.tag("v2.14.0", "main")
 
-    cold = learn(server, tmp_path, "pytorch/pytorch#191000").references[0]
+    cold = learn(server, tmp_path, "pytorch/pytorch#191000", path=path).references[0]
     server.reset_log()
-    warm = learn(server, tmp_path, "pytorch/pytorch#191000").references[0]
+    warm = learn(server, tmp_path, "pytorch/pytorch#191000", path=path).references[0]
 
     assert (cold.state, cold.commit, str(cold.released_in)) == ("landed", sha, "torch>=2.14.0") and warm == cold
-    assert server.count(TIMELINE) == 2 and server.count(TIMELINE, status=304) == 2  # per_page=100: two pages
+    if path == "rest":
+        assert server.count(TIMELINE) == 2 and server.count(TIMELINE, status=304) == 2  # per_page=100: two pages
+    else:
+        assert graphql_only(server, at_most=1)
 
 
 def test_a_base_url_with_a_path_works_like_github_enterprise(tmp_path):

@@ -120,7 +120,7 @@ def test_normal_run_falls_back_to_the_cache_when_github_is_unavailable(server, t
     an_hour_later = datetime.fromisoformat(stored["checked_at"].replace("Z", "+00:00")) + 2 * upstream.MAX_AGE
 
     report = upstream.track(manifest_for(tmp_path, REF), mode="normal", client=settings(server),
-                            cache_dir=tmp_path / "cache", now=an_hour_later)
+                            cache_dir=tmp_path / "cache", now=an_hour_later, graphql=False)
 
     assert report.source == "cache" and report.references[0].state == "merged"
     assert "answered 500" in report.warning and "answering from the cache" in report.warning

@@ -25,9 +25,10 @@ def github():
         yield server
 
 
-def run(server: FakeGitHub, cache_dir, *args: str, manifest=None):
+def run(server: FakeGitHub, cache_dir, *args: str, manifest=None, api: str = "graphql"):
     env = {"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": None,
-           "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir), "XPU_WORKAROUNDS_MANIFEST": None}
+           "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir), "XPU_WORKAROUNDS_MANIFEST": None,
+           "XPU_WORKAROUNDS_GITHUB_API": api}
     prefix = ["--manifest", str(manifest)] if manifest is not None else []
     return CliRunner().invoke(app, [*prefix, "upstream", *args], env=env)
 
@@ -85,17 +86,32 @@ def test_upstream_says_which_tracked_vllm_workarounds_are_dead_at_vllm_0_34_0_wi
     assert "vllm-static-launcher-off at v0.34.0: dead" in run(github, tmp_path, "--offline").stdout
 
 
-def test_second_refresh_makes_only_conditional_requests(github, tmp_path):
-    first = run(github, tmp_path, "--json", "--refresh")
+def test_second_refresh_over_rest_makes_only_conditional_requests(github, tmp_path):
+    first = run(github, tmp_path, "--json", "--refresh", api="rest")
     cold = github.stats()
+    github.reset_log()
+
+    second = run(github, tmp_path, "--json", "--refresh", api="rest")
+
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)["references"] == json.loads(first.stdout)["references"]
+    assert cold["not_modified"] == 0
+    assert github.count() > 0 and github.count() == github.count(status=304, conditional=True)
+
+
+def test_second_refresh_over_graphql_is_one_query_and_asks_no_compare_again(github, tmp_path):
+    first = run(github, tmp_path, "--json", "--refresh")
+    cold = github.count("/graphql")
     github.reset_log()
 
     second = run(github, tmp_path, "--json", "--refresh")
 
     assert second.exit_code == 0, second.output
     assert json.loads(second.stdout)["references"] == json.loads(first.stdout)["references"]
-    assert cold["not_modified"] == 0
-    assert github.count() > 0 and github.count() == github.count(status=304, conditional=True)
+    assert cold <= 6  # issue 14: a cold refresh of the shipped manifest in at most 6 requests
+    # GraphQL has no conditional requests: what can change is asked again in one query;
+    # compares between fixed commits and files at fixed tags come from the cache.
+    assert github.count() == github.count("/graphql") == 1
 
 
 def test_offline_works_from_the_cache_and_says_how_old_it_is(github, tmp_path):

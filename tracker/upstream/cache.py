@@ -112,6 +112,10 @@ class Source:
         self.now = at or now()
         self.used: dict[str, Entry] = {}
         self.sent: list[tuple[str, int]] = []  # (key, status) of every request made
+        # Answers learned another way (GraphQL, see ``prefetch``) under their REST keys, and
+        # what that way found not to exist (never cached: errors are not cached).
+        self.prefetched: dict[str, Any] = {}
+        self.missing: dict[str, str] = {}
         self._gh: Any = None
 
     def _github(self) -> Any:
@@ -148,10 +152,27 @@ class Source:
         fetched = parse_iso(stored.get("fetched_at"))
         return self.mode is Mode.NORMAL and fetched is not None and self.now - fetched < MAX_AGE
 
+    def known(self, key: str) -> Entry | None:
+        """The answer for ``key`` this run can give without a request, if any."""
+        if key in self.used:
+            return self.used[key]
+        if key in self.prefetched:
+            return {"data": self.prefetched[key], "headers": {}, "fetched_at": iso(self.now), "immutable": False}
+        stored = self.cache.entries.get(key)
+        if stored is not None and (self.mode is Mode.OFFLINE or self._reusable(stored)):
+            return stored
+        return None
+
     def _entry(self, url: str, *, what: str, immutable: bool = False, key: str | None = None) -> Entry:
         key = key or self._key(url)
         if key in self.used:
             return self.used[key]
+        if key in self.prefetched:
+            self.used[key] = {"data": self.prefetched[key], "headers": {}, "fetched_at": iso(self.now),
+                              "immutable": immutable}
+            return self.used[key]
+        if key in self.missing:
+            raise github_client.GitHubMissing(f"{what}: {self.missing[key]}")
         stored = self.cache.entries.get(key)
         if self.mode is Mode.OFFLINE:
             if stored is None:

@@ -88,8 +88,9 @@ class BoundedRetry(GithubRetry):
         return seconds
 
 
-def connect(settings: ClientSettings) -> github.Github:
-    """A ``github.Github`` for ``settings`` (no request is sent yet)."""
+def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Github:
+    """A ``github.Github`` for ``settings`` (no request is sent yet); ``reads_only``: its
+    POSTs are reads (GraphQL queries), not spaced a second apart like writes."""
     # PyGithub (2.10) installs an INFO console handler on its logger at import and logs each
     # retry through it; our failures are reported as one line, so keep only its warnings.
     logging.getLogger("github").setLevel(logging.WARNING)
@@ -109,7 +110,7 @@ def connect(settings: ClientSettings) -> github.Github:
         # Reads are sequential and few; writes keep PyGithub's one-second spacing
         # (GitHub's guidance against secondary rate limits).
         seconds_between_requests=None,
-        seconds_between_writes=1.0,
+        seconds_between_writes=None if reads_only else 1.0,
     )
 
 

@@ -49,6 +49,17 @@ class InlineVerdict:
                 "partial": self.partial, "tracked": self.tracked, "evidence": self.evidence}
 
 
+@dataclass(frozen=True)
+class Learned:
+    """What GraphQL did in a run: queries sent, points they cost, why it stopped (if it
+    refused), and how many answers it left to REST."""
+
+    queries: int
+    points: int
+    refused: str | None
+    left_to_rest: int
+
+
 @dataclass
 class Report:
     source: str  # live | cache
@@ -57,6 +68,7 @@ class Report:
     inline_audit: list[InlineVerdict]
     requests: list[tuple[str, int]] = field(default_factory=list)
     warning: str | None = None
+    graphql: Learned | None = None  # None: GraphQL was not used
 
     def as_json(self, at: datetime | None = None) -> dict[str, Any]:
         document: dict[str, Any] = {

@@ -45,6 +45,11 @@ def release_of_tag(name: str) -> Version | None:
     return version
 
 
+def tags_path(repo: str) -> str:
+    """Where a repository's release tags are listed (REST)."""
+    return f"/repos/{repo}/git/matching-refs/tags/{RELEASE_TAG_PREFIX}?per_page=100"
+
+
 @dataclass(frozen=True)
 class Tag:
     name: str
@@ -77,8 +82,7 @@ class Releases:
 
     def tags(self, repo: str) -> list[Tag]:
         if repo not in self._tags:
-            refs = self.source.get_list(f"/repos/{repo}/git/matching-refs/tags/{RELEASE_TAG_PREFIX}?per_page=100",
-                                        what=f"{repo} release tags")
+            refs = self.source.get_list(tags_path(repo), what=f"{repo} release tags")
             tags = []
             for item in refs:
                 name = str(item.get("ref", "")).removeprefix("refs/tags/")

@@ -5,6 +5,8 @@ Cost: one request per fact, none repeated in a run; see ``cache`` for what is as
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -17,10 +19,12 @@ from tracker.upstream.audit import inline_audit
 from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
 from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
 from tracker.upstream.clock import age_text, iso, now
-from tracker.upstream.facts import Facts, Report
+from tracker.upstream.facts import Facts, Learned, Report
 from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
 from tracker.upstream.state import classify_pr, referenced_after_landing, reverted_sha
+
+API_VARIABLE = "XPU_WORKAROUNDS_GITHUB_API"  # graphql (default): GraphQL first, REST for the rest; rest: REST only
 
 
 class Tracker:
@@ -75,8 +79,13 @@ class Tracker:
 
 
 def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientSettings | None = None,
-          cache_dir: Path | None = None, now: datetime | None = None) -> Report:
+          cache_dir: Path | None = None, now: datetime | None = None, graphql: bool | None = None) -> Report:
     """Learn every reference's facts; ``mode`` is ``normal``, ``refresh`` or ``offline``.
+
+    ``graphql``: learn what is not cached through GitHub's GraphQL API first, in a few
+    batched requests (``prefetch``); REST answers whatever it did not (all of it when
+    GraphQL is unavailable or refuses). The facts are the same either way. None: as
+    ``XPU_WORKAROUNDS_GITHUB_API`` says (``rest``: REST only; default ``graphql``).
 
     Raises ``NoUsableCache`` offline without a cache, and ``GitHubUnavailable`` when
     GitHub cannot be asked (``refresh``, or no cache to fall back on). Otherwise a
@@ -85,6 +94,7 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
     mode = Mode(mode)
     if client is None:
         client = ClientSettings.from_env()
+    graphql = _graphql_wanted(graphql)
     at = now or _now()
     cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
     if mode is Mode.OFFLINE:
@@ -94,7 +104,11 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
         return _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
     source = Source(cache, mode, client, at)
     try:
+        learned = _prefetch(source, client, lambda rehearsal: _run(manifest, rehearsal, "live", at)) \
+            if graphql else None
         report = _run(manifest, source, "live", at)
+        if learned is not None:
+            report.graphql = learned
     except GitHubUnavailable as error:
         if mode is Mode.REFRESH or not cache.usable:
             raise
@@ -122,27 +136,53 @@ class Fresh:
 
 
 def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None = None,
-          mode: Mode | str = Mode.REFRESH, at: datetime | None = None) -> Fresh:
+          mode: Mode | str = Mode.REFRESH, at: datetime | None = None, graphql: bool | None = None) -> Fresh:
     """Every reference's facts and the floors ``manifest``'s policy gives, from one ``Source``
     (``refresh``: every answer that can change revalidated). Raises ``GitHubUnavailable``
     when GitHub cannot be asked, and ``NoUsableCache`` offline without a cache; the cache
-    is saved only after a run that succeeded."""
+    is saved only after a run that succeeded. ``graphql`` as for ``track``."""
     mode = Mode(mode)
     at = at or _now()
     cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
     if mode is Mode.OFFLINE and not cache.usable:
         raise NoUsableCache(f"no cached upstream facts in {cache.path}")
     source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
+    learned = None
+    if mode is not Mode.OFFLINE and _graphql_wanted(graphql):
+        learned = _prefetch(source, client, lambda rehearsal: _judged(manifest, rehearsal))
+    references, floors = _judged(manifest, source)
+    label, checked = ("live", at) if source.sent else ("cache", cache.checked_at or at)
+    if source.sent:
+        cache.save(source.used, at)
+    report = Report(label, checked, references, [], source.sent)
+    report.graphql = learned
+    return Fresh(report, floors)
+
+
+def _judged(manifest: Manifest, source: Source) -> tuple[list[Facts], Floors]:
     tracker = Tracker(manifest, source)
     references = tracker.references()
     try:
         floors = effective_floors(manifest, tracker.releases)
     except (GitHubMissing, NotCached) as error:
         floors = fixed_floors(manifest, f"the support policy could not be applied ({error})")
-    label, checked = ("live", at) if source.sent else ("cache", cache.checked_at or at)
-    if source.sent:
-        cache.save(source.used, at)
-    return Fresh(Report(label, checked, references, [], source.sent), floors)
+    return references, floors
+
+
+def _graphql_wanted(graphql: bool | None) -> bool:
+    if graphql is None:
+        return os.environ.get(API_VARIABLE, "graphql").strip().lower() != "rest"
+    return graphql
+
+
+def _prefetch(source: Source, client: ClientSettings, rehearse: Callable[[Source], object]) -> Learned:
+    """Learn through GraphQL what ``rehearse`` (the run to come) reads (see ``prefetch``)."""
+    from tracker.upstream.graphql import GraphQL
+    from tracker.upstream.prefetch import prefetch
+
+    transport = GraphQL(client)
+    planner = prefetch(source, transport, rehearse)
+    return Learned(transport.exchange.queries, transport.exchange.points, planner.refused, len(planner.to_rest))
 
 
 def _run(manifest: Manifest, source: Source, label: str, checked_at: datetime) -> Report:

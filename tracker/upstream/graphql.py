@@ -1,0 +1,396 @@
+"""GitHub's GraphQL API for the upstream facts: many pull requests, tag lists, compares and
+files per request, answered in the shapes of the REST answers they stand for.
+
+One ``Batch`` is a list of ``Ask``s (a pull request with its timeline, a tag list page, a
+compare of a tag with a commit, a tag's recent history, a file at a revision). ``send``
+packs them into as few queries as GitHub's limits allow (aliases, grouped per
+repository), posts each through PyGithub's requester (same token, base URL, timeout and
+retries as the REST reads: ``client.ClientSettings``), and hands back each ``Ask``'s
+answer. GitHub's GraphQL URL comes from the REST base URL the way PyGithub derives it:
+``https://api.github.com/graphql``, or ``https://HOST/api/graphql`` for ``.../api/v3``.
+
+Limits (GitHub's, "Rate limits and node limits for the GraphQL API"): every connection
+needs ``first``/``last`` of 1-100; a call may ask for at most 500,000 nodes; a query costs
+(the number of connections, each weighted by its enclosing connections' sizes) / 100
+points, at least 1. Our own, tighter bounds keep a query small enough to answer well within
+GitHub's 10 s: ``MAX_PULLS`` pull requests (two connections each) and ``MAX_FIELDS``
+aliased fields per query.
+
+Failures: ``GraphQLRefused`` when GraphQL is not there or will not answer (404 on an
+Enterprise without it, 401/403, a token without the scopes, a rate limit, a query it
+rejects): the caller asks REST instead. A timeout, a dropped connection or 5xx beyond the
+retries is ``client.GitHubUnavailable``, as for REST.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import github
+import requests
+from github.GithubException import GithubException
+
+from tracker.upstream import client as github_client
+from tracker.upstream.client import ClientSettings, GitHubUnavailable
+
+MAX_PULLS = 100  # pull requests per query: 2 connections of 100 each, 200 points of weight
+MAX_FIELDS = 400  # aliased fields per query (compares, histories, files, tag lists)
+PAGE = 100  # GitHub's largest first/last
+HISTORY_LIMIT = PAGE  # longest tag-only history read for a cherry-pick search
+
+# The timeline items that decide landed / reverted (state.py reads these kinds).
+TIMELINE_ITEM_TYPES = ("MERGED_EVENT", "CLOSED_EVENT", "REOPENED_EVENT", "LABELED_EVENT", "REFERENCED_EVENT",
+                       "CROSS_REFERENCED_EVENT")
+_REST_EVENT = {"MergedEvent": "merged", "ClosedEvent": "closed", "ReopenedEvent": "reopened",
+               "LabeledEvent": "labeled", "ReferencedEvent": "referenced", "CrossReferencedEvent": "cross-referenced"}
+# GraphQL compares base = the tag with head = the commit; REST's compare/{commit}...{tag} the other way round.
+REST_STATUS = {"BEHIND": "ahead", "IDENTICAL": "identical", "AHEAD": "behind", "DIVERGED": "diverged"}
+CONTAINED = frozenset({"ahead", "identical"})  # REST statuses saying the tag contains the commit
+
+# Errors that mean "GraphQL will not answer this": ask REST instead.
+_REFUSALS = frozenset({"INSUFFICIENT_SCOPES", "FORBIDDEN", "RATE_LIMITED", "MAX_NODE_LIMIT_EXCEEDED",
+                       "EXCESSIVE_PAGINATION", "MISSING_PAGINATION_BOUNDARIES", "undefinedField", "argumentLiteralsIncompatible",
+                       "SYNTAX_ERROR"})
+
+
+class GraphQLRefused(Exception):
+    """GraphQL is unavailable or refuses (one line, no secret): use REST."""
+
+
+def graphql_url(settings: ClientSettings) -> str:
+    """``https://api.github.com/graphql``; ``https://HOST/api/graphql`` for an Enterprise ``.../api/v3``."""
+    base = settings.base_url.rstrip("/")
+    return (base.removesuffix("/v3") if base.endswith("/v3") else base) + "/graphql"
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text)  # a GraphQL string literal is a JSON string
+
+
+# ------------------------------------------------------------------------------ asks
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One thing to learn; ``fields()`` is its GraphQL selection inside ``repository(...)``."""
+
+    repo: str  # OWNER/NAME
+
+    @property
+    def weight(self) -> int:
+        return 1
+
+    @property
+    def fragments(self) -> tuple[str, ...]:
+        return ()
+
+    def selection(self) -> str:
+        raise NotImplementedError
+
+
+# Named fragments: a query names each once, however many pull requests or tags it asks.
+FRAGMENTS = {
+    "TimelineItem": (
+        "fragment TimelineItem on PullRequestTimelineItems { __typename "
+        "... on MergedEvent { createdAt actor { login } commit { oid committedDate } } "
+        "... on ClosedEvent { createdAt actor { login } closer { __typename ... on Commit { oid committedDate } } } "
+        "... on ReopenedEvent { createdAt actor { login } } "
+        "... on LabeledEvent { createdAt actor { login } label { name } } "
+        "... on ReferencedEvent { createdAt actor { login } commitRepository { nameWithOwner } "
+        "commit { oid message committedDate } } "
+        "... on CrossReferencedEvent { createdAt actor { login } source { __typename "
+        "... on PullRequest { number title body mergedAt repository { nameWithOwner } } "
+        "... on Issue { number title body repository { nameWithOwner } } } } }"),
+    "PullFacts": (
+        "fragment PullFacts on PullRequest { number state merged mergedAt createdAt closedAt updatedAt "
+        f"mergeCommit {{ oid }} labels(first: {PAGE}) {{ pageInfo {{ hasNextPage }} nodes {{ name }} }} "
+        f"timelineItems(first: {PAGE}, itemTypes: [{', '.join(TIMELINE_ITEM_TYPES)}]) {{ "
+        "pageInfo { hasNextPage endCursor } nodes { ...TimelineItem } } }"),
+    "TagFacts": (
+        "fragment TagFacts on Ref { name target { oid __typename ... on Commit { committedDate } "
+        "... on Tag { target { ... on Commit { committedDate } } } } }"),
+}
+
+
+@dataclass(frozen=True)
+class PullAsk(Ask):
+    number: int
+    after: str | None = None  # a later page of the timeline only
+
+    @property
+    def weight(self) -> int:
+        return 2
+
+    @property
+    def fragments(self) -> tuple[str, ...]:
+        return ("PullFacts", "TimelineItem") if self.after is None else ("TimelineItem",)
+
+    def selection(self) -> str:
+        if self.after is None:
+            return f"pullRequest(number: {self.number}) {{ ...PullFacts }}"
+        return (f"pullRequest(number: {self.number}) {{ number "
+                f"timelineItems(first: {PAGE}, after: {_quote(self.after)}, itemTypes: [{', '.join(TIMELINE_ITEM_TYPES)}]) "
+                "{ pageInfo { hasNextPage endCursor } nodes { ...TimelineItem } } }")
+
+
+@dataclass(frozen=True)
+class TagsAsk(Ask):
+    prefix: str  # the release tag prefix, "v"
+    after: str | None = None
+
+    @property
+    def fragments(self) -> tuple[str, ...]:
+        return ("TagFacts",)
+
+    def selection(self) -> str:
+        after = f", after: {_quote(self.after)}" if self.after else ""
+        return (f"refs(refPrefix: \"refs/tags/\", query: {_quote(self.prefix)}, first: {PAGE}{after}) {{ "
+                "pageInfo { hasNextPage endCursor } nodes { ...TagFacts } }")
+
+
+@dataclass(frozen=True)
+class CompareAsk(Ask):
+    tag: str
+    commit: str
+
+    def selection(self) -> str:
+        return (f"ref(qualifiedName: {_quote('refs/tags/' + self.tag)}) {{ "
+                f"compare(headRef: {_quote(self.commit)}) {{ status behindBy }} }}")
+
+
+@dataclass(frozen=True)
+class HistoryAsk(Ask):
+    tag: str
+    count: int  # 1..100
+
+    @property
+    def weight(self) -> int:
+        return 1 + self.count // PAGE
+
+    def selection(self) -> str:
+        history = (f"history(first: {self.count}) {{ nodes {{ oid message parents(first: 2) {{ totalCount }} }} }}")
+        return (f"ref(qualifiedName: {_quote('refs/tags/' + self.tag)}) {{ target {{ __typename "
+                f"... on Commit {{ {history} }} ... on Tag {{ target {{ ... on Commit {{ {history} }} }} }} }} }}")
+
+
+@dataclass(frozen=True)
+class FileAsk(Ask):
+    revision: str  # "HEAD" (the default branch) or a tag
+    path: str
+
+    def selection(self) -> str:
+        return f"object(expression: {_quote(self.revision + ':' + self.path)}) {{ __typename ... on Blob {{ text }} }}"
+
+
+@dataclass(frozen=True)
+class CommitAsk(Ask):
+    sha: str
+
+    def selection(self) -> str:
+        return f"object(oid: {_quote(self.sha)}) {{ __typename ... on Commit {{ oid message committedDate }} }}"
+
+
+@dataclass
+class Answer:
+    """What GraphQL said about one ``Ask``: ``data`` (None: the object does not exist,
+    ``missing`` says why)."""
+
+    data: Any
+    missing: str | None = None
+
+
+@dataclass
+class Exchange:
+    """Every query sent in a run: how many, and the points GitHub said they cost."""
+
+    queries: int = 0
+    points: int = 0
+    points_known: bool = True
+    costs: list[int] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------- transport
+
+
+class GraphQL:
+    """Sends batches of ``Ask``s for one run (one PyGithub requester, REST's settings)."""
+
+    def __init__(self, settings: ClientSettings, gh: github.Github | None = None) -> None:
+        self.settings = settings
+        self.gh = gh if gh is not None else github_client.connect(settings, reads_only=True)
+        self.url = graphql_url(settings)
+        self.exchange = Exchange()
+
+    def send(self, asks: Sequence[Ask]) -> dict[Ask, Answer]:
+        answers: dict[Ask, Answer] = {}
+        for group in pack(asks):
+            answers.update(self._query(group))
+        return answers
+
+    def _query(self, asks: list[Ask]) -> dict[Ask, Answer]:
+        repositories: dict[str, list[tuple[str, Ask]]] = {}
+        for index, ask in enumerate(asks):
+            repositories.setdefault(ask.repo, []).append((f"a{index}", ask))
+        parts = ["rateLimit { cost remaining }"]
+        for number, (repo, members) in enumerate(repositories.items()):
+            owner, _, name = repo.partition("/")
+            alias = f"r{number}"
+            inner = " ".join(f"{key}: {ask.selection()}" for key, ask in members)
+            parts.append(f"{alias}: repository(owner: {_quote(owner)}, name: {_quote(name)}) {{ {inner} }}")
+        used = sorted({name for ask in asks for name in ask.fragments})
+        document = self._post("query { " + " ".join(parts) + " } " + " ".join(FRAGMENTS[name] for name in used))
+        self.exchange.queries += 1
+        found = document.get("data")
+        data: dict[str, Any] = found if isinstance(found, dict) else {}
+        missing_at: dict[tuple[str, ...], str] = {}
+        for error in document.get("errors") or []:
+            path = tuple(str(step) for step in error.get("path") or [])
+            if error.get("type") == "NOT_FOUND" and path:
+                missing_at[path] = str(error.get("message") or "not found")
+            else:
+                raise GraphQLRefused(_refusal(error))
+        cost = (data.get("rateLimit") or {}).get("cost")
+        if isinstance(cost, int):
+            self.exchange.points += cost
+            self.exchange.costs.append(cost)
+        else:
+            self.exchange.points_known = False
+        answers: dict[Ask, Answer] = {}
+        for number, members in enumerate(repositories.values()):
+            alias = f"r{number}"
+            scope = data.get(alias)
+            for key, ask in members:
+                why = missing_at.get((alias, key)) or missing_at.get((alias,))
+                value = scope.get(key) if isinstance(scope, dict) else None
+                answers[ask] = Answer(value, None if value is not None else (why or "not found"))
+        return answers
+
+    def _post(self, query: str) -> dict[str, Any]:
+        requester = self.gh.requester
+        try:
+            status, headers, body = requester.requestJson("POST", self.url, input={"query": query})
+        except GithubException as error:
+            raise github_client.classify(error, self.settings, "GitHub GraphQL") from None
+        except requests.RequestException as error:
+            raise github_client.classify(error, self.settings, "GitHub GraphQL") from None
+        try:
+            document = json.loads(body) if body else {}
+        except ValueError:
+            document = {}
+        if status in (401, 403, 404, 410, 422) or (status == 200 and not isinstance(document, dict)):
+            reason = f"GitHub GraphQL at {self.url.split('//')[-1]} answered {status}"
+            raise GraphQLRefused(github_client._scrub(reason, self.settings))
+        if status >= 400:
+            lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+            failure = requester.createException(status, lowered, document)
+            classified = github_client.classify(failure, self.settings, "GitHub GraphQL")
+            if status == 429 or isinstance(classified, GitHubUnavailable) and status < 500:
+                raise GraphQLRefused(str(classified))
+            raise classified
+        if not isinstance(document, dict) or ("data" not in document and "errors" not in document):
+            raise GraphQLRefused("GitHub GraphQL answered something that is not a GraphQL response")
+        return document
+
+
+def _refusal(error: dict[str, Any]) -> str:
+    kind = str(error.get("type") or "error")
+    message = " ".join(str(error.get("message") or "").split())[:160]
+    return f"GitHub GraphQL refused the query ({kind}: {message})"
+
+
+def pack(asks: Iterable[Ask]) -> list[list[Ask]]:
+    """Queries of at most ``MAX_PULLS`` pull requests and ``MAX_FIELDS`` fields, in order."""
+    groups: list[list[Ask]] = []
+    current: list[Ask] = []
+    pulls = 0
+    for ask in asks:
+        is_pull = isinstance(ask, PullAsk)
+        if current and (len(current) >= MAX_FIELDS or (is_pull and pulls >= MAX_PULLS)):
+            groups.append(current)
+            current, pulls = [], 0
+        current.append(ask)
+        pulls += is_pull
+    if current:
+        groups.append(current)
+    return groups
+
+
+# ------------------------------------------------------------- REST-shaped answers
+
+
+def rest_pull(node: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``GET /repos/O/R/pulls/N`` that ``state.classify_pr`` reads."""
+    merged = bool(node.get("merged"))
+    return {"number": node.get("number"), "state": "open" if node.get("state") == "OPEN" else "closed",
+            "merged": merged, "merged_at": node.get("mergedAt"),
+            "merge_commit_sha": (node.get("mergeCommit") or {}).get("oid") if merged else None,
+            "created_at": node.get("createdAt"), "closed_at": node.get("closedAt"),
+            "updated_at": node.get("updatedAt"),
+            "labels": [{"name": label.get("name")} for label in (node.get("labels") or {}).get("nodes") or []
+                       if isinstance(label, dict)]}
+
+
+def rest_event(item: dict[str, Any], base_url: str) -> dict[str, Any] | None:
+    """A timeline item as ``GET /repos/O/R/issues/N/timeline`` gives it (the fields read)."""
+    kind = _REST_EVENT.get(str(item.get("__typename")))
+    if kind is None:
+        return None
+    event: dict[str, Any] = {"event": kind, "created_at": item.get("createdAt"),
+                             "actor": {"login": (item.get("actor") or {}).get("login")}, "commit_id": None}
+    if kind == "merged":
+        event["commit_id"] = (item.get("commit") or {}).get("oid")
+    elif kind == "closed":
+        closer = item.get("closer") or {}
+        event["commit_id"] = closer.get("oid") if closer.get("__typename") == "Commit" else None
+    elif kind == "labeled":
+        event["label"] = {"name": (item.get("label") or {}).get("name")}
+    elif kind == "referenced":
+        sha = (item.get("commit") or {}).get("oid")
+        repository = (item.get("commitRepository") or {}).get("nameWithOwner")
+        event["commit_id"] = sha
+        event["commit_url"] = f"{base_url.rstrip('/')}/repos/{repository}/commits/{sha}" if sha and repository else None
+    elif kind == "cross-referenced":
+        source = item.get("source") or {}
+        issue: dict[str, Any] = {"number": source.get("number"), "title": source.get("title"),
+                                 "body": source.get("body"),
+                                 "repository": {"full_name": (source.get("repository") or {}).get("nameWithOwner")}}
+        if source.get("__typename") == "PullRequest":
+            issue["pull_request"] = {"merged_at": source.get("mergedAt")}
+        event["source"] = {"type": "issue", "issue": issue}
+    return event
+
+
+def rest_tag(node: dict[str, Any]) -> dict[str, Any]:
+    """A tag as ``GET /repos/O/R/git/matching-refs/tags/v`` gives it."""
+    target = node.get("target") or {}
+    return {"ref": f"refs/tags/{node.get('name')}", "object": {"sha": target.get("oid")}}
+
+
+def tag_date(node: dict[str, Any]) -> str | None:
+    target = node.get("target") or {}
+    date = target.get("committedDate") or (target.get("target") or {}).get("committedDate")
+    return str(date) if date else None
+
+
+def history_nodes(answer: dict[str, Any]) -> list[dict[str, Any]] | None:
+    target = answer.get("target") or {}
+    if target.get("__typename") == "Tag":
+        target = target.get("target") or {}
+    history = target.get("history")
+    if not isinstance(history, dict) or not isinstance(history.get("nodes"), list):
+        return None
+    return [node for node in history["nodes"] if isinstance(node, dict)]
+
+
+def rest_file(text: str) -> dict[str, Any]:
+    """``GET /repos/O/R/contents/PATH``: the content, base64 as REST gives it."""
+    return {"type": "file", "encoding": "base64", "content": base64.b64encode(text.encode()).decode()}
+
+
+def rest_commit(node: dict[str, Any]) -> dict[str, Any]:
+    """``GET /repos/O/R/commits/SHA``: the sha and its message."""
+    return {"sha": node.get("oid"), "commit": {"message": node.get("message")}}
