@@ -22,6 +22,7 @@ from pathlib import Path
 import tomlkit
 
 from tracker.model import reader
+from tracker.model.manifest import module_of
 
 
 def repository(index: int) -> str:
@@ -40,10 +41,11 @@ def entries(workarounds: int, repositories: int) -> list[dict]:
     reference_number = 1000
     for index in range(workarounds):
         entry = copy.deepcopy(templates[index % len(templates)])
+        module = entry.pop("module", None) or module_of(entry["id"])  # the template's module
         suffix = f"s{index:03d}"
         entry["id"] = f"{entry['id']}-{suffix}"
         entry["targets"] = [dict(target, path=f"{target['path']}_{suffix}") for target in entry["targets"]]
-        named_in_code = module_source(entry["module"])
+        named_in_code = module_source(module)
         for number, reference in enumerate(entry["upstream"]):
             if reference["ref"] in named_in_code:
                 continue  # the module looks this reference up by name (e.g. a kernel fix it checks for)

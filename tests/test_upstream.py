@@ -152,12 +152,58 @@ def test_pr_landed_again_after_a_revert_is_landed_with_the_second_commit(server,
     assert (facts.state, facts.commit, str(facts.released_in)) == ("landed", second, "torch>=2.14.0")
 
 
-    assert "reverted by commit" in facts.evidence  # the bot's revert commit, referenced before its label
+def plain_revert(repo: Repo, number: int, date: str) -> str:
+    """``git revert`` of a PR's merge commit pushed to main: git's own message, which names the PR
+    in its title, so GitHub adds a ``referenced`` event (with the commit) to the PR's timeline."""
+    pr = repo.pulls[number]
+    sha = repo.commit(f'Revert "{pr.title} (#{number})"\n\nThis reverts commit {pr.merge_commit_sha}.',
+                      date=date, files={"reverted.txt": str(number)})
+    repo.event(number, "referenced", date, commit_id=sha)
+    return sha
+
+
+def test_merged_pr_reverted_by_a_plain_revert_commit_is_reverted(server, tmp_path, path):
+    repo = vllm_with_release_branch(server)
+    landed = repo.merge(500, date="2026-05-22")
+    revert = plain_revert(repo, 500, "2026-05-24")
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
+
+    assert (facts.state, facts.commit, facts.released_in) == ("reverted", landed, None)
+    assert f"reverted by commit {revert[:12]}" in facts.evidence
     if path == "rest":
-        # The PR, its timeline and the revert commit it references: a reverted change has no release to look for.
-        assert server.count() == 3 and server.count(COMMIT) == 1
+        assert server.count(COMMIT) == 1  # the one commit referenced after the merge
     else:
         assert graphql_only(server, at_most=1)  # the referenced commit's message comes with the timeline
+
+
+def test_a_referenced_commit_that_is_no_revert_leaves_the_pr_merged_and_costs_one_request_once(server, tmp_path):
+    repo = vllm_with_release_branch(server)
+    repo.merge(500, date="2026-05-22")
+    follow_up = repo.commit("[XPU] Follow-up to #500", date="2026-05-23")
+    repo.event(500, "referenced", "2026-05-23", commit_id=follow_up)
+
+    first = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+    server.reset_log()
+    again = learn(server, tmp_path, "vllm-project/vllm#500").references[0]
+
+    assert first.state == again.state == "merged"
+    assert server.count(COMMIT) == 0  # a commit never changes: its answer is kept for good
+
+
+def test_pr_relanded_after_a_plain_revert_commit_is_merged_again(server, tmp_path, path):
+    repo = vllm_with_release_branch(server)
+    repo.merge(500, date="2026-05-22")
+    plain_revert(repo, 500, "2026-05-24")
+    again = repo.commit("[XPU] Fix the thing, again (#500)", date="2026-05-26", files={"again.txt": "1"})
+    repo.event(500, "closed", "2026-05-26", commit_id=again)
+
+    facts = learn(server, tmp_path, "vllm-project/vllm#500", path=path).references[0]
+
+    assert (facts.state, facts.commit) == ("merged", again)
+
+
+def test_merged_pr_reverted_by_a_revert_pr_is_reverted(server, tmp_path, path):
     repo = vllm_with_release_branch(server)
     repo.merge(500, date="2026-05-22")
     revert = repo.pull('Revert "[XPU] Fix the thing (#500)"', number=501, created="2026-05-23")
