@@ -169,3 +169,12 @@ def test_status_says_vllms_source_was_not_probed_for_a_described_vllm():
     entry = next(w for w in document["workarounds"] if w["id"] == "static-launcher-uva")
     assert (entry["reason"], entry["decided_by"]) == ("affected", "version")
     assert "vLLM's own source not probed (vllm==0.27.1 is described by --assume" in entry["detail"]
+
+
+def test_a_manifest_path_with_a_newline_is_reported_on_one_line_per_problem():
+    # Found by tests/test_hostile_cli.py's fuzzing: the problem line quoted the path raw.
+    result = run("status", env={"XPU_WORKAROUNDS_MANIFEST": "\n"})
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "\\n:1: file: cannot read: No such file or directory",
+        "xpu-workarounds: error: the manifest is invalid (see above); run `xpu-workarounds lint` for the full list"]
