@@ -31,10 +31,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.measure import per_call, us, verdict
+from tracker.api import Context
 from tracker.engine import patching
 from tracker.model.environment import build
 from tracker.model.reader import load
-from tracker.runtime import Context
 
 STANDIN_MODULE = "xpu_workarounds_bench_standins"
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import scale_manifest
 from benchmarks.measure import REPO_ROOT, child_env, ms, verdict
 from tracker.model.reader import load
 
@@ -46,7 +47,10 @@ def vllm_environment() -> tuple[Path, Path]:
 
 
 def measure_once(python: Path, source: Path, variables: dict[str, str]) -> dict:
-    env = child_env({"PYTHONPATH": f"{source}:{REPO_ROOT}", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+    # A generated manifest's modules (benchmarks/scale_manifest.py) come before this checkout's.
+    modules = [str(scale_manifest.modules_path(Path(variables["XPU_WORKAROUNDS_MANIFEST"])))
+               ] if "XPU_WORKAROUNDS_MANIFEST" in variables else []
+    env = child_env({"PYTHONPATH": ":".join([str(source), *modules, str(REPO_ROOT)]), "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                      "VIRTUAL_ENV": None, **variables})
     result = subprocess.run([str(python), str(CHILD)], env=env, capture_output=True, text=True)
     line = next((line for line in reversed(result.stdout.splitlines()) if line.startswith("{")), None)

@@ -1,11 +1,14 @@
 """A generated manifest of 500 workarounds over 50 repositories, for the scale runs.
 
 Generated, never committed: each entry is a copy of one of the shipped workarounds
-(taken in turn), so windows, roles, states and module names are real ones, with
-its own id, its own patch targets (the shipped target's attribute with a suffix,
-so no two entries patch the same thing) and its own upstream references spread
-over ``repositories`` repositories, except a reference the workaround's module looks
-up by name (kept as it is). The result passes ``xpu-workarounds lint``.
+(taken in turn), so windows, roles, states and markers are real ones, with its
+own id, its own patch targets (the shipped target's attribute with a suffix, so no
+two entries patch the same thing) and its own upstream references spread over
+``repositories`` repositories, except a reference the workaround's module looks up
+by name (kept as it is). A module is derived from its id, so each entry gets its
+own module, a copy of its template's, in ``OUT.parent/modules/workarounds/``
+(``modules_path(OUT)``: put it first on ``PYTHONPATH``). The result passes
+``xpu-workarounds lint`` with that path.
 
     python -m benchmarks.scale_manifest OUT.toml [--workarounds 500] [--repositories 50]
 """
@@ -55,6 +58,11 @@ def entries(workarounds: int, repositories: int) -> list[dict]:
     return generated
 
 
+def modules_path(manifest: Path) -> Path:
+    """The directory to put first on ``PYTHONPATH`` for the generated manifest's modules."""
+    return manifest.parent / "modules"
+
+
 def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path:
     """Write the generated manifest to ``path`` and check it loads; returns ``path``."""
     shipped = tomllib.loads(reader.default_path().read_text(encoding="utf-8"))
@@ -62,6 +70,12 @@ def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path
                 "workaround": entries(workarounds, repositories)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    package = modules_path(path) / "workarounds"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text('"""Generated copies of the shipped workaround modules (benchmarks)."""\n')
+    for entry in document["workaround"]:
+        template = module_of(entry["id"].rsplit("-s", 1)[0])
+        (package / (module_of(entry["id"]).partition(".")[2] + ".py")).write_text(module_source(template))
     loaded = reader.load(path)  # raises ManifestError if the generator is wrong
     repos = {ref.repo for w in loaded.workarounds for ref in w.upstream if ref.repo.startswith("scale-org-")}
     if len(loaded.workarounds) != workarounds or len(repos) != repositories:

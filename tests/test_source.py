@@ -60,3 +60,12 @@ def test_a_module_missing_from_an_existing_package_does_not_exist(package):
 
 def test_a_top_level_package_that_is_not_installed_does_not_exist():
     assert source.module_exists("no_such_top_level_package_xyz.module") is False
+
+
+def test_within_memoized_a_module_is_located_once(package):
+    name = package.write("once", "VALUE = 1\n")
+    with source.memoized():
+        assert source.module_exists(name) is True
+        (package.root / "once.py").unlink()
+        assert source.module_exists(name) is True  # the first answer, not a second look
+    assert source.module_exists(name) is False

@@ -9,10 +9,12 @@ importing it, and to tell a target whose module does not exist from one not impo
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.machinery
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -29,7 +31,32 @@ def module_source(name: str) -> Path | None:
     return _locate(name)[1]
 
 
+_memo: dict[str, tuple[bool | None, Path | None]] | None = None
+
+
+@contextlib.contextmanager
+def memoized() -> Iterator[None]:
+    """Within this block each module is located once: an activation asks about hundreds of
+    targets in a few modules (README "Benchmarks"), and nothing it does installs one."""
+    global _memo
+    outer = _memo
+    _memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _memo = outer
+
+
 def _locate(name: str) -> tuple[bool | None, Path | None]:
+    memo = _memo
+    if memo is None:
+        return _find(name)
+    if name not in memo:
+        memo[name] = _find(name)
+    return memo[name]
+
+
+def _find(name: str) -> tuple[bool | None, Path | None]:
     module = sys.modules.get(name)
     if module is not None:
         origin = getattr(module, "__file__", None)

@@ -37,7 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from tracker.api import Context, Finding, ProbingWorkaroundModule
-from tracker.engine import patching
+from tracker.engine import patching, source
 from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings, build
 from tracker.model.manifest import ManifestError, Workaround
@@ -131,8 +131,9 @@ def _activate(env: Mapping[str, str], settings: Settings) -> None:
         _state.warnings.append(problem)
         log(logging.WARNING, f"xpu-workarounds: {problem}")
     _state.environment = environment = _environment(settings)
-    for workaround in manifest.workarounds:
-        _state.entries.append(_handle(workaround, environment, settings))
+    with source.memoized():  # one look-up per module, however many targets it holds
+        for workaround in manifest.workarounds:
+            _state.entries.append(_handle(workaround, environment, settings))
     line = summary()
     log(logging.INFO, line)
     _write_report()
