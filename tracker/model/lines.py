@@ -61,7 +61,3 @@ class LineLocator:
                 return number
         return default
 
-
-def line_of_offset(raw: bytes, offset: int) -> int:
-    """The 1-based line of byte ``offset`` in ``raw``."""
-    return raw[:offset].count(b"\n") + 1

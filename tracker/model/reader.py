@@ -17,12 +17,11 @@ import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from tracker.model.lines import LineLocator, line_of_offset
 from tracker.model.manifest import (
     Manifest,
     ManifestError,
@@ -53,6 +52,9 @@ from tracker.model.vocabulary import (
     TargetKind,
 )
 from tracker.paths import shipped_manifest
+
+if TYPE_CHECKING:
+    from tracker.model.lines import LineLocator
 
 _ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _REF = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
@@ -107,7 +109,7 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return None, [Problem(path, line_of_offset(raw, error.start), "file", "not UTF-8")]
+        return None, [Problem(path, raw[:error.start].count(b"\n") + 1, "file", "not UTF-8")]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -171,6 +173,8 @@ class _Reader:
     @property
     def lines(self) -> LineLocator:
         if self._lines is None:
+            from tracker.model.lines import LineLocator  # only where there is a problem to point at
+
             self._lines = LineLocator(self.text)
         return self._lines
 
