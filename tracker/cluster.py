@@ -29,8 +29,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-SCHEMA = 1
-OUTCOMES = ("applied", "waiting", "skipped", "failed", "drifted")
+from tracker.model.vocabulary import SCHEMA, Outcome
+
+# The order a node's row lists them in (Outcome's own order is worst first).
+OUTCOMES = (Outcome.APPLIED, Outcome.WAITING, Outcome.SKIPPED, Outcome.FAILED, Outcome.DRIFTED)
 REPORT_LIMIT = 1 << 20  # bytes; a report is a few KiB, anything bigger is not one
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
 
