@@ -170,7 +170,7 @@ def _tree_json(server: FakeGitHub, r: Repo, sha: str, files: dict[str, str], rec
     git = store(server)
     entries: dict[str, dict[str, Any]] = {}
     for path, text in sorted(files.items()):
-        raw = text.encode()
+        raw = text.encode("utf-8", "surrogateescape")  # bytes that are not UTF-8 survive (hostile tests)
         blob = blob_sha(raw)
         git.blobs[blob] = raw
         parts = path.split("/")

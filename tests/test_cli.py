@@ -178,3 +178,20 @@ def test_a_manifest_path_with_a_newline_is_reported_on_one_line_per_problem():
     assert result.stderr.splitlines() == [
         "\\n:1: file: cannot read: No such file or directory",
         "xpu-workarounds: error: the manifest is invalid (see above); run `xpu-workarounds lint` for the full list"]
+
+
+@pytest.mark.parametrize("command", [["status"], ["explain", "pp-broadcast-sync"]])
+def test_a_malformed_kill_switch_exits_2_with_one_line(command):
+    result = run(*command, env={"XPU_WORKAROUNDS": "disabled"})
+    assert result.exit_code == 2
+    assert result.stderr == ("xpu-workarounds: error: XPU_WORKAROUNDS: 'disabled' is not 0, off or false "
+                             "(apply nothing) nor 1, on or true (taken as on)\n")
+
+
+def test_assuming_a_torch_version_without_a_label_keeps_the_installed_builds_platform():
+    # This machine's torch is 2.13.0+cpu: assuming 2.14.0 describes the same CPU build.
+    document = json.loads(run("status", "--json", "--assume", "torch==2.14.0").stdout)
+    assert (document["environment"]["platform"], document["environment"]["platform_source"]) == ("cpu", "detected")
+    assert document["environment"]["versions"]["torch"] == "2.14.0"
+    labelled = json.loads(run("status", "--json", "--assume", "torch==2.14.0+xpu").stdout)
+    assert (labelled["environment"]["platform"], labelled["environment"]["platform_source"]) == ("xpu", "assumed")

@@ -252,3 +252,15 @@ def test_both_windows_below_the_floor_retire_it():
 def test_kernels_root_fix_does_not_retire_the_uva_view_while_vllm_asserts():
     verdict = retirement(MANIFEST.get("uva-view-unpinned"), {**MANIFEST.support, "vllm-xpu-kernels": Version("0.1.14")})
     assert not verdict.retirable
+
+
+@pytest.mark.parametrize("value", ["disabled", "nein", "2", "offf"])
+def test_a_kill_switch_value_that_is_not_documented_is_a_problem_not_silently_on(value):
+    settings = Settings.from_env({"XPU_WORKAROUNDS": value})
+    (problem,) = settings.problems
+    assert problem.startswith(f"XPU_WORKAROUNDS: {value!r} is not 0, off or false")
+
+
+@pytest.mark.parametrize("value", ["", "1", "on", "true", "yes", "0", "off", "false", "no", " OFF "])
+def test_documented_kill_switch_values_are_no_problem(value):
+    assert Settings.from_env({"XPU_WORKAROUNDS": value}).problems == ()

@@ -688,3 +688,22 @@ def test_the_installed_command_runs_as_the_workflow_runs_it(scenario):
     assert "would open a PR from xpu-workarounds/retire-static-launcher-uva" in result.stdout
     assert result.stdout.rstrip().endswith("dry run: nothing was changed")
     assert writes(scenario.server) == 0
+
+
+# ------------------------------------------------------------- a broken base manifest
+
+BROKEN_BASE = {
+    "not UTF-8": b"# caf\xe9\n[support]\n".decode("utf-8", "surrogateescape"),
+    "a huge number": "schema = " + "9" * 5000 + "\n",
+    "deep nesting": "x = " + "[" * 2000 + "]" * 2000 + "\n",
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN_BASE))
+def test_a_broken_manifest_on_the_base_branch_exits_4_with_one_line_naming_branch_and_file(scenario, broken):
+    scenario.set_manifest(BROKEN_BASE[broken])
+    result = cli(scenario, "--repo", REPOSITORY)
+    assert result.exit_code == 4, result.output
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"xpu-workarounds: error: {REPOSITORY}@main: {MANIFEST_PATH} ")
+    assert "Traceback" not in result.output and writes(scenario.server) == 0

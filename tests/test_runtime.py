@@ -262,3 +262,11 @@ def test_a_forked_child_writes_its_own_report(tmp_path):
     written = json.loads((tmp_path / f"{child}.json").read_text())
     assert written["pid"] == child
     assert written["workarounds"] == runtime.report()["workarounds"]
+
+
+def test_a_malformed_kill_switch_is_a_warning_in_the_log_and_the_report(caplog):
+    caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
+    runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS": "disabled"})
+    (warning,) = runtime.report()["warnings"]
+    assert warning.startswith("XPU_WORKAROUNDS: 'disabled' is not 0, off or false")
+    assert any(warning in record.getMessage() for record in caplog.records if record.levelno == logging.WARNING)

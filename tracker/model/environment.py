@@ -18,6 +18,7 @@ from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions
 from tracker.model.vocabulary import PLATFORMS
 
 _OFF = {"0", "off", "false", "no"}
+_ON = {"", "1", "on", "true", "yes"}
 
 
 class InputError(ValueError):
@@ -100,16 +101,22 @@ def build(
     """An Environment from detected metadata with assumptions laid over it.
 
     ``platform``: an explicit platform (an override or the one vLLM resolved).
-    Without it the platform is read from the torch build label; when versions
-    are assumed, from the assumed torch's label if it has one.
+    Without it the platform is read from the torch build label: the assumed torch's
+    label if it has one (``assumed``), else the installed torch's (``detected``: an
+    assumed ``torch==2.14.0`` on an XPU build is still XPU); with no torch installed,
+    an unlabelled assumed torch is PyPI's CUDA build (``assumed``).
     """
-    versions = dict(detected if detected is not None else detect_versions())
+    installed = dict(detected if detected is not None else detect_versions())
+    versions = dict(installed)
     for name, raw in (assume or {}).items():
         versions[name] = ComponentVersion(name, raw, source="assumed")
     if platform is not None:
         return Environment(platform, platform_source, versions)
-    source = "assumed" if assume and "torch" in assume and versions["torch"].local else "detected"
-    return Environment(platform_from_versions(versions), source, versions)
+    torch = installed.get("torch")
+    if assume and "torch" in assume and (versions["torch"].local or torch is None or not torch.installed):
+        return Environment(platform_from_versions(versions), "assumed", versions)
+    # The platform is the installed build's, whatever version of it is assumed.
+    return Environment(platform_from_versions(installed), "detected", versions)
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,12 @@ class Settings:
         ``problems``; with ``known_ids``, so are unknown ids (see ``for_ids``)."""
         env = os.environ if environ is None else environ
         problems: list[str] = []
-        switch = env.get(variables.KILL_SWITCH, "").strip().lower()
+        raw_switch = env.get(variables.KILL_SWITCH, "")
+        switch = raw_switch.strip().lower()
+        if switch not in _OFF | _ON:
+            # Not a documented value: said, never guessed (taken as on, as if unset).
+            problems.append(f"{variables.KILL_SWITCH}: {raw_switch!r} is not 0, off or false (apply nothing) "
+                            f"nor 1, on or true (taken as on)")
         strict_raw = env.get(variables.STRICT, "").strip().lower()
         if strict_raw not in ("", "0", "1", "true", "false", "on", "off", "yes", "no"):
             problems.append(f"{variables.STRICT}: {strict_raw!r} is not 1 or 0")

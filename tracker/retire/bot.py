@@ -114,7 +114,7 @@ class Retirer:
             modes = {e.path: e.mode for e in tree.tree if e.type == "blob"}
             if MANIFEST_PATH not in blobs:
                 raise RetireError(f"{what} has no {MANIFEST_PATH}")
-            text = _blob_text(repo.get_git_blob(blobs[MANIFEST_PATH]))
+            text = _blob_text(repo.get_git_blob(blobs[MANIFEST_PATH]), what)
         self._base = (commit, tree)
         return Snapshot(branch, head, commit.tree.sha, blobs, modes, text)
 
@@ -134,7 +134,7 @@ class Retirer:
         repo = self.read_repository()
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)
-        manifest = manifest_from_text(snapshot.manifest_text)
+        manifest = manifest_from_text(snapshot.manifest_text, f"{self.repository}@{base}")
         if only is not None and only not in manifest.by_id:
             raise ValueError(f"unknown workaround id {only!r} on {base} (known: {', '.join(manifest.ids)})")
         fresh, halted = self.learn(manifest)
@@ -281,7 +281,16 @@ class Retirer:
 __all__ = ["LABEL", "Retirer", "check_repository"]
 
 
-def _blob_text(blob: Any) -> str:
-    if blob.encoding == "base64":
-        return base64.b64decode(blob.content).decode("utf-8")
-    return str(blob.content)
+def _blob_text(blob: Any, what: str) -> str:
+    """The manifest blob's text; ``RetireError`` naming ``what`` and the file when it is not UTF-8."""
+    if blob.encoding != "base64":
+        return str(blob.content)
+    try:
+        raw = base64.b64decode(str(blob.content))
+    except ValueError:
+        raise RetireError(f"{what}: GitHub's blob of {MANIFEST_PATH} is not base64") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RetireError(f"{what}: {MANIFEST_PATH} is not UTF-8 text (byte {error.start}: "
+                          f"{error.reason})") from None

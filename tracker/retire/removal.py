@@ -187,8 +187,9 @@ def compute_removal(snapshot: Snapshot, w: Workaround) -> Removal:
     return Removal(w, tuple(deleted), {MANIFEST_PATH: manifest_text, DOCS_PATH: markdown(edited)})
 
 
-def manifest_from_text(text: str) -> Manifest:
-    """The manifest in ``text`` (module existence is judged against the tree, not here)."""
+def manifest_from_text(text: str, where: str = "the base branch") -> Manifest:
+    """The manifest in ``text`` (module existence is judged against the tree, not here);
+    ``RetireError`` naming ``where`` (``OWNER/NAME@BRANCH``) and the file when it is invalid."""
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(text, encoding="utf-8")
@@ -196,7 +197,7 @@ def manifest_from_text(text: str) -> Manifest:
             return reader.load(path)
         except manifest_module.ManifestError as error:
             first = str(error.problems[0]).replace(str(path), MANIFEST_PATH)
-            raise RetireError(f"the {MANIFEST_PATH} on the base branch is invalid ({first}"
+            raise RetireError(f"{where}: {MANIFEST_PATH} is invalid ({first}"
                               f"{'; and more' if len(error.problems) > 1 else ''})") from None
 
 
