@@ -210,8 +210,40 @@ def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(gith
 
     result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path)
 
-    assert result.exit_code == 0, result.output
+    # Under --refresh a reference that could not be learned fails the run (issue 10, item 7),
+    # after every other reference's facts are printed.
+    assert result.exit_code == 4, result.output
     found = {item["ref"]: item for item in json.loads(result.stdout)["references"]}
     assert found["pytorch/pytorch#9999999"]["state"] is None and "404" in found["pytorch/pytorch#9999999"]["error"]
     assert found["pytorch/pytorch#188240"]["state"] == "landed"
     assert "warning: pytorch/pytorch#9999999: not found on GitHub (404)" in result.stderr
+    assert result.stderr.splitlines()[-1] == ("xpu-workarounds: error: 1 of 16 upstream references could not be "
+                                              "learned (see the warnings above)")
+    # Without --refresh the others are answer enough.
+    again = run(github, tmp_path / "cache", "--json", manifest=path)
+    assert again.exit_code == 0, again.output
+
+
+def unknown_references(tmp_path):
+    """The shipped manifest with every reference's number replaced by one GitHub does not know."""
+    import re
+
+    path = tmp_path / "workarounds.toml"
+    path.write_text(re.sub(r'ref = "([^"#]+)#(\d+)"', lambda m: f'ref = "{m[1]}#{9000000 + int(m[2])}"',
+                           reader.default_path().read_text()))
+    return path
+
+
+@pytest.mark.parametrize("api", ["graphql", "rest"])
+@pytest.mark.parametrize("mode", [["--refresh"], []])
+def test_when_no_reference_can_be_learned_it_exits_4_and_claims_no_cache(github, tmp_path, mode, api):
+    path = unknown_references(tmp_path)
+
+    result = run(github, tmp_path / "cache", "--json", *mode, manifest=path, api=api)
+
+    assert result.exit_code == 4, result.output
+    assert result.stdout == "" and "from the cache" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("xpu-workarounds: error: no upstream reference could be learned (")
+    assert "not found on GitHub (404)" in result.stderr
+    assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []

@@ -260,11 +260,14 @@ def upstream(
         fail(str(error), EXIT_UPSTREAM)
     except OSError as error:
         fail(f"cannot use the upstream cache: {error.strerror or error}", EXIT_UPSTREAM)
+    failed = [facts for facts in report.references if facts.error]
+    if failed and len(failed) == len(report.references):
+        fail(f"no upstream reference could be learned ({failed[0].error}"
+             f"{f'; and {len(failed) - 1} more' if len(failed) > 1 else ''})", EXIT_UPSTREAM)
     if report.warning:
         typer.echo(f"xpu-workarounds: warning: {report.warning}", err=True)
-    for facts in report.references:
-        if facts.error:
-            typer.echo(f"xpu-workarounds: warning: {facts.error}", err=True)
+    for facts in failed:
+        typer.echo(f"xpu-workarounds: warning: {facts.error}", err=True)
     if json_output:
         if report.source == "cache":
             typer.echo(f"upstream facts from the cache of {report.as_json()['checked_at']} "
@@ -272,6 +275,9 @@ def upstream(
         typer.echo(json.dumps(report.as_json(), indent=2))
     else:
         typer.echo(upstream_module.render(report))
+    if refresh and failed:  # --refresh promises every fact checked now
+        fail(f"{len(failed)} of {len(report.references)} upstream references could not be learned (see the "
+             f"warnings above)", EXIT_UPSTREAM)
     if write:
         try:
             changes = upstream_module.write_back(manifest.path, report)

@@ -117,9 +117,10 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
                           f"({age_text(report.checked_at, at)} old)")
         report.requests = source.sent
         return report
-    if not source.sent:
+    learned_any = any(facts.state is not None for facts in report.references) or not report.references
+    if not source.sent and cache.usable and source.used:
         report.source, report.checked_at = "cache", cache.checked_at or at
-    else:
+    elif source.sent and learned_any:  # a run that learned nothing leaves the cache as it was
         cache.save(source.used, at)
     return report
 
