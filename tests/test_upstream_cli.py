@@ -247,3 +247,70 @@ def test_when_no_reference_can_be_learned_it_exits_4_and_claims_no_cache(github,
     assert result.stderr.startswith("xpu-workarounds: error: no upstream reference could be learned (")
     assert "not found on GitHub (404)" in result.stderr
     assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []
+
+
+# ------------------------------------------------------------ --write under interference
+
+
+def shipped_copy(tmp_path, name: str = "workarounds.toml"):
+    path = tmp_path / name
+    shutil.copy(reader.default_path(), path)
+    return path
+
+
+def test_write_keeps_the_manifests_mode(github, tmp_path):
+    path = shipped_copy(tmp_path)
+    path.chmod(0o644)  # other users' vLLM processes read it
+
+    result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
+
+    assert result.exit_code == 0, result.output
+    assert "state merged -> reverted" in result.stdout
+    assert path.stat().st_mode & 0o7777 == 0o644
+
+
+def test_write_through_a_symlink_writes_its_target_and_keeps_the_link(github, tmp_path):
+    (tmp_path / "real").mkdir()
+    target = shipped_copy(tmp_path / "real")
+    link = tmp_path / "workarounds.toml"
+    link.symlink_to(target)
+    before = target.read_text()
+
+    result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=link)
+
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert target.read_text() != before and reader.check(target) == []
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["workarounds.toml"]
+
+
+def test_write_keeps_crlf_line_endings(github, tmp_path):
+    path = tmp_path / "workarounds.toml"
+    path.write_bytes(reader.default_path().read_bytes().replace(b"\n", b"\r\n"))
+
+    result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
+
+    assert result.exit_code == 0, result.output
+    written = path.read_bytes()
+    assert b"state = \"reverted\"" in written
+    assert written.count(b"\n") == written.count(b"\r\n")
+
+
+def test_write_refuses_when_the_manifest_changed_between_read_and_replace(github, tmp_path, monkeypatch):
+    from tracker.upstream import writeback
+
+    path = shipped_copy(tmp_path)
+    edited = path.read_text() + "\n# a person's edit while upstream ran\n"
+    real_check = writeback.check
+
+    def check_while_someone_edits(candidate):  # lint runs between the read and the replace
+        path.write_text(edited)
+        return real_check(candidate)
+
+    monkeypatch.setattr(writeback, "check", check_while_someone_edits)
+    result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "changed while" in result.stderr, result.stderr
+    assert path.read_text() == edited  # the edit is kept, nothing written over it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "workarounds.toml"]

@@ -4,6 +4,7 @@ keeping its formatting and comments; nothing written unless the result passes ``
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,20 +58,35 @@ def write_back(path: Path, report: Report) -> list[str]:
     """Write learned state/released_in/commit into the manifest at ``path``, keeping its
     formatting and comments. Returns one line per change; writes nothing when the result
     would not pass ``lint``. A fix stays unreleased (the workaround in force) until a
-    release containing it is known."""
-    updated, changes = updated_text(path.read_text(encoding="utf-8"), report)
+    release containing it is known.
+
+    The file keeps its mode and line endings (CRLF stays CRLF); a symlink is written
+    through to its target and stays a link. Nothing is written (``ValueError``) when the
+    file changed between this read and the replace: a person's edit is never lost.
+    """
+    target = Path(os.path.realpath(path))
+    original = target.read_bytes()
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    text = original.decode("utf-8")
+    crlf = "\r\n" in text
+    updated, changes = updated_text(text.replace("\r\n", "\n") if crlf else text, report)
     if not changes:
         return []
+    if crlf:
+        updated = updated.replace("\r\n", "\n").replace("\n", "\r\n")
     lines = [str(change) for change in changes]
-    handle, temporary = tempfile.mkstemp(prefix=".workarounds-", suffix=".toml", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(updated)
+        with os.fdopen(handle, "wb") as stream:
+            os.fchmod(stream.fileno(), mode)
+            stream.write(updated.encode("utf-8"))
         problems = check(Path(temporary))
         if problems:
             raise ValueError("the updated manifest would not pass lint: " + "; ".join(
                 str(problem).replace(temporary, str(path)) for problem in problems[:3]))
-        os.replace(temporary, path)
+        if target.read_bytes() != original:
+            raise ValueError("it changed while upstream ran (someone edited it since it was read); run again")
+        os.replace(temporary, target)
     finally:
         Path(temporary).unlink(missing_ok=True)
     return lines
