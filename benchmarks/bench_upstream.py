@@ -1,8 +1,8 @@
 """GitHub cost of keeping current: requests made by a cold and a warm ``upstream --refresh``.
 
-Runs the real PyGithub client against the stand-in GitHub server (tests/fakegithub.py)
+Runs the real PyGithub client against the stand-in GitHub server (tests/support/fakegithub.py)
 on loopback, seeded with the real history of every reference in the shipped manifest
-(tests/upstream_history.py), or, with ``manifest=``, with a generated history for every
+(tests/support/upstream_history.py), or, with ``manifest=``, with a generated history for every
 reference of that manifest (the 500-workaround scale run). Request counts are exact
 and deterministic; times are indications only.
 
@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import upstream_history  # noqa: E402
-from fakegithub import FakeGitHub  # noqa: E402
-from fakegithub_graphql import graphql as graphql_switches  # noqa: E402
+from support import upstream_history  # noqa: E402
+from support.fakegithub import FakeGitHub  # noqa: E402
+from support.fakegithub_graphql import graphql as graphql_switches  # noqa: E402
 
 from tracker import upstream  # noqa: E402
 from tracker.model import manifest as manifest_module  # noqa: E402

@@ -1,4 +1,4 @@
-"""Shared fixtures: the stand-in GitHub server, the cached real-vLLM environments (see tests/vllm_harness.py),
+"""Shared fixtures: the stand-in GitHub server, the cached real-vLLM environments (see tests/support/vllm_harness.py),
 and small real packages on sys.path."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import vllm_harness
-from fakegithub import FakeGitHub
+from support import vllm_harness
+from support.fakegithub import FakeGitHub
 from support.packages import Package
 
 

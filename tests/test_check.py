@@ -1,6 +1,6 @@
 """``xpu-workarounds check``: the manifest against one vLLM release's source, before an upgrade.
 
-The real releases are the release matrix's cached source distributions (tests/vllm_harness.py);
+The real releases are the release matrix's cached source distributions (tests/support/vllm_harness.py);
 the tests marked ``release_matrix`` use them. The others need no download: bad input, a
 release pip cannot fetch, archives read without running or trusting them.
 """
@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import vllm_harness
+from support import vllm_harness
 from typer.testing import CliRunner
 
 from tracker import check

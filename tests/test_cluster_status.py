@@ -1,7 +1,7 @@
 """``status --cluster``: one status for a whole Ray cluster, and what its running processes applied.
 
 The comparison and the reading of live reports are specified first on their own; then
-a real Ray cluster of separate ``ray start`` nodes on this machine (tests/raycluster.py)
+a real Ray cluster of separate ``ray start`` nodes on this machine (tests/support/raycluster.py)
 is asked through the installed command: two nodes whose workers see different stacks,
 then a third whose Python has Ray but not xpu-workarounds.
 """
@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import vllm_harness
-from raycluster import LocalRayCluster, free_port
+from support import vllm_harness
+from support.raycluster import LocalRayCluster, free_port
 
 from tracker import cluster
 from tracker.cluster import Node, compare, live_reports, node_answer

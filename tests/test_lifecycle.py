@@ -1,12 +1,12 @@
 """Time passing, over real HTTP: the weekly workflow's own command, run the way the schedule
-runs it, against the stand-in GitHub (tests/fakegithub.py) with the real PyGithub, while
+runs it, against the stand-in GitHub (tests/support/fakegithub.py) with the real PyGithub, while
 upstream moves.
 
 The world: this project on the stand-in, its manifest current with upstream (every fact
 ``upstream --write`` would record is recorded) under a floor policy (the latest 15 vLLM
 minor releases, and the torch and vllm-xpu-kernels floors vLLM's oldest supported release
 pins for XPU), nothing retirable; upstream is the real history of every reference
-(tests/upstream_history.py) up to vLLM v0.33.0, with torch v2.15.0 not yet tagged. Then:
+(tests/support/upstream_history.py) up to vLLM v0.33.0, with torch v2.15.0 not yet tagged. Then:
 
 1. upstream moves: torch tags v2.15.0 (it contains pytorch#192495, event-blocking-kwarg's
    root fix), vLLM tags v0.34.0, and vllm#47253 (pp-broadcast-sync's fix) is reverted on
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import github
 import pytest
-import upstream_history
-from fakegithub import FakeGitHub
-from fakegithub_git import install, store, writes
 from github import Auth
+from support import upstream_history
+from support.fakegithub import FakeGitHub
+from support.fakegithub_git import install, store, writes
 from test_retire_github import REPOSITORY, TOKEN, project_files
 from test_workflow import WORKFLOW, run_scripts
 

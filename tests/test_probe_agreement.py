@@ -1,6 +1,6 @@
 """The CLI and the plugin decide alike on the same stack, source probe included.
 
-Real vLLM release sources from PyPI (cached by tests/vllm_harness.py) on PYTHONPATH, the
+Real vLLM release sources from PyPI (cached by tests/support/vllm_harness.py) on PYTHONPATH, the
 stack described by XPU_WORKAROUNDS_PLATFORM / XPU_WORKAROUNDS_ASSUME (as for a source build):
 ``status --json`` and a plugin process read the same source without importing vLLM, and
 must give each workaround the same decision, reason and ``decided_by``.
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-import vllm_harness
+from support import vllm_harness
 
 pytestmark = pytest.mark.release_matrix
 

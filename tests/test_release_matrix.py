@@ -2,7 +2,7 @@
 
 For each release, one subprocess (tests/scripts/release_probe.py, run with the e2e
 venv's python) imports that release's real Python source, downloaded from PyPI and
-cached (tests/vllm_harness.py), with the platform forced to xpu and the release's
+cached (tests/support/vllm_harness.py), with the platform forced to xpu and the release's
 XPU pins assumed; it calls ``register()`` as vLLM's loader does, imports the target
 modules, and prints what happened as JSON. Each release costs one import of vLLM.
 
@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import vllm_harness
+from support import vllm_harness
 
 pytestmark = pytest.mark.release_matrix
 

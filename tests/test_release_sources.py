@@ -2,7 +2,7 @@
 
 Each release's source distribution is fetched once from PyPI the way ``xpu-workarounds check``
 fetches it (``tracker.check.fetch``: pip, nothing of it installed or run) and cached with only
-the files the check reads (tests/vllm_harness.py ``release_tree``). Each test asks
+the files the check reads (tests/support/vllm_harness.py ``release_tree``). Each test asks
 ``tracker.check.check_tree``, the function the command runs, one question per release: the
 targets are there with the manifest's fingerprint (or declared absent in that release), the
 source probes agree with ``vllm_carries_fix``, and the decision at the release's own XPU pins
@@ -12,8 +12,8 @@ source probes agree with ``vllm_carries_fix``, and the decision at the release's
 from __future__ import annotations
 
 import pytest
-import vllm_harness
 from packaging.version import Version
+from support import vllm_harness
 
 from tracker import check
 from tracker.model import reader

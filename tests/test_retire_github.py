@@ -19,10 +19,10 @@ from pathlib import Path
 
 import github
 import pytest
-import upstream_history
-from fakegithub import FakeGitHub
-from fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
 from github import Auth
+from support import upstream_history
+from support.fakegithub import FakeGitHub
+from support.fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
 from typer.testing import CliRunner
 
 from tracker.catalogue import markdown
@@ -94,7 +94,7 @@ class Scenario:
         self.upstream_seeded = False
 
     def seed_upstream(self) -> None:
-        """The real history of every upstream reference (tests/upstream_history.py), for runs
+        """The real history of every upstream reference (tests/support/upstream_history.py), for runs
         that refresh upstream facts (the command line does by default)."""
         if not self.upstream_seeded:
             upstream_history.seed(self.server)

@@ -1,5 +1,5 @@
 """`upstream` facts per reference, over real HTTP: the real PyGithub client against the
-stand-in GitHub server (tests/fakegithub.py). Each scenario asserts the state, the release
+stand-in GitHub server (tests/support/fakegithub.py). Each scenario asserts the state, the release
 and the requests it cost. Retries are off except in the tests about retrying."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import datetime
 from pathlib import Path
 
 import pytest
-from fakegithub import FakeGitHub, Repo
+from support.fakegithub import FakeGitHub, Repo
 from support.manifests import workaround, write_manifest
 
 from tracker import upstream

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta
 
 import pytest
-from fakegithub import FakeGitHub
+from support.fakegithub import FakeGitHub
 from test_upstream import (
     COMPARE,
     PULL,

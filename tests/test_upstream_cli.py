@@ -1,5 +1,5 @@
 """`xpu-workarounds upstream` on the shipped manifest, against the stand-in GitHub server
-seeded with the real history of every reference (tests/upstream_history.py)."""
+seeded with the real history of every reference (tests/support/upstream_history.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 import tomlkit
-import upstream_history
-from fakegithub import FakeGitHub
+from support import upstream_history
+from support.fakegithub import FakeGitHub
 from typer.testing import CliRunner
 
 from tracker.cli import app

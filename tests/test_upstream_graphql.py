@@ -1,6 +1,6 @@
 """Upstream facts through GitHub's GraphQL API (tracker/upstream/graphql.py, prefetch.py):
 the same facts as REST in a few batched queries, REST as the fallback, the cache's rules
-kept; and the stand-in's GraphQL endpoint (tests/fakegithub_graphql.py) keeping GitHub's
+kept; and the stand-in's GraphQL endpoint (tests/support/fakegithub_graphql.py) keeping GitHub's
 limits. The scenarios shared with REST are parametrized in test_upstream.py."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import requests
-import upstream_history
-from fakegithub import FakeGitHub
-from fakegithub_graphql import graphql as switches
+from support import upstream_history
+from support.fakegithub import FakeGitHub
+from support.fakegithub_graphql import graphql as switches
 from test_upstream import COMPARE, GRAPHQL, PULL, TOKEN, learn, manifest_for, settings, vllm_with_release_branch
 
 from benchmarks import scale_manifest

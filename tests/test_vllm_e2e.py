@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import vllm_harness
+from support import vllm_harness
 
 pytestmark = pytest.mark.vllm_e2e
 

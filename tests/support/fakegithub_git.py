@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fakegithub import Commit, FakeGitHub, NotFound, PullRequest, Reply, Repo, _tree_sha, get_issue, iso
 from werkzeug.wrappers import Request
+
+from support.fakegithub import Commit, FakeGitHub, NotFound, PullRequest, Reply, Repo, _tree_sha, get_issue, iso
 
 BOT = "xpu-workarounds-bot"
 

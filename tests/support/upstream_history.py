@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from fakegithub import FakeGitHub, Repo
+from support.fakegithub import FakeGitHub, Repo
 
 # vLLM XPU pins per release (torch, vllm-xpu-kernels): upstream-facts.md, "vLLM releases".
 VLLM_RELEASES: list[tuple[str, str, str, str]] = [

@@ -1,7 +1,7 @@
 """The stand-in GitHub's GraphQL endpoint: ``POST /graphql`` (and ``/api/graphql``, where
 GitHub Enterprise Server serves it), answering the subset of GitHub's schema that
 ``tracker.upstream.graphql`` uses FROM THE SAME ``Repo`` DATA as the REST routes of
-tests/fakegithub.py.
+tests/support/fakegithub.py.
 
 The schema below copies GitHub's names, types and arguments (checked against GitHub's
 public schema, octokit/graphql-schema) for the fields it keeps; graphql-core parses,
@@ -21,7 +21,7 @@ Switches (``graphql(server)`` returns them): ``mode`` ``"on"`` (default), ``"abs
 (404, an Enterprise without GraphQL), ``"forbidden"`` (403, a token without the scope),
 ``"scope-errors"`` (200 with an ``INSUFFICIENT_SCOPES`` error, as GitHub answers a
 token whose scopes do not cover the fields); ``limit``/``remaining`` (points).
-Per-request latency for benchmarks is ``server.latency`` (tests/fakegithub.py).
+Per-request latency for benchmarks is ``server.latency`` (tests/support/fakegithub.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fakegithub import Commit, Event, FakeGitHub, PullRequest, Reply, Repo, iso
 from graphql import (
     FieldNode,
     FragmentDefinitionNode,
@@ -55,6 +54,8 @@ from graphql import (
     value_from_ast_untyped,
 )
 from werkzeug.wrappers import Request
+
+from support.fakegithub import Commit, Event, FakeGitHub, PullRequest, Reply, Repo, iso
 
 GRAPHQL_RATE_LIMIT = 5000
 MAX_NODES = 500_000

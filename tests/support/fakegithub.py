@@ -926,4 +926,4 @@ def list_releases(server: FakeGitHub, request: Request, owner: str, repo: str) -
     return server.page(request, items)
 
 
-import fakegithub_graphql  # noqa: E402,F401  (registers POST /graphql: the GraphQL subset, same data)
+from support import fakegithub_graphql  # noqa: E402,F401  (registers POST /graphql: the GraphQL subset, same data)
