@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import vllm_harness
+from support import upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
 from support.packages import Package
 
@@ -37,6 +37,15 @@ def tiny_model(e2e_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     subprocess.run([str(e2e_python), str(vllm_harness.SCRIPTS / "tiny_llama.py"), str(directory)],
                    check=True, capture_output=True, env=vllm_harness.subprocess_env([]))
     return directory
+
+
+@pytest.fixture
+def github():
+    """The stand-in GitHub seeded with the real history of every upstream reference of the
+    shipped manifest (tests/support/upstream_history.py)."""
+    with FakeGitHub() as fake:
+        upstream_history.seed(fake)
+        yield fake
 
 
 @pytest.fixture

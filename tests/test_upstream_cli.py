@@ -18,13 +18,6 @@ from tracker.model import reader
 TOKEN = "ghp_clitoken9876543210"
 
 
-@pytest.fixture
-def github():
-    with FakeGitHub() as server:
-        upstream_history.seed(server)
-        yield server
-
-
 def run(server: FakeGitHub, cache_dir, *args: str, manifest=None, api: str = "graphql"):
     env = {"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": None,
            "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir), "XPU_WORKAROUNDS_MANIFEST": None,

@@ -29,6 +29,7 @@ queues error answers for a rule, ``server.stall(...)`` delays answers (timeouts)
 from __future__ import annotations
 
 import base64
+import dataclasses
 import email.utils
 import hashlib
 import itertools
@@ -336,6 +337,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     last_modified: datetime | None = None
     costed: bool = True  # False: the handler keeps its own budget (GraphQL points)
+    raw: bytes | None = None  # sent as it is instead of ``body`` as JSON (wrong shapes)
+    content_type: str | None = None  # with ``raw``
 
 
 class NotFound(Exception):
@@ -351,6 +354,23 @@ class Hit:
     status: int
     conditional: bool  # the request carried If-None-Match / If-Modified-Since
     token: str | None  # the credential received (tests check which one was used)
+
+
+ELSEWHERE = "http://github.invalid"  # another host: redirects and next pages that lead off the API
+
+# Answers that are not GitHub's REST API, as a wrong GITHUB_API_URL or a broken proxy gives them
+# (``FakeGitHub.misanswer``): name -> (status, raw body, content type, extra headers).
+WRONG_SHAPES: dict[str, tuple[int, bytes, str | None, dict[str, str]]] = {
+    "html": (200, b"<!DOCTYPE html><html><head><title>GitHub</title></head><body></body></html>",
+             "text/html; charset=utf-8", {}),  # GITHUB_API_URL=https://github.com
+    "empty": (200, b"", "application/json; charset=utf-8", {}),
+    "list": (200, b"[1, 2, 3]", "application/json; charset=utf-8", {}),
+    "null": (200, b"null", "application/json; charset=utf-8", {}),
+    "string": (200, b'"GitHub"', "application/json; charset=utf-8", {}),
+    "malformed": (200, b'{"state": "open", ', "application/json; charset=utf-8", {}),
+    **{f"redirect-{code}": (code, b"", None, {"Location": f"{ELSEWHERE}/api"}) for code in (301, 302, 307, 308)},
+}
+NEXT_ELSEWHERE = "next-elsewhere"  # the real answer, with ``Link: rel="next"`` to another host
 
 
 @dataclass
@@ -396,6 +416,7 @@ class FakeGitHub:
         self.rate_limit_remaining = RATE_LIMIT
         self.rate_limit_reset = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
         self.latency = 0.0  # seconds added to every answer (benchmarks: ~0.1 s like api.github.com)
+        self.wrong_shape: tuple[str, str | None, int] | None = None  # see ``misanswer``
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -457,6 +478,29 @@ class FakeGitHub:
         if body is None:
             body = {"message": "Server Error"} if status >= 500 else {"message": "Error"}
         self.faults.setdefault(rule, []).append(Fault(status, body, dict(headers or {}), times))
+
+    def misanswer(self, shape: str, rule: str | None = None, after: int = 0) -> None:
+        """From now on, answer requests matching ``rule`` (every route when None), after the
+        first ``after`` of them, with the wrong ``shape`` (``WRONG_SHAPES`` or ``NEXT_ELSEWHERE``)."""
+        if shape not in WRONG_SHAPES and shape != NEXT_ELSEWHERE:
+            raise ValueError(shape)
+        self.wrong_shape = (shape, rule, after)
+
+    def _misshaped(self, rule: str, reply: Reply) -> Reply:
+        if self.wrong_shape is None:
+            return reply
+        shape, only, after = self.wrong_shape
+        if only is not None and rule != only:
+            return reply
+        with self._lock:
+            if after > 0:
+                self.wrong_shape = (shape, only, after - 1)
+                return reply
+        if shape == NEXT_ELSEWHERE:
+            link = f'<{ELSEWHERE}/repositories/1/pulls?page=2>; rel="next"'
+            return dataclasses.replace(reply, headers={**reply.headers, "Link": link})
+        status, raw, content_type, headers = WRONG_SHAPES[shape]
+        return Reply(status, None, dict(headers), raw=raw, content_type=content_type)
 
     def stall(self, rule: str, seconds: float) -> None:
         """Requests matching ``rule`` wait ``seconds`` before answering (for client timeouts)."""
@@ -554,7 +598,7 @@ class FakeGitHub:
                 result = handlers[endpoint](self, request, **params)
         except NotFound:
             result = Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
-        reply = result if isinstance(result, Reply) else Reply(200, result)
+        reply = self._misshaped(rule_text, result if isinstance(result, Reply) else Reply(200, result))
         return self._finish(request, reply, rule_text, token, conditional, costed=reply.costed)
 
     def _finish(self, request: Request, reply: Reply, rule: str, token: str | None, conditional: bool,
@@ -562,7 +606,9 @@ class FakeGitHub:
         headers = dict(reply.headers)
         body = b"" if reply.body is None else json.dumps(reply.body, indent=1).encode()
         status = reply.status
-        if request.method == "GET" and status == 200:
+        if reply.raw is not None:
+            body = reply.raw
+        if request.method == "GET" and status == 200 and reply.raw is None:
             etag = 'W/"' + hashlib.sha1(body).hexdigest() + '"'
             headers["ETag"] = etag
             modified = reply.last_modified or EPOCH
@@ -593,7 +639,8 @@ class FakeGitHub:
         headers.setdefault("X-RateLimit-Used", str(max(0, limit - remaining)))
         headers.setdefault("X-RateLimit-Resource", "core")
         headers.setdefault("X-GitHub-Media-Type", "github.v3; format=json")
-        content_type = "application/json; charset=utf-8" if body else None
+        content_type = reply.content_type if reply.raw is not None else (
+            "application/json; charset=utf-8" if body else None)
         return Response(body, status=status, headers=headers, content_type=content_type)
 
     # ---- shapes --------------------------------------------------------------------

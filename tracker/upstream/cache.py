@@ -133,7 +133,11 @@ class Source:
         url: str | None = path
         while url is not None:
             entry = self._entry(url, what=what)
-            items.extend(entry["data"] or [])
+            if not isinstance(entry["data"], list):
+                raise github_client.GitHubUnavailable(
+                    f"{what}: {self.client.host if self.client else 'the cache'} answered an object where a list "
+                    "was expected: is GITHUB_API_URL the REST API?")
+            items.extend(entry["data"])
             link = entry["headers"].get("link", "")
             url = next((item["url"] for item in parse_header_links(link) if item.get("rel") == "next"), None)
         return items

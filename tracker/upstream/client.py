@@ -9,7 +9,12 @@
   honoured up to the same bound, a timeout on every request;
 - errors: ``GitHubUnavailable`` (nothing can be learned now: outage, rate limit, bad
   token) and ``GitHubMissing`` (GitHub answered that a thing does not exist), each
-  carrying one line a person can act on.
+  carrying one line a person can act on;
+- only GitHub's answers: every answer PyGithub receives is checked first (``_guard``): 2xx
+  or 304, JSON of the shape GitHub gives (an object, or a list of objects for a page of a
+  list), no redirect and no next page on another host. Anything else (``GITHUB_API_URL``
+  set to ``https://github.com`` answers HTML) is ``UnexpectedAnswer``: one line, nothing
+  learned from it.
 
 Reads go through ``get()``, a conditional GET on PyGithub's requester, the way
 PyGithub's own ``GithubObject.update()`` revalidates: a 304 costs no rate limit.
@@ -52,6 +57,14 @@ class GitHubUnavailable(GitHubError):
 
 class GitHubMissing(GitHubError):
     """GitHub answered that the thing asked for does not exist (404, 410, 422)."""
+
+
+class UnexpectedAnswer(GithubException):
+    """An answer that is not GitHub's REST API (wrong status, not JSON, wrong shape, another host)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(0, None, None, line)
+        self.line = line
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Git
             max_rate_limit_wait=settings.max_wait, secondary_rate_wait=min(60.0, settings.max_wait))
     else:
         retry = None
-    return github.Github(
+    gh = github.Github(
         auth=Auth.Token(settings.token) if settings.token else None,
         base_url=settings.base_url,
         timeout=settings.timeout,
@@ -112,6 +125,72 @@ def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Git
         seconds_between_requests=None,
         seconds_between_writes=None if reads_only else 1.0,
     )
+    _guard(gh.requester, settings)
+    return gh
+
+
+_NOT_API = "is GITHUB_API_URL the REST API?"
+
+
+def _guard(requester: Any, settings: ClientSettings) -> None:
+    """Check every answer ``requester`` receives before PyGithub or we read it (see the module's
+    docstring). PyGithub's own objects call ``requestJson`` on the instance, so this covers
+    them and ``get()`` alike."""
+    original = requester.requestJson
+    home = urlparse(settings.base_url)
+
+    def request_json(verb: str, url: str, parameters: dict[str, Any] | None = None,
+                     headers: dict[str, Any] | None = None, input: Any = None, cnx: Any = None,
+                     follow_302_redirect: bool = False) -> tuple[int, dict[str, Any], str]:
+        target = urlparse(url)
+        if target.netloc and (target.scheme, target.netloc) != (home.scheme, home.netloc):
+            raise UnexpectedAnswer(f"GitHub at {settings.host} pointed to {target.netloc}, another host: "
+                                   f"refused; {_NOT_API}")
+        try:
+            status, answer_headers, body = original(verb, url, parameters, headers, input, cnx, follow_302_redirect)
+        except RuntimeError as error:  # PyGithub refuses a 301 to another host or scheme
+            if "redirected" not in str(error):
+                raise
+            raise UnexpectedAnswer(f"GitHub at {settings.host} answered 301 (a redirect elsewhere), "
+                                   f"not JSON: {_NOT_API}") from None
+        paged = bool(parameters and "per_page" in parameters) or "per_page=" in target.query
+        problem = _unexpected(verb, status, {str(k).lower(): str(v) for k, v in answer_headers.items()}, body,
+                              paged, home.netloc)
+        if problem:
+            raise UnexpectedAnswer(f"GitHub at {settings.host} answered {problem}: {_NOT_API}")
+        return status, answer_headers, body
+
+    requester.requestJson = request_json
+
+
+def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, paged: bool, host: str) -> str:
+    """What is wrong with an answer, or "" when it is one GitHub's REST API gives."""
+    import json
+
+    if status == 304 or status >= 400:  # 4xx/5xx: classified from the status, whatever the body
+        return ""
+    if not 200 <= status < 300:
+        where = urlparse(headers.get("location", "")).netloc
+        return f"{status}{f' (a redirect to {where})' if where else ''}, not JSON"
+    if not body:
+        return "" if verb != "GET" else f"{status} with an empty body, not JSON"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        kind = headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        return f"{status} with malformed JSON" if kind.endswith("json") else f"{status} with {kind}, not JSON"
+    if isinstance(data, list):
+        if not all(isinstance(item, dict) for item in data):
+            return f"{status} with a JSON list of something other than objects"
+        if verb == "GET" and not paged:
+            return f"{status} with a JSON list where an object was expected"
+    elif not isinstance(data, dict):
+        return f"{status} with JSON {type(data).__name__ if data is not None else 'null'}, not an object"
+    for link in requests.utils.parse_header_links(headers.get("link", "")):
+        where = urlparse(link.get("url", "")).netloc
+        if where and where != host:
+            return f"{status} with a next page on another host ({where})"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -163,6 +242,8 @@ def _json(body: str) -> Any:
 def classify(error: BaseException, settings: ClientSettings, what: str = "") -> GitHubError:
     """The exception to raise for ``error``: its kind, and one line with no secret in it."""
     subject = f"{what}: " if what else ""
+    if isinstance(error, UnexpectedAnswer):
+        return GitHubUnavailable(_scrub(subject + error.line, settings))
     if isinstance(error, RateLimitExceededExceedsMaxWait):
         if "retry-after" in (error.headers or {}):
             line = (f"GitHub asked to retry after {error.wait:.0f} s, more than the {settings.max_wait:.0f} s "
