@@ -19,12 +19,11 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from benchmarks import scale_manifest
-from benchmarks.measure import REPO_ROOT, child_env, ms, verdict
+from benchmarks.measure import REPO_ROOT, child_env, ms, test_support, verdict
 from tracker.model.reader import load
 
 OLDEST_RELEASE = "0.22.1"
@@ -32,12 +31,7 @@ CHILD = Path(__file__).resolve().parent / "plugin_child.py"
 
 
 def _harness():
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    try:
-        from support import vllm_harness
-    finally:
-        sys.path.remove(str(REPO_ROOT / "tests"))
-    return vllm_harness
+    return test_support("vllm_harness")
 
 
 def vllm_environment() -> tuple[Path, Path]:

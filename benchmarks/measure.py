@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,6 +122,18 @@ def per_call(function: Callable[[], object], calls: int, repeats: int) -> list[f
             function()
         timings.append((time.perf_counter() - started) / calls)
     return timings
+
+
+def test_support(name: str) -> Any:
+    """The test helper module ``tests/support/<name>.py`` (the cached vLLM environments, the
+    local Ray cluster), imported with ``tests/`` on ``sys.path`` for that import only."""
+    import importlib
+
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    try:
+        return importlib.import_module(f"support.{name}")
+    finally:
+        sys.path.remove(str(REPO_ROOT / "tests"))
 
 
 def venv_script(name: str) -> str:

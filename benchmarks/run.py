@@ -4,7 +4,8 @@
 
 Sections: plugin (register() in a vLLM process), hotpath (wrapper overhead per call),
 cli (status latency), github (requests to keep current; benchmarks/bench_upstream.py),
-scale (cli, plugin and github with a generated 500-workaround manifest). Figures are
+scale (cli, plugin and github with a generated 500-workaround manifest), cluster
+(``status --cluster`` on a local Ray cluster of 1, 2 and 3 nodes). Figures are
 medians over repeated runs, with ratios against baselines measured in the same run.
 ``--quick``: fewer repetitions, for checking the runner works (figures are rougher).
 Exit status 0 whatever the figures say: these are measurements, not tests.
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import scale_manifest
 from benchmarks.measure import verdict
 
-SECTIONS = ("plugin", "hotpath", "cli", "github", "scale")
+SECTIONS = ("plugin", "hotpath", "cli", "github", "scale", "cluster")
 
 
 def machine() -> dict:
@@ -83,6 +84,9 @@ def run_section(name: str, quick: bool, scale_path: Path | None) -> list[dict]:
         return [bench_cli.run(quick)]
     if name == "github":
         return [upstream_section(quick, None, "shipped manifest")]
+    if name == "cluster":
+        from benchmarks import bench_cluster
+        return [bench_cluster.run(quick)]
     if name == "scale":
         from benchmarks import bench_cli, bench_plugin
         label = "scale: 500 workarounds, 50 repositories"

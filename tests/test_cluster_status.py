@@ -181,6 +181,14 @@ def test_a_cluster_nobody_runs_is_unreachable_exit_4():
     assert result.stderr.startswith("xpu-workarounds: error: no Ray cluster at 127.0.0.1:")
 
 
+def test_a_ray_address_variable_nobody_serves_is_unreachable_exit_4_at_once():
+    # Before: ray.init("auto") with RAY_ADDRESS naming a dead port waited for a GCS for minutes.
+    nobody = f"127.0.0.1:{free_port()}"
+    result = cli("status", "--cluster", env=clean_env(RAY_ADDRESS=nobody))
+    assert result.returncode == 4
+    assert result.stderr == f"xpu-workarounds: error: no Ray cluster at {nobody}: Connection refused\n"
+
+
 def test_without_ray_installed_cluster_says_how_to_get_it():
     code = ("import sys; sys.modules['ray'] = None\nfrom tracker.cli import main\nsys.argv = "
             "['xpu-workarounds', 'status', '--cluster']\nmain()")
@@ -253,6 +261,16 @@ def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster,
     assert text.returncode == 3
     (tmp_path.parent / "status-cluster-two-nodes.txt").write_text(text.stdout)  # what README shows
     assert document["differences"][0] in text.stdout
+
+    # --address wins over RAY_ADDRESS (here naming a port nobody serves); without it RAY_ADDRESS is used.
+    nobody = f"127.0.0.1:{free_port()}"
+    explicit = cli("status", "--cluster", "--address", ray_cluster.address, "--json", cwd=tmp_path,
+                   env=clean_env(RAY_ADDRESS=nobody))
+    assert explicit.returncode == 3, explicit.stderr
+    assert json.loads(explicit.stdout)["differences"] == document["differences"]
+    from_variable = cli("status", "--cluster", "--json", cwd=tmp_path, env=clean_env(RAY_ADDRESS=ray_cluster.address))
+    assert from_variable.returncode == 3, from_variable.stderr
+    assert json.loads(from_variable.stdout)["differences"] == document["differences"]
 
 
 @pytest.mark.ray_cluster

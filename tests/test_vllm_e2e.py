@@ -12,95 +12,18 @@ replaced by a double.
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import signal
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.vllm_harness import EngineRun, run_engine
 
 pytestmark = pytest.mark.vllm_e2e
 
-ROLE = re.compile(r"\((?P<role>[A-Za-z][\w-]*) pid=(?P<pid>\d+)\)")
 UVA_VIEW = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
 STRICT_MESSAGE = "xpu-workarounds: strict mode: uva-view-unpinned failed: PermissionError: injected fault"
 PP_BROADCAST = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"
-
-
-@dataclass
-class EngineRun:
-    returncode: int
-    stdout: str
-    stderr: str
-    frontend_pid: int
-    reports: dict[int, dict]
-
-    @property
-    def outputs(self) -> list[list[int]] | None:
-        """The generated token ids generate.py printed, or None when it printed none."""
-        for line in reversed(self.stdout.splitlines()):
-            if line.startswith('{"outputs"'):
-                return json.loads(line)["outputs"]
-        return None
-
-    @property
-    def roles(self) -> dict[int, set[str]]:
-        """Which vLLM process each pid was, from vLLM's own log prefixes ``(EngineCore pid=N)``."""
-        found: dict[int, set[str]] = {}
-        for match in ROLE.finditer(self.stdout + self.stderr):
-            found.setdefault(int(match["pid"]), set()).add(match["role"])
-        return found
-
-    def pid_of(self, role: str) -> int:
-        (pid,) = [pid for pid, roles in self.roles.items() if role in roles]
-        return pid
-
-    @property
-    def unlogged_pids(self) -> set[int]:
-        """Processes that wrote a report but never logged under vLLM's prefix: the model
-        registry's inspection subprocess (``python -m vllm.model_executor.models.registry``,
-        started on a modelinfos cache miss; it calls ``load_general_plugins()`` and vLLM
-        captures its output)."""
-        return set(self.reports) - {self.frontend_pid, self.pid_of("EngineCore"), self.pid_of("Worker")}
-
-    def outcome(self, pid: int, workaround: str) -> dict:
-        return next(entry for entry in self.reports[pid]["workarounds"] if entry["id"] == workaround)
-
-    def explain(self) -> str:
-        return f"exit {self.returncode}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-6000:]}"
-
-
-def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, workdir: Path,
-               faults: dict[str, str] | None = None, **variables: str) -> EngineRun:
-    """generate.py in the e2e venv with our package installed; reports go to workdir/reports.
-
-    vLLM's cache root is fresh for every run, so every run has the same processes: on a
-    cache miss vLLM inspects the model class in a fourth process that loads the general
-    plugins too (a warm user cache skipped it, a cold CI machine did not: the count of
-    reports depended on the machine's history)."""
-    reports = workdir / "reports"
-    pythonpath = [installed_project]
-    if faults:
-        injection = workdir / "faults"
-        injection.mkdir()
-        shutil.copy(vllm_harness.SCRIPTS / "faults" / "sitecustomize.py", injection)
-        pythonpath.insert(0, injection)
-    env = vllm_harness.subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports),
-                                      VLLM_CACHE_ROOT=str(workdir / "vllm-cache"), **(faults or {}), **variables)
-    # Own session: on a hang, the engine core and worker go down with the front end.
-    process = subprocess.Popen([str(e2e_python), str(vllm_harness.SCRIPTS / "generate.py"), str(tiny_model)],
-                               cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=900)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-    return EngineRun(process.returncode, stdout, stderr, process.pid, vllm_harness.read_reports(reports))
 
 
 @pytest.fixture(scope="module")

@@ -241,7 +241,12 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
                                  "pip install 'xpu-workarounds[ray]'") from None
     from tracker import cluster_probe
 
-    _check_reachable(address)
+    source = "--address"
+    if address == "auto" and os.environ.get("RAY_ADDRESS", "").strip():
+        # What ray.init does with "auto", done here first so that an address nobody serves
+        # fails fast like an explicit one (ray.init would wait for its GCS for minutes).
+        address, source = os.environ["RAY_ADDRESS"].strip(), "RAY_ADDRESS"
+    _check_reachable(address, source)
     try:
         context = ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as error:
@@ -282,13 +287,13 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
     return compare(address_shown, nodes)
 
 
-def _check_reachable(address: str) -> None:
+def _check_reachable(address: str, source: str = "--address") -> None:
     """Fail fast on an explicit HOST:PORT nobody listens on (ray.init would retry for a minute)."""
     if address == "auto" or "://" in address:
         return
     host, colon, port = address.rpartition(":")
     if not colon or not port.isdigit():
-        raise ClusterUnreachable(f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+        raise ClusterUnreachable(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as error:

