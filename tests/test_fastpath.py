@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.manifests import workaround, write_manifest
+
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate, fastpath
 
@@ -238,3 +240,16 @@ def test_a_same_size_manifest_copied_with_its_mtime_kept_takes_the_full_path(tmp
     assert (manifest.stat().st_size, manifest.stat().st_mtime_ns) == (info.st_size, info.st_mtime_ns)
     second, _ = start(tmp_path / "cache", **env)
     assert not second["replayed"] and second["report"]["workarounds"][0]["reason"] != "platform"
+
+
+def test_a_manifest_of_hundreds_of_workarounds_replays_too(tmp_path):
+    # The log line of 400 skips is ~22 KB: more than a detail may hold (16 KiB), well under the
+    # record's cap. It was refused as "not one line", so at scale every process paid the full path.
+    manifest = write_manifest(tmp_path / "workarounds.toml",
+                              *[workaround(f"scale-workaround-number-{index:04d}") for index in range(400)])
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_MANIFEST": str(manifest)}
+    first, first_lines = start(tmp_path / "cache", **env)
+    second, second_lines = start(tmp_path / "cache", **env)
+    assert len(first_lines[0]) > 16384 and len(first["report"]["workarounds"]) == 400
+    assert (second["replayed"], second["full"]) == (True, False)
+    assert second_lines == first_lines

@@ -213,7 +213,9 @@ def _valid_report(report: object) -> bool:
 def _valid_record(stored: object) -> bool:
     if not isinstance(stored, dict) or set(stored) != {"key", "report", "line"}:
         return False
-    return isinstance(stored["key"], list) and _text(stored["line"]) and _valid_report(stored["report"])
+    # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
+    # cap, not a detail's; being one printable line is what keeps it from forging another.
+    return isinstance(stored["key"], list) and _text(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
 
 
 def _still(found: object) -> bool:
