@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 
 from tracker.engine import patching
@@ -102,3 +103,17 @@ def test_the_probe_sees_vllm_carrying_the_redirect(source):
 
 def test_the_probe_finds_the_bug_without_the_redirect(source):
     assert carried(source(WITHOUT_REDIRECT)) is None
+
+
+# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+
+def test_the_issue_stack_has_vllms_own_fix():
+    assert reason("cuda-event-redirect", **ISSUE_STACK) == "vllm-carries-fix"
+
+
+def test_cuda_event_redirect_on_a_release_is_carried_by_vllm():
+    assert reason("cuda-event-redirect", vllm="0.34.0", torch="2.15.0") == "vllm-carries-fix"
+
+
+def test_cuda_event_redirect_before_the_class_existed_is_not_affected():
+    assert reason("cuda-event-redirect", vllm="0.22.1", torch="2.11.0") == "not-affected"

@@ -6,6 +6,7 @@ import contextlib
 
 import pytest
 import torch
+from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
@@ -133,3 +134,22 @@ def test_dropping_interprocess_false_or_blocking_says_nothing(caplog):
     with caplog.at_level("WARNING", logger="vllm.xpu_workarounds"):
         event_shim(Event)(interprocess=False, blocking=True)
     assert caplog.records == []
+
+
+# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+
+def test_the_issue_stack_has_vllms_own_fix():
+    assert reason("event-blocking-kwarg", **ISSUE_STACK) == "vllm-carries-fix"
+
+
+# only nightlies between 0.24.0 and 0.25.0
+def test_event_shim_applies_to_a_nightly_between_the_cause_and_the_fix():
+    assert reason("event-blocking-kwarg", vllm="0.24.1.dev30+gdeadbee", torch="2.12.0") == "affected"
+
+
+def test_event_shim_is_not_needed_on_the_release_before_the_cause():
+    assert reason("event-blocking-kwarg", vllm="0.24.0", torch="2.12.0") == "not-affected"
+
+
+def test_event_shim_nightly_with_torch_2_15_has_the_root_fix():
+    assert reason("event-blocking-kwarg", vllm="0.24.1.dev30", torch="2.15.0+xpu") == "root-fix-installed"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 
 from workarounds.pp_broadcast_sync import make_wrapper
@@ -76,3 +78,16 @@ def test_the_probe_sees_vllm_carrying_the_sync(tmp_path, monkeypatch):
 def test_the_probe_finds_the_bug_in_vllm_0_24(tmp_path, monkeypatch):
     assert carried(context_for(tmp_path, monkeypatch, VLLM_0_24_BROADCAST)) is None
 
+
+# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+
+def test_the_issue_stack_has_vllms_own_fix():
+    assert reason("pp-broadcast-sync", **ISSUE_STACK) == "vllm-carries-fix"
+
+
+@pytest.mark.parametrize(("vllm", "expected"), [
+    ("0.22.1", "not-affected"), ("0.23.0", "affected"), ("0.24.0", "affected"),
+    ("0.24.9", "affected"), ("0.25.0", "vllm-carries-fix"), ("0.25.0rc1", "vllm-carries-fix"),
+])
+def test_pp_broadcast_window_edges(vllm, expected):
+    assert reason("pp-broadcast-sync", vllm=vllm, torch="2.12.0") == expected

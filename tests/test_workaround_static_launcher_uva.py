@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from packaging.version import Version
+from support.decisions import ISSUE_STACK, MANIFEST, decision, reason, stack
 from support.retarget import carried, context_at
 
+from tracker.model.decision import retirement
 from workarounds.static_launcher_uva import make_wrapper
 
 PIECEWISE = 3  # CompilationMode.VLLM_COMPILE; NONE is 0
@@ -97,3 +100,50 @@ def test_the_probe_sees_vllm_carrying_the_switch(tmp_path, monkeypatch):
 
 def test_the_probe_finds_the_bug_in_vllm_0_27(tmp_path, monkeypatch):
     assert carried(context_for(tmp_path, monkeypatch, VLLM_0_27_CHECK)) is None
+
+
+# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+
+def test_the_issue_stack_is_affected():
+    assert reason("static-launcher-uva", **ISSUE_STACK) == "affected"
+
+
+def test_affected_detail_names_the_versions_and_the_window():
+    detail = decision("static-launcher-uva", stack(**ISSUE_STACK)).detail
+    assert "vllm 0.27.1" in detail and "torch 2.13.0" in detail and "vllm<0.28.0, torch>=2.11.0,<2.14.0" in detail
+
+
+# vllm <= 0.27.1 with torch >=2.11.0,<2.14.0
+def test_static_launcher_upper_vllm_edge_is_affected():
+    assert reason("static-launcher-uva", vllm="0.27.1", torch="2.13.0+xpu") == "affected"
+
+
+def test_static_launcher_from_vllm_0_28_vllm_carries_the_fix():
+    assert reason("static-launcher-uva", vllm="0.28.0", torch="2.13.0") == "vllm-carries-fix"
+
+
+def test_static_launcher_with_torch_2_14_root_fix_is_installed():
+    d = decision("static-launcher-uva", stack(vllm="0.27.1", torch="2.14.0+xpu"))
+    assert d.reason == "root-fix-installed" and "pytorch/pytorch#188240" in d.detail
+
+
+def test_static_launcher_with_torch_2_14_dev_build_counts_as_2_14():
+    assert reason("static-launcher-uva", vllm="0.27.1", torch="2.14.0.dev20260801+xpu") == "root-fix-installed"
+
+
+def test_static_launcher_with_xpu_labelled_vllm_dev_build_before_0_28_is_affected():
+    assert reason("static-launcher-uva", vllm="0.27.2.dev12+gabc1234.xpu", torch="2.13.0+xpu") == "affected"
+
+
+def test_static_launcher_is_not_affected_on_torch_2_10_which_has_no_xpu_static_launcher():
+    # torch 2.10.0's static launcher is CUDA-only ("Non-cuda device"): vLLM 0.19.x at its pin is fine.
+    assert reason("static-launcher-uva", vllm="0.19.1", torch="2.10.0+xpu") == "not-affected"
+
+
+def test_static_launcher_lower_torch_edge_2_11_is_affected():
+    assert reason("static-launcher-uva", vllm="0.20.0", torch="2.11.0+xpu") == "affected"
+
+
+def test_root_fix_in_every_supported_release_is_retirable():
+    verdict = retirement(MANIFEST.get("static-launcher-uva"), {**MANIFEST.support, "torch": Version("2.14.0")})
+    assert verdict.retirable and "pytorch/pytorch#188240" in verdict.detail

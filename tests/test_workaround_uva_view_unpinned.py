@@ -19,10 +19,12 @@ import weakref
 import pytest
 import torch
 from packaging.version import Version
+from support.decisions import ISSUE_STACK, MANIFEST, reason
 from support.retarget import carried, context_at
 
 from tracker.api import Context
 from tracker.model import reader
+from tracker.model.decision import retirement
 from tracker.model.environment import build
 from tracker.model.manifest import Release
 from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper
@@ -232,3 +234,27 @@ def test_the_probe_sees_vllm_carrying_the_fix(tmp_path, monkeypatch):
 
 def test_the_probe_finds_the_assert_in_vllm_0_27(tmp_path, monkeypatch):
     assert carried(context_for(tmp_path, monkeypatch, VLLM_0_27_VIEW)) is None
+
+
+# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+
+def test_the_issue_stack_is_affected():
+    assert reason("uva-view-unpinned", **ISSUE_STACK) == "affected"
+
+
+def test_uva_view_is_needed_even_with_fixed_kernels_on_old_vllm():
+    assert reason("uva-view-unpinned", vllm="0.27.1", torch="2.13.0", kernels="0.1.13.1") == "affected"
+
+
+def test_uva_view_from_vllm_0_28_vllm_carries_the_fix():
+    assert reason("uva-view-unpinned", vllm="0.28.0", torch="2.13.0", kernels="0.1.13.2") == "vllm-carries-fix"
+
+
+def test_window_entirely_below_the_floor_is_retirable():
+    verdict = retirement(MANIFEST.get("uva-view-unpinned"), {**MANIFEST.support, "vllm": Version("0.28.0")})
+    assert verdict.retirable and "below the support floor vllm 0.28.0" in verdict.detail
+
+
+def test_kernels_root_fix_does_not_retire_the_uva_view_while_vllm_asserts():
+    verdict = retirement(MANIFEST.get("uva-view-unpinned"), {**MANIFEST.support, "vllm-xpu-kernels": Version("0.1.14")})
+    assert not verdict.retirable
