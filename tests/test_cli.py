@@ -5,13 +5,23 @@ import subprocess
 import sys
 
 import pytest
+from support.decisions import ISSUE_STACK as ISSUE_STACK_VERSIONS
+from support.decisions import stack
+from support.manifests import workaround, write_manifest
 from typer.testing import CliRunner
 
 from tracker.cli import app
 from tracker.model import reader
+from tracker.model.decision import decide, retirement
+from tracker.model.environment import Settings
 
+# The stack of the first report (tests/support/decisions.py ISSUE_STACK), as command-line options.
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
                "--assume", "vllm-xpu-kernels==0.1.12.3"]
+# What each shipped workaround decides there: its own test file holds the expectation
+# (tests/test_workaround_<id>.py); here the command line must say the same.
+MANIFEST = reader.load()
+EXPECTED = {w.id: decide(w, stack(**ISSUE_STACK_VERSIONS), Settings()) for w in MANIFEST.workarounds}
 CLEAN_ENV = {"XPU_WORKAROUNDS": None, "XPU_WORKAROUNDS_DISABLE": None, "XPU_WORKAROUNDS_FORCE": None,
              "XPU_WORKAROUNDS_PLATFORM": None, "XPU_WORKAROUNDS_ASSUME": None, "XPU_WORKAROUNDS_MANIFEST": None}
 
@@ -30,31 +40,29 @@ def test_status_json_for_the_issue_stack_says_which_apply_and_why():
     assert document["environment"]["platform_source"] == "override"
     assert document["environment"]["versions"]["vllm"] == "0.27.1"
     decisions = {w["id"]: (w["decision"], w["reason"]) for w in document["workarounds"]}
-    assert decisions == {
-        "event-blocking-kwarg": ("skip", "vllm-carries-fix"),
-        "cuda-event-redirect": ("skip", "vllm-carries-fix"),
-        "cudagraph-profile-skip": ("skip", "vllm-carries-fix"),
-        "pp-broadcast-sync": ("skip", "vllm-carries-fix"),
-        "static-launcher-uva": ("apply", "affected"),
-        "uva-view-unpinned": ("apply", "affected"),
-    }
+    assert decisions == {i: (str(d.decision), str(d.reason)) for i, d in EXPECTED.items()}
+    # The command line adds what it could not probe to the decision's own words.
+    assert all(w["detail"].startswith(EXPECTED[w["id"]].detail) for w in document["workarounds"])
 
 
 def test_status_json_entries_carry_the_contract_fields():
     document = json.loads(run("status", "--json", *ISSUE_STACK).stdout)
-    entry = next(w for w in document["workarounds"] if w["id"] == "static-launcher-uva")
-    assert set(entry) == {"id", "title", "decision", "reason", "detail", "decided_by", "retirement", "upstream"}
-    assert entry["retirement"]["verdict"] == "keep"
-    assert {"ref": "pytorch/pytorch#188240", "role": "root-fix", "state": "landed",
-            "released_in": "torch>=2.14.0"} in entry["upstream"]
+    for entry in document["workarounds"]:
+        w = MANIFEST.get(entry["id"])
+        assert set(entry) == {"id", "title", "decision", "reason", "detail", "decided_by", "retirement", "upstream"}
+        assert entry["retirement"]["verdict"] == str(retirement(w, MANIFEST.support).verdict)
+        assert entry["upstream"] == [{"ref": ref.ref, "role": str(ref.role), "state": str(ref.state),
+                                      "released_in": str(ref.released_in) if ref.released_in else None}
+                                     for ref in w.upstream]
 
 
 def test_status_table_lists_every_workaround_with_its_decision():
     result = run("status", *ISSUE_STACK)
     assert result.exit_code == 0
-    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("static", "pp-"))]
-    assert ["static-launcher-uva", "apply", "affected", "keep"] in rows
-    assert ["pp-broadcast-sync", "skip", "vllm-carries-fix", "keep"] in rows
+    rows = [line.split() for line in result.stdout.splitlines()]
+    for w in MANIFEST.workarounds:
+        d = EXPECTED[w.id]
+        assert [w.id, str(d.decision), str(d.reason), str(retirement(w, MANIFEST.support).verdict)] in rows
 
 
 def test_status_on_this_machine_says_cpu_detected():
@@ -99,31 +107,35 @@ def test_status_with_a_broken_manifest_exits_2_and_lists_the_problems(tmp_path):
     assert "upstream[2].state: '?' is not one of" in result.stderr and "Traceback" not in result.output
 
 
-def test_explain_shows_everything_about_one_workaround():
-    result = run("explain", "static-launcher-uva", *ISSUE_STACK)
+@pytest.mark.parametrize("index", range(len(MANIFEST.workarounds)))
+def test_explain_shows_everything_about_one_workaround(index):
+    w = MANIFEST.workarounds[index]
+    result = run("explain", w.id, *ISSUE_STACK)
     assert result.exit_code == 0
-    for text in ("Pointer argument doesn't reference XPU device memory",
-                 "vllm.platforms.xpu:XPUPlatform.check_and_update_config",
-                 "pytorch/pytorch#188240 [root-fix] landed, released in torch>=2.14.0",
-                 "vllm<0.28.0, torch>=2.11.0,<2.14.0", "decision here: apply (affected)", "retirement: keep",
-                 "removal condition:"):
+    d = EXPECTED[w.id]
+    texts = [w.symptom, *(t.path for t in w.targets), *(window.describe() for window in w.affected),
+             *(f"{ref.ref} [{ref.role}] {ref.state}" for ref in w.upstream),
+             f"decision here: {d.decision} ({d.reason})", f"retirement: {retirement(w, MANIFEST.support).verdict}",
+             "removal condition:"]
+    for text in texts:
         assert text in result.stdout, text
 
 
 def test_explain_unknown_id_exits_2_and_lists_known_ids():
     result = run("explain", "no-such-fix")
     assert result.exit_code == 2
-    assert "unknown workaround id 'no-such-fix'" in result.stderr and "static-launcher-uva" in result.stderr
+    assert "unknown workaround id 'no-such-fix'" in result.stderr
+    assert f"(known: {', '.join(MANIFEST.ids)})" in result.stderr
 
 
-def test_docs_render_all_six_with_their_sections():
+def test_docs_render_every_workaround_with_its_sections():
     result = run("docs")
     assert result.exit_code == 0
     for w in reader.load().workarounds:
         assert f"## {w.id}" in result.stdout
     for heading in ("**Why:**", "**How:**", "**Targets:**", "**Upstream:**", "**Affected windows**",
                     "**Removal condition:**"):
-        assert result.stdout.count(heading) == 6, heading
+        assert result.stdout.count(heading) == len(MANIFEST.workarounds), heading
 
 
 def test_docs_output_writes_the_file(tmp_path):
@@ -142,17 +154,21 @@ def test_retire_plan_keeps_everything_at_the_shipped_floor():
     assert result.exit_code == 0
     document = json.loads(result.stdout)
     assert document["schema"] == 1 and document["retirable"] == []
-    assert len(document["kept"]) == 6 and all(set(k) == {"id", "reason"} for k in document["kept"])
+    assert [k["id"] for k in document["kept"]] == list(MANIFEST.ids)
+    assert all(set(k) == {"id", "reason"} for k in document["kept"])
 
 
 def test_retire_check_exits_3_when_something_is_retirable(tmp_path):
-    raised = tmp_path / "w.toml"
-    raised.write_text(reader.default_path().read_text().replace('torch = "2.10.0"', 'torch = "2.14.0"'))
+    # A workaround affected on vllm 0.23.0 to 0.24.x, with vLLM's floor raised to 0.25.0.
+    raised = write_manifest(tmp_path / "w.toml", workaround(id="old-fix"), workaround(id="live-fix", affected=[
+        {"vllm": ">=0.25.0,<0.26.0"}], vllm_carries_fix=">=0.26.0"),
+        support={"vllm": "0.25.0", "torch": "2.10.0", "vllm-xpu-kernels": "0.1.4"})
     result = run("--manifest", str(raised), "retire", "--json", "--check")
     assert result.exit_code == 3
     document = json.loads(result.stdout)
-    assert [r["id"] for r in document["retirable"]] == ["static-launcher-uva"]
-    assert "pytorch/pytorch#188240" in document["retirable"][0]["evidence"]
+    assert [r["id"] for r in document["retirable"]] == ["old-fix"]
+    assert "below the support floor vllm 0.25.0" in document["retirable"][0]["evidence"]
+    assert [k["id"] for k in document["kept"]] == ["live-fix"]
 
 
 def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
@@ -164,11 +180,14 @@ def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
     assert "HEAVY []" in result.stderr, result.stderr
 
 
-def test_status_says_vllms_source_was_not_probed_for_a_described_vllm():
-    document = json.loads(run("status", "--json", *ISSUE_STACK).stdout)
-    entry = next(w for w in document["workarounds"] if w["id"] == "static-launcher-uva")
+def test_status_says_vllms_source_was_not_probed_for_a_described_vllm(tmp_path):
+    # A workaround whose fix vLLM carries from 0.25.0, on a described vLLM 0.24.0 it is affected on.
+    manifest = write_manifest(tmp_path / "w.toml", workaround(id="carried-later"))
+    document = json.loads(run("--manifest", str(manifest), "status", "--json", "--platform", "xpu",
+                              "--assume", "vllm==0.24.0").stdout)
+    (entry,) = document["workarounds"]
     assert (entry["reason"], entry["decided_by"]) == ("affected", "version")
-    assert "vLLM's own source not probed (vllm==0.27.1 is described by --assume" in entry["detail"]
+    assert "vLLM's own source not probed (vllm==0.24.0 is described by --assume" in entry["detail"]
 
 
 def test_a_manifest_path_with_a_newline_is_reported_on_one_line_per_problem():

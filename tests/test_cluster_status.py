@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.manifests import workaround, write_manifest
 from support.raycluster import LocalRayCluster, free_port
 
 from tracker import cluster
@@ -56,14 +57,17 @@ def test_nodes_with_the_same_stack_agree(monkeypatch):
     assert result.agree and result.differences == []
 
 
-def test_the_odd_node_out_is_named_with_its_difference_in_words(monkeypatch):
-    current = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
-    older = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.27.1")
+def test_the_odd_node_out_is_named_with_its_difference_in_words(monkeypatch, tmp_path):
+    # Two synthetic workarounds affected on vLLM 0.23.0 to 0.24.x, whose fix vLLM carries from 0.25.0.
+    manifest = str(write_manifest(tmp_path / "w.toml", workaround(id="first-fix"), workaround(id="second-fix")))
+    current = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0",
+                     XPU_WORKAROUNDS_MANIFEST=manifest)
+    older = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.24.0",
+                   XPU_WORKAROUNDS_MANIFEST=manifest)
     result = compare("test", [node("a", current, head=True), node("b", older), node("c", current),
                               node("d", current)])
     assert result.differences == [
-        "node bbbbbbbb (10.0.0.1): vllm 0.27.1 needs static-launcher-uva, uva-view-unpinned; "
-        "the other 3 nodes have vllm 0.32.0"]
+        "node bbbbbbbb (10.0.0.1): vllm 0.24.0 needs first-fix, second-fix; the other 3 nodes have vllm 0.32.0"]
 
 
 def test_a_forced_workaround_is_named_as_applied_not_needed(monkeypatch):
