@@ -105,7 +105,7 @@ def test_the_probe_finds_the_bug_without_the_redirect(source):
     assert carried(source(WITHOUT_REDIRECT)) is None
 
 
-# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+# --- its decisions on the shipped manifest (here, so that its removal takes them along) ---------------
 
 def test_the_issue_stack_has_vllms_own_fix():
     assert reason("cuda-event-redirect", **ISSUE_STACK) == "vllm-carries-fix"

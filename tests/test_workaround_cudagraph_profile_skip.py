@@ -62,7 +62,7 @@ def test_why_says_when_each_release_series_profiles_xpu():
     assert "vllm#39977" in why and "vllm#41344" in why
 
 
-# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+# --- its decisions on the shipped manifest (here, so that its removal takes them along) ---------------
 
 def test_the_issue_stack_has_vllms_own_fix():
     assert reason("cudagraph-profile-skip", **ISSUE_STACK) == "vllm-carries-fix"

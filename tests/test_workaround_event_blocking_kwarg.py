@@ -136,7 +136,7 @@ def test_dropping_interprocess_false_or_blocking_says_nothing(caplog):
     assert caplog.records == []
 
 
-# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+# --- its decisions on the shipped manifest (here, so that its removal takes them along) ---------------
 
 def test_the_issue_stack_has_vllms_own_fix():
     assert reason("event-blocking-kwarg", **ISSUE_STACK) == "vllm-carries-fix"

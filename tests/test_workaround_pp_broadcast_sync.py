@@ -79,7 +79,7 @@ def test_the_probe_finds_the_bug_in_vllm_0_24(tmp_path, monkeypatch):
     assert carried(context_for(tmp_path, monkeypatch, VLLM_0_24_BROADCAST)) is None
 
 
-# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+# --- its decisions on the shipped manifest (here, so that its removal takes them along) ---------------
 
 def test_the_issue_stack_has_vllms_own_fix():
     assert reason("pp-broadcast-sync", **ISSUE_STACK) == "vllm-carries-fix"

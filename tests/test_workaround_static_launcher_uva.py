@@ -102,7 +102,7 @@ def test_the_probe_finds_the_bug_in_vllm_0_27(tmp_path, monkeypatch):
     assert carried(context_for(tmp_path, monkeypatch, VLLM_0_27_CHECK)) is None
 
 
-# --- decisions on the shipped manifest (moved from tests/test_decision.py: they go with this workaround) ---
+# --- its decisions on the shipped manifest (here, so that its removal takes them along) ---------------
 
 def test_the_issue_stack_is_affected():
     assert reason("static-launcher-uva", **ISSUE_STACK) == "affected"
