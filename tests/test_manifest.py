@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -39,14 +40,28 @@ def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
 
 
 def test_the_module_is_derived_from_the_id():
-    assert [w.module for w in reader.load().workarounds][:2] == [
-        "workarounds.event_blocking_kwarg", "workarounds.cuda_event_redirect"]
+    assert [w.module for w in reader.load().workarounds] == [
+        "workarounds." + w.id.replace("-", "_") for w in reader.load().workarounds]
 
 
-def test_shipped_manifest_has_all_six_workarounds():
-    assert reader.load().ids == (
-        "event-blocking-kwarg", "cuda-event-redirect", "cudagraph-profile-skip",
-        "pp-broadcast-sync", "static-launcher-uva", "uva-view-unpinned")
+def test_every_shipped_entry_has_its_module_and_every_module_its_entry():
+    package = Path(SHIPPED).parent / "workarounds"
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted(modules) == sorted(w.module.removeprefix("workarounds.") for w in reader.load().workarounds)
+
+
+def first(pattern: str) -> str:
+    """The first text of the shipped manifest that matches ``pattern``. The cases below break
+    whichever entry comes first, so that retiring one workaround leaves none without its text."""
+    found = re.search(pattern, TEXT, re.M)
+    assert found, pattern
+    return found.group(0)
+
+
+RELEASED_IN = first(r'^released_in = "[a-z-]+>=[^"]+"$')
+FIRST_KIND = first(r'kind = "\w+"')  # the first target of the first workaround
+FIRST_WINDOW = first(r'^\[\[workaround\.affected\]\]\nvllm = "[^"]+"')  # its first affected window
 
 
 # Each case: (what to replace, with what, field in the problem, words in the message,
@@ -56,7 +71,7 @@ BROKEN = {
                       'torch = "<<2.15"'),
     "window that can never match": ('vllm = ">=0.23.0,<0.25.0"', 'vllm = ">=0.25.0,<0.23.0"',
                                     "affected[0].vllm", "can never match", 'vllm = ">=0.25.0,<0.23.0"'),
-    "empty range between equal bounds": ('vllm = "<0.28.0"\ntorch', 'vllm = ">=0.28.0,<0.28.0"\ntorch',
+    "empty range between equal bounds": (FIRST_WINDOW, '[[workaround.affected]]\nvllm = ">=0.28.0,<0.28.0"',
                                          "affected[0].vllm", "can never match", 'vllm = ">=0.28.0,<0.28.0"'),
     "bad state": ('state = "open"', 'state = "pending"', "upstream[2].state", "not one of", 'state = "pending"'),
     "bad role": ('role = "cause"', 'role = "culprit"', "upstream[0].role", "not one of", 'role = "culprit"'),
@@ -84,7 +99,7 @@ BROKEN = {
     "bad platform": ('platform = "xpu"', 'platform = "gaudi"', "platform", "not one of", "gaudi"),
     "released_in on an open reference": ('state = "open"', 'state = "open"\nreleased_in = "torch>=2.16.0"',
                                          "released_in", "cannot be in a release", "torch>=2.16.0"),
-    "malformed released_in": ('released_in = "torch>=2.14.0"', 'released_in = "torch 2.14"',
+    "malformed released_in": (RELEASED_IN, 'released_in = "torch 2.14"',
                               "released_in", "COMPONENT>=VERSION", "torch 2.14"),
     "bad support version": ('torch = "2.10.0"', 'torch = "two"', "support.torch", "not a PEP 440 version",
                             'torch = "two"'),
@@ -93,7 +108,7 @@ BROKEN = {
                                         'path = "vllm.v1.worker.gpu.pp_utils.PPHandler.broadcast"',
                                         "targets[0].path", "package.module:Attribute.path",
                                         "pp_utils.PPHandler.broadcast"),
-    "bad target kind": ('kind = "classmethod"', 'kind = "property"', "targets[0].kind", "not one of",
+    "bad target kind": (FIRST_KIND, 'kind = "property"', "targets[0].kind", "not one of",
                         'kind = "property"'),
     "bad id": ('id = "pp-broadcast-sync"', 'id = "PP_Sync"', "id", "lower-case", 'id = "PP_Sync"'),
     "remaining on a cause": ('ref = "vllm-project/vllm#47081"\nrole = "cause"',
@@ -105,8 +120,7 @@ BROKEN = {
     "target absent_in that is not a specifier": ('absent_in = "<0.23.0" },', 'absent_in = "before 0.23" },',
                                                  "targets[0].absent_in", "not a PEP 440 specifier",
                                                  'absent_in = "before 0.23"'),
-    "bad commit": ('released_in = "torch>=2.14.0"', 'released_in = "torch>=2.14.0"\ncommit = "abc"',
-                   "commit", "40-character", 'commit = "abc"'),
+    "bad commit": (RELEASED_IN, RELEASED_IN + '\ncommit = "abc"', "commit", "40-character", 'commit = "abc"'),
 }
 
 
