@@ -151,3 +151,49 @@ def test_an_assumed_torch_without_a_label_keeps_the_detected_xpu_build():
 def test_an_assumed_unlabelled_torch_where_none_is_installed_is_assumed_cuda():
     env = build(assume={"torch": "2.14.0"}, detected={"torch": ComponentVersion("torch", None)})
     assert (env.platform, env.platform_source) == ("cuda", "assumed")
+
+
+def _detect_beside_importlib(path: list[str]) -> dict[str, list[str | None]]:
+    """detect_versions() and importlib.metadata in one fresh process whose sys.path is ``path`` first."""
+    code = ("import json, sys; from importlib import metadata; from tracker.model.versions import DISTRIBUTIONS, "
+            "detect_versions\n"
+            "def lib(names):\n"
+            "    for name in names:\n"
+            "        try:\n"
+            "            if metadata.version(name) is not None:\n"
+            "                return metadata.version(name)\n"
+            "        except metadata.PackageNotFoundError:\n"
+            "            pass\n"
+            "print(json.dumps({k: [c.raw, lib(DISTRIBUTIONS[k])] for k, c in detect_versions().items()}))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, os.getcwd()])}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    found: dict[str, list[str | None]] = json.loads(result.stdout)
+    return found
+
+
+def test_versions_read_from_the_headers_are_what_importlib_metadata_says(tmp_path):
+    # The first distribution on sys.path wins, as with importlib.metadata; a header block
+    # ends at its first blank line; an egg-info that is a file, not a folder, and a
+    # METADATA without a Version header are read by importlib.metadata itself.
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site, folder, text in (
+            (first, "vllm_xpu_kernels-0.1.13.dist-info", "Metadata-Version: 2.1\nName: vllm-xpu-kernels\n"
+                                                         "Summary: folded\n  Version: 1.0\nversion:  0.1.13\n\nVersion: 9.9.9\n"),
+            (second, "vllm_xpu_kernels-0.1.12.3.dist-info", "Metadata-Version: 2.1\nName: vllm-xpu-kernels\n"
+                                                            "Version: 0.1.12.3\n"),
+            (first, "triton-3.5.0.dist-info", "Metadata-Version: 2.1\nName: triton\n\nVersion: 3.5.0\n")):
+        (site / folder).mkdir(parents=True)
+        (site / folder / "METADATA").write_text(text)
+    (second / "intel_extension_for_pytorch-2.8.10.egg-info").write_text(
+        "Metadata-Version: 1.0\nName: intel-extension-for-pytorch\nVersion: 2.8.10\n")
+    found = _detect_beside_importlib([str(first), str(second)])
+    assert found["vllm-xpu-kernels"] == ["0.1.13", "0.1.13"]
+    assert found["intel-extension-for-pytorch"] == ["2.8.10", "2.8.10"]
+    assert found["triton"][0] == found["triton"][1]  # no Version header: importlib.metadata's answer
+    assert all(ours == theirs for ours, theirs in found.values()), found
+
+
+def test_versions_of_this_environment_are_what_importlib_metadata_says():
+    found = _detect_beside_importlib([])
+    assert found["torch"][0] is not None and found["torch"][0].startswith("2.13.0")
+    assert all(ours == theirs for ours, theirs in found.values()), found

@@ -12,7 +12,6 @@ pinned-memory allocator: ``pin_memory=True`` raises).
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import gc
 import weakref
 
@@ -40,9 +39,9 @@ def context(kernels: str, workaround=WORKAROUND) -> Context:
 
 def learned(ref: str, release: str):
     """The manifest after ``upstream --write`` recorded ``ref``'s first release."""
-    upstream = tuple(dataclasses.replace(r, state="merged", released_in=Release("vllm-xpu-kernels", Version(release)))
+    upstream = tuple(r._replace(state="merged", released_in=Release("vllm-xpu-kernels", Version(release)))
                      if r.ref == ref else r for r in WORKAROUND.upstream)
-    return dataclasses.replace(WORKAROUND, upstream=upstream)
+    return WORKAROUND._replace(upstream=upstream)
 
 
 WITH_FIX = context(str(FIX_RELEASE))  # #513, and #564 not recorded in any release

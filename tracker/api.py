@@ -11,8 +11,7 @@ reports; the module only says what the wrapper does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from tracker.engine.patching import Wrapper
 from tracker.model.environment import Environment
@@ -20,16 +19,14 @@ from tracker.model.manifest import Workaround
 from tracker.model.vocabulary import RELEASED_STATES
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A probe's evidence that the bug is absent here: ``reason`` is a skip reason."""
 
     reason: str  # vllm-carries-fix | root-fix-installed
     detail: str
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """What a workaround module may read: its manifest entry and the environment."""
 
     workaround: Workaround

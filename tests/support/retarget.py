@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 
 from tracker.api import Context, Finding
@@ -21,9 +20,9 @@ def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch
     (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
     monkeypatch.syspath_prepend(str(tmp_path))
     workaround = reader.load().get(workaround_id)
-    target = dataclasses.replace(workaround.targets[-1], path=path)
+    target = workaround.targets[-1]._replace(path=path)
     versions = {name.replace("_", "-"): version for name, version in assume.items()}
-    return Context(dataclasses.replace(workaround, targets=(target,)), build(platform="xpu", assume=versions))
+    return Context(workaround._replace(targets=(target,)), build(platform="xpu", assume=versions))
 
 
 def carried(context: Context) -> Finding | None:

@@ -7,7 +7,7 @@ or touches the network. The reasons are a closed vocabulary (README, "How a deci
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -19,8 +19,7 @@ from tracker.model.versions import matches
 from tracker.model.vocabulary import RELEASED_STATES, Choice, Reason, Role, Verdict
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     id: str
     decision: Choice
     reason: Reason
@@ -31,8 +30,7 @@ class Decision:
         return self.decision == Choice.APPLY
 
 
-@dataclass(frozen=True)
-class Retirement:
+class Retirement(NamedTuple):
     verdict: Verdict
     detail: str
 

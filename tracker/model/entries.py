@@ -1,7 +1,7 @@
 """From parsed TOML to the typed ``Manifest``: every table and field checked in one pass.
 
 ``Reader`` collects every problem with the line it is on (the line locator is built on the
-first problem only) and builds the dataclasses of ``tracker.model.manifest``; reading the
+first problem only) and builds the named tuples of ``tracker.model.manifest``; reading the
 file itself (size, regular file, UTF-8, TOML) is ``tracker.model.reader``'s part.
 """
 

@@ -7,11 +7,10 @@ Both are read here and nowhere else; neither imports torch or vLLM.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from tracker import variables
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
@@ -25,8 +24,7 @@ class InputError(ValueError):
     """A user-supplied value (variable, option) is malformed."""
 
 
-@dataclass(frozen=True)
-class Environment:
+class Environment(NamedTuple):
     platform: str  # xpu | cuda | rocm | cpu | unknown
     platform_source: str  # detected | assumed | override
     versions: Mapping[str, ComponentVersion]
@@ -119,8 +117,7 @@ def build(
     return Environment(platform_from_versions(installed), "detected", versions)
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """What the XPU_WORKAROUNDS* variables ask for."""
 
     enabled: bool = True
@@ -128,7 +125,7 @@ class Settings:
     forced: frozenset[str] = frozenset()
     strict: bool = False
     platform: str | None = None
-    assume: Mapping[str, str] = field(default_factory=dict)
+    assume: Mapping[str, str] = MappingProxyType({})
     manifest: str | None = None  # another manifest than the shipped one
     report_dir: str | None = None  # where each process writes its report
     problems: tuple[str, ...] = ()  # malformed values, unknown ids: reported, never silent
@@ -187,8 +184,8 @@ class Settings:
                 problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
                                 f" (known: {', '.join(sorted(known))})")
             kept[variable] = names - set(unknown)
-        return dataclasses.replace(self, disabled=kept[variables.DISABLE], forced=kept[variables.FORCE],
-                                   problems=tuple(problems))
+        return self._replace(disabled=kept[variables.DISABLE], forced=kept[variables.FORCE],
+                             problems=tuple(problems))
 
 
 def _ids(text: str) -> frozenset[str]:

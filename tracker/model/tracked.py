@@ -14,8 +14,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from packaging.specifiers import SpecifierSet
 
@@ -28,8 +27,7 @@ _REQUIRED = ("id", "title", "file", "marker", "carried_in")
 _KEYS = frozenset({*_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
 
 
-@dataclass(frozen=True)
-class InlineWorkaround:
+class InlineWorkaround(NamedTuple):
     """One of vLLM's own XPU workarounds, as the project tracks it."""
 
     id: str

@@ -2,7 +2,8 @@
 
 Version policy (written down in the README, tested in tests/test_versions.py):
 
-- Versions are read from installed distribution metadata (``importlib.metadata``),
+- Versions are read from installed distribution metadata (the ``Version`` header of the
+  first ``*.dist-info`` / ``*.egg-info`` on ``sys.path``, as ``importlib.metadata`` finds it),
   never by importing torch or vLLM.
 - Local labels are dropped: ``2.13.0+xpu`` and ``2.13.0+cpu`` are ``2.13.0``.
 - Dev, pre- and post-releases are judged by their release number:
@@ -19,8 +20,7 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
-from importlib import metadata
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -38,8 +38,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 COMPONENTS: tuple[str, ...] = tuple(DISTRIBUTIONS)
 
 
-@dataclass(frozen=True)
-class ComponentVersion:
+class ComponentVersion(NamedTuple):
     """One component's version as found (or assumed), with its comparable form."""
 
     component: str
@@ -93,45 +92,87 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _present_names() -> set[str] | None:
-    """Normalized names of the distributions on ``sys.path``, from one listing of each
-    directory; None when a directory cannot be listed (then every name is asked for).
+def _metadata_files() -> dict[str, str] | None:
+    """Normalized distribution name -> its metadata file, the first on ``sys.path`` (as
+    ``importlib.metadata`` finds it), from one listing of each directory; None when a
+    directory cannot be listed (then ``importlib.metadata`` is asked instead).
 
-    ``metadata.version`` searches every ``sys.path`` entry per call, ~1.5 ms each even for
-    an absent name; this listing lets absent candidates be skipped without asking.
+    ``metadata.version`` searches every ``sys.path`` entry per call (~1.5 ms each, even
+    for an absent name) and parses the whole file as e-mail; one listing and the
+    ``Version`` header are all a decision needs.
     """
-    names: set[str] = set()
+    files: dict[str, str] = {}
     for entry in sys.path:
-        if not os.path.isdir(entry or "."):
+        directory = entry or "."
+        if not os.path.isdir(directory):
             continue
         try:
-            with os.scandir(entry or ".") as listing:
-                for item in listing:
-                    stem, dot, suffix = item.name.rpartition(".")
-                    if dot and suffix in ("dist-info", "egg-info", "egg"):
-                        names.add(_normalized(stem.split("-", 1)[0]))
+            with os.scandir(directory) as listing:
+                names = sorted(item.name for item in listing)
         except OSError:
             return None
-    return names
+        for name in names:
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix in _METADATA_FILE:
+                files.setdefault(_normalized(stem.split("-", 1)[0]), os.path.join(directory, name, _METADATA_FILE[suffix]))
+            elif dot and suffix == "egg":  # a zipped or unpacked egg: importlib.metadata knows how to read it
+                files.setdefault(_normalized(stem.split("-", 1)[0]), "")
+    return files
 
 
-def installed_distribution_version(names: tuple[str, ...], present: set[str] | None = None) -> tuple[str, str] | None:
+# Where a folder keeps its metadata. An egg-info that is a file, not a folder, is read by
+# importlib.metadata (the file named here does not exist).
+_METADATA_FILE = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
+_FIELD_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")  # RFC 5322: printable, no space, no colon
+
+
+def _header_version(path: str) -> str | None:
+    """The ``Version`` header of a core-metadata file; None when it has none or cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line[:1] in (" ", "\t"):
+                    continue  # a folded line continues the header above it
+                name, colon, value = line.partition(":")
+                if not colon or not _FIELD_NAME.fullmatch(name):
+                    return None  # a blank line (or anything not a header) ends the headers
+                if name.lower() == "version":
+                    return value.strip() or None
+    except OSError:
+        return None
+    return None
+
+
+def installed_distribution_version(names: tuple[str, ...], files: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """(distribution name, version) of the first of ``names`` installed, or None.
+
+    With ``files`` (from ``_metadata_files``) an absent name costs nothing and a present one
+    costs one read of its headers; anything unusual there is left to ``importlib.metadata``.
+    """
     for name in names:
-        if present is not None and _normalized(name) not in present:
+        path = None if files is None else files.get(_normalized(name))
+        if files is not None and path is None:
             continue
+        found = _header_version(path) if path else None
+        if found is not None:
+            return name, found
+        from importlib import metadata  # an egg, a zip on sys.path, a file without headers
+
         try:
-            return name, metadata.version(name)
+            version: str | None = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+        if version is not None:
+            return name, version
     return None
 
 
 def detect_versions() -> dict[str, ComponentVersion]:
     """Every known component's installed version, from distribution metadata only."""
-    present = _present_names()
+    files = _metadata_files()
     found: dict[str, ComponentVersion] = {}
     for component, names in DISTRIBUTIONS.items():
-        hit = installed_distribution_version(names, present)
+        hit = installed_distribution_version(names, files)
         if hit is None:
             found[component] = ComponentVersion(component, None)
         else:

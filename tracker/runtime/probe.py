@@ -11,7 +11,6 @@ not the installed one) the decision stands and its detail says the source was no
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from tracker.api import Finding
@@ -59,7 +58,7 @@ def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> 
         if read:
             return decision, DecidedBy.VERSION
         not_probed = "the targets' source is not installed here"
-    return dataclasses.replace(decision, detail=f"{decision.detail} vLLM's own source not probed ({not_probed})."), \
+    return decision._replace(detail=f"{decision.detail} vLLM's own source not probed ({not_probed})."), \
         DecidedBy.VERSION
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround
 from tracker.model.vocabulary import State
 from tracker.upstream.facts import Report
@@ -16,12 +14,11 @@ def with_facts(manifest: Manifest, report: Report) -> Manifest:
         facts = report.facts(ref.ref)
         if facts is None or facts.state is None:
             return ref
-        return dataclasses.replace(ref, state=State(facts.state), commit=facts.commit or ref.commit,
-                                   released_in=facts.released_in)
+        return ref._replace(state=State(facts.state), commit=facts.commit or ref.commit, released_in=facts.released_in)
 
-    workarounds = tuple(dataclasses.replace(w, upstream=tuple(ref_of(ref) for ref in w.upstream))
+    workarounds = tuple(w._replace(upstream=tuple(ref_of(ref) for ref in w.upstream))
                         for w in manifest.workarounds)
-    return dataclasses.replace(manifest, workarounds=workarounds, by_id={w.id: w for w in workarounds})
+    return manifest._replace(workarounds=workarounds, by_id={w.id: w for w in workarounds})
 
 
 def unchecked(w: Workaround, report: Report) -> list[str]:
