@@ -34,6 +34,23 @@ def test_shipped_manifest_is_valid():
     assert lint() == []
 
 
+def test_a_valid_manifest_is_read_without_locating_any_line(monkeypatch):
+    # Lines are found only to point at a problem: the locator reads the whole text, and every
+    # vLLM process that activates reads the manifest.
+    from tracker.model import lines
+
+    built = []
+    monkeypatch.setattr(lines.LineLocator, "__init__", lambda self, text: built.append(text))
+    assert reader.load(SHIPPED).workarounds and built == []
+
+
+def test_a_tracked_entry_with_a_broken_specifier_points_at_its_line(tmp_path):
+    text = TEXT.replace('carried_in = "', 'carried_in = "!!', 1)
+    problems = lint_text(tmp_path, text)[1]
+    assert len(problems) == 1 and problems[0].line == line_of(text, 'carried_in = "!!')
+    assert ".carried_in" in problems[0].field
+
+
 def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
     text = TEXT.replace('id = "pp-broadcast-sync"', 'id = "pp-broadcast-sync"\nmodule = "workarounds.pp_broadcast_sync"')
     assert lint_text(tmp_path, text)[1] == []

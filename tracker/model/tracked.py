@@ -75,9 +75,10 @@ def read_tracked(reader: _Reader, entries: Any, line: Callable[[int, str | None]
             continue
         label = f"tracked[{entry.get('id') if isinstance(entry.get('id'), str) else index}]"
         problems = _check(reader, entry, label, at, seen)
-        carried = reader.specifier(entry.get("carried_in"), at("carried_in"), f"{label}.carried_in") \
-            if "carried_in" in entry else None
-        dead = reader.release(entry["dead_when"], at("dead_when"), f"{label}.dead_when") \
+        # Lines are found only for a problem: the locator reads the whole text.
+        carried = reader.specifier(entry.get("carried_in"), functools.partial(at, "carried_in"),
+                                   f"{label}.carried_in") if "carried_in" in entry else None
+        dead = reader.release(entry["dead_when"], functools.partial(at, "dead_when"), f"{label}.dead_when") \
             if "dead_when" in entry else None
         if problems or carried is None or ("dead_when" in entry and dead is None):
             continue
