@@ -98,13 +98,25 @@ def _identity(path: str) -> list[int] | None:
 
 
 def _code() -> list[list[Any]]:
-    found = []
-    for directory, subdirectories, files in os.walk(PACKAGE_DIR):
-        subdirectories[:] = sorted(name for name in subdirectories if name not in _NOT_DECISION_CODE)
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(directory, name)
-                found.append([os.path.relpath(path, PACKAGE_DIR), _identity(path)])
+    """Every ``.py`` file of this package a decision may run, relative name and identity, in a
+    fixed order (one ``scandir`` per directory; a directory that cannot be listed is left out,
+    as ``os.walk`` would)."""
+    found: list[list[Any]] = []
+    pending = [""]
+    while pending:
+        relative = pending.pop(0)
+        try:
+            with os.scandir(os.path.join(PACKAGE_DIR, relative)) as listing:
+                items = sorted((item.name, item.is_dir()) for item in listing)
+        except OSError:
+            continue
+        for name, is_directory in items:
+            path = os.path.join(relative, name)
+            if is_directory:
+                if name not in _NOT_DECISION_CODE:
+                    pending.append(path)
+            elif name.endswith(".py"):
+                found.append([path, _identity(os.path.join(PACKAGE_DIR, path))])
     return found
 
 
