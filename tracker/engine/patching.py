@@ -29,7 +29,6 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from tracker.engine import importhook, source
@@ -44,27 +43,37 @@ class PatchConflict(RuntimeError):
     """A target is already patched by another owner."""
 
 
-@dataclass
 class Patch:
-    """One target: what was asked, what happened, and what is needed to undo it."""
+    """One target: what was asked, what happened, and what is needed to undo it.
 
-    path: str
-    owner: str
-    kind: str
-    params: tuple[str, ...] | None
-    wrapper: Wrapper
-    optional: bool = False
-    outcome: Outcome = Outcome.WAITING
-    detail: str = ""
-    error: str | None = None
-    on_change: Callable[[Patch], None] | None = field(default=None, repr=False)
-    _container: Any = field(default=None, repr=False)
-    _name: str = ""
-    _had_own: bool = False
-    _original: Any = field(default=None, repr=False)  # exactly what was in the container's __dict__
-    _installed: Any = field(default=None, repr=False)  # what replaced it
-    _function: Any = field(default=None, repr=False)  # original module-level function (alias scan)
-    _aliases: list[tuple[types.ModuleType, str]] = field(default_factory=list, repr=False)
+    A plain class, not a dataclass: every vLLM process that applies something imports this
+    module, and a dataclass compiles its generated methods at every import."""
+
+    __slots__ = ("path", "owner", "kind", "params", "wrapper", "optional", "outcome", "detail", "error", "on_change",
+                 "_container", "_name", "_had_own", "_original", "_installed", "_function", "_aliases")
+
+    def __init__(self, path: str, owner: str, kind: str, params: tuple[str, ...] | None, wrapper: Wrapper,
+                 optional: bool = False, on_change: Callable[[Patch], None] | None = None) -> None:
+        self.path = path
+        self.owner = owner
+        self.kind = kind
+        self.params = params
+        self.wrapper = wrapper
+        self.optional = optional
+        self.outcome: Outcome = Outcome.WAITING
+        self.detail = ""
+        self.error: str | None = None
+        self.on_change = on_change
+        self._container: Any = None
+        self._name = ""
+        self._had_own = False
+        self._original: Any = None  # exactly what was in the container's __dict__
+        self._installed: Any = None  # what replaced it
+        self._function: Any = None  # original module-level function (alias scan)
+        self._aliases: list[tuple[types.ModuleType, str]] = []
+
+    def __repr__(self) -> str:
+        return f"Patch(path={self.path!r}, owner={self.owner!r}, kind={self.kind!r}, outcome={self.outcome!r})"
 
     @property
     def module(self) -> str:

@@ -32,7 +32,6 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -56,13 +55,17 @@ _BAD = (Outcome.FAILED, Outcome.DRIFTED)
 _DISTRIBUTION_NAMES = tuple(name for names in DISTRIBUTIONS.values() for name in names)
 
 
-@dataclass
 class _Entry:
-    workaround: Workaround
-    decision: Decision
-    decided_by: DecidedBy
-    patches: list[patching.Patch]
-    error: str | None = None  # the module could not be imported or built its wrapper
+    """One workaround in this process (a plain class: see ``patching.Patch``)."""
+
+    __slots__ = ("workaround", "decision", "decided_by", "patches", "error")
+
+    def __init__(self, workaround: Workaround, decision: Decision, decided_by: DecidedBy) -> None:
+        self.workaround = workaround
+        self.decision = decision
+        self.decided_by = decided_by
+        self.patches: list[patching.Patch] = []
+        self.error: str | None = None  # the module could not be imported or built its wrapper
 
 
 class _State:
@@ -165,7 +168,7 @@ def _vllm_platform() -> str | None:
 
 def _handle(workaround: Workaround, environment: Environment, settings: Settings) -> _Entry:
     decision, decided_by = _source_probe(decide(workaround, environment, settings), workaround)
-    entry = _Entry(workaround, decision, decided_by, [])
+    entry = _Entry(workaround, decision, decided_by)
     if not decision.apply:
         return entry
     context = Context(workaround, environment)
