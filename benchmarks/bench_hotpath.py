@@ -108,7 +108,7 @@ def _standin_module() -> types.ModuleType:
 
 def _context(workaround_id: str, **assume: str) -> Context:
     manifest = load()
-    return Context(manifest.get(workaround_id), build(platform="xpu", assume=assume))
+    return Context.of(manifest.get(workaround_id), build(platform="xpu", assume=assume))
 
 
 def _target(workaround_id: str) -> tuple[str, str, tuple[str, ...]]:

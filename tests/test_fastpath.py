@@ -1,4 +1,5 @@
-"""The replay of an activation that applied nothing, each case in fresh interpreters."""
+"""The fast path, each case in fresh interpreters: the replay of an activation that applied nothing,
+and stored plans carried out again where something applies."""
 
 from __future__ import annotations
 
@@ -87,12 +88,104 @@ def test_installing_a_distribution_takes_the_full_path(tmp_path):
     assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.27.1"
 
 
-def test_a_process_that_applies_something_is_never_replayed(tmp_path):
+APPLYING = (
+    "import json, logging, os, sys\n"
+    "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
+    "import tracker.plugin\n"
+    "tracker.plugin.register(); tracker.plugin.register()\n"
+    "from tracker import runtime\n"
+    "decided_here = sorted(m for m in ('tracker.runtime.planning', 'tracker.model.reader', 'tomllib') if m in sys.modules)\n"
+    "at_start = runtime.report()\n"
+    "from pp_pkg.pp_utils import PPHandler\n"
+    "calls = []\n"
+    "class Stream:  # device-stream double: the CPU build has no XPU stream\n"
+    "    def synchronize(self): calls.append('synchronize')\n"
+    "handler = PPHandler(Stream()); handler.broadcast('tokens', 1, 0, None)\n"
+    "print(json.dumps({'decided_here': decided_here, 'at_start': at_start, 'after_import': runtime.report(),\n"
+    "                  'calls': calls + handler.sent}))\n"
+)
+PP_UTILS = (
+    "class PPHandler:\n"
+    "    def __init__(self, main_stream):\n"
+    "        self.main_stream, self.sent = main_stream, []\n"
+    "    def broadcast(self, sampled_token_ids, num_sampled, num_rejected, input_batch):\n"
+    "        self.sent.append(sampled_token_ids)\n"
+)
+
+
+def applying(tmp_path: Path) -> dict[str, str]:
+    """pp-broadcast-sync's entry aimed at ``pp_pkg.pp_utils`` (a real package under ``tmp_path/src``),
+    on an affected XPU stack: its source is probed, and it applies."""
+    package = tmp_path / "src" / "pp_pkg"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "pp_utils.py").write_text(PP_UTILS)
+    target = {"path": "pp_pkg.pp_utils:PPHandler.broadcast", "kind": "method",
+              "params": ["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]}
+    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(targets=[target]))
+    return {"XPU_WORKAROUNDS_MANIFEST": str(manifest), "XPU_WORKAROUNDS_PLATFORM": "xpu",
+            "XPU_WORKAROUNDS_ASSUME": "vllm==0.24.0,torch==2.12.0"}
+
+
+def run_applying(tmp_path: Path, env: dict[str, str]) -> tuple[dict, list[str]]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_TOKEN"))}
+    clean.update(env, XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"),
+                 PYTHONPATH=os.pathsep.join([str(tmp_path / "src"), str(Path(fastpath.PACKAGE_DIR).parent)]))
+    result = subprocess.run([sys.executable, "-c", APPLYING], capture_output=True, text=True, env=clean, timeout=120,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), [line for line in result.stderr.splitlines()
+                                       if line.startswith("vllm.xpu_workarounds")]
+
+
+def test_a_process_that_applies_something_carries_out_the_stored_plans_without_deciding_again(tmp_path):
+    env = applying(tmp_path)
+    first, first_lines = run_applying(tmp_path, env)
+    second, second_lines = run_applying(tmp_path, {**env, "XPU_WORKAROUNDS_REPORT": str(tmp_path / "reports")})
+    written = json.loads((tmp_path / "reports" / f"{second['after_import']['pid']}.json").read_text())
+    assert written == second["after_import"]  # rewritten when the waiting target was patched on import
+    assert first["decided_here"] == ["tomllib", "tracker.model.reader", "tracker.runtime.planning"]
+    assert second["decided_here"] == []  # no manifest read, no decision made: the stored plans
+    for run in (first, second):
+        (entry,) = run["at_start"]["workarounds"]
+        assert (entry["decision"], entry["reason"], entry["outcome"]) == ("apply", "affected", "waiting")
+        assert run["after_import"]["workarounds"][0]["outcome"] == "applied"
+        assert run["calls"] == ["synchronize", "tokens"]  # the wrapper runs in this process too
+    assert without_pid(second["after_import"]) == without_pid(first["after_import"])
+    assert second_lines == first_lines and len(second_lines) == 1
+
+
+def test_a_probed_source_edited_since_takes_the_full_path(tmp_path):
+    # The source probe read pp_utils.py: the stored plans hold its identity. Now vLLM's code
+    # there carries the fix (the marker): the next process must see it.
+    env = applying(tmp_path)
+    run_applying(tmp_path, env)
+    (tmp_path / "src" / "pp_pkg" / "pp_utils.py").write_text(PP_UTILS + "        self.main_stream.synchronize()\n")
+    second, _ = run_applying(tmp_path, env)
+    (entry,) = second["at_start"]["workarounds"]
+    assert second["decided_here"] and (entry["reason"], entry["decided_by"]) == ("vllm-carries-fix", "probe")
+
+
+def test_plans_are_not_stored_when_a_target_source_cannot_be_located(tmp_path):
+    # Nothing would tell a replay that such a module appeared inside an installed package.
     xpu = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_ASSUME": "vllm==0.24.0,torch==2.12.0"}
-    start(tmp_path, **xpu)
+    first, _ = start(tmp_path, **xpu)  # the shipped manifest: vLLM is not installed in this venv
+    assert any(w["decision"] == "apply" and w["reason"] == "affected" for w in first["report"]["workarounds"])
     second, _ = start(tmp_path, **xpu)
     assert not second["replayed"] and second["full"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_forced_workarounds_are_replayed_as_plans(tmp_path):
+    forced = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": "pp-broadcast-sync"}
+    first, first_lines = start(tmp_path, **forced)
+    (stored,) = tmp_path.iterdir()
+    record = json.loads(stored.read_text())
+    assert record["kind"] == "planned" and [p["id"] for p in record["plans"] if p["decision"] == "apply"] == [
+        "pp-broadcast-sync"]
+    second, second_lines = start(tmp_path, **forced)
+    assert not second["replayed"]  # not the answer replayed: the plans carried out again
+    assert without_pid(second["report"]) == without_pid(first["report"]) and second_lines == first_lines
 
 
 def test_a_corrupt_store_takes_the_full_path_silently(tmp_path):

@@ -31,9 +31,9 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def activation(cache: Path) -> tuple[dict[str, str], Path]:
-    """A full activation in this process that applies nothing: its stored record."""
-    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_CACHE_DIR": str(cache)}
+def activation(cache: Path, **variables: str) -> tuple[dict[str, str], Path]:
+    """A full activation in this process (on CPU, unless ``variables`` say otherwise): its stored record."""
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", **variables, "XPU_WORKAROUNDS_CACHE_DIR": str(cache)}
     activate.reset()
     try:
         activate.register(env)
@@ -130,6 +130,21 @@ def test_an_oversized_record_is_not_read(tmp_path):
 # ---------------------------------------------------------------- forged records
 
 
+def set_at(document: dict, where: tuple, value: object) -> None:
+    """``document[where[0]][where[1]]... = value``; a step ``"applied"`` is the first plan that applies."""
+    holder = document
+    for step in where[:-1]:
+        holder = applied_plan(holder) if step == "applied" else holder[step]
+    holder[where[-1]] = value
+
+
+def forged(tmp_path_factory, make, where: tuple, value: object) -> dict[str, str]:
+    """A fresh cache with ``make``'s record, ``value`` written at ``where`` (``set_at``); its environment."""
+    env, record = make(tmp_path_factory.mktemp("cache"))
+    forge(record, lambda document: set_at(document, where, value))
+    return env
+
+
 def forge(record: Path, change) -> None:
     document = json.loads(record.read_text())
     change(document)
@@ -174,22 +189,86 @@ FIELDS = st.sampled_from([("key",), ("report",), ("line",), ("report", "environm
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=FIELDS, value=JSON)
 def test_no_record_of_any_shape_makes_replay_raise(tmp_path_factory, where, value):
-    cache = tmp_path_factory.mktemp("cache")
-    env, record = activation(cache)
-
-    def change(document):
-        holder = document
-        for step in where[:-1]:
-            holder = holder[step]
-        holder[where[-1]] = value
-
-    forge(record, change)
+    env = forged(tmp_path_factory, activation, where, value)
     fastpath.forget()
     try:
         if fastpath.replay(env):  # only a record of the right shape: the report must then be usable
             assert fastpath._valid_report(fastpath._replayed) and fastpath.report()["pid"] == os.getpid()
     finally:
         fastpath.forget()
+
+
+FORCED = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": "pp-broadcast-sync"}
+
+
+def planned_activation(cache: Path) -> tuple[dict[str, str], Path]:
+    """A full activation in this process that applies something (forced): its stored plans."""
+    env, record = activation(cache, **FORCED)
+    assert json.loads(record.read_text())["kind"] == "planned"
+    return env, record
+
+
+def carries_out_plans(env: dict[str, str]) -> bool:
+    fastpath.forget()
+    try:
+        return not fastpath.replay(env) and fastpath.take_planned() is not None
+    finally:
+        fastpath.forget()
+
+
+def applied_plan(document: dict) -> dict:
+    return next(plan for plan in document["plans"] if plan["decision"] == "apply")
+
+
+def test_stored_plans_of_this_user_are_carried_out(tmp_path):
+    env, _ = planned_activation(tmp_path / "cache")
+    assert carries_out_plans(env)
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda d: applied_plan(d).update(id="../os"), id="id-with-a-path"),
+    pytest.param(lambda d: applied_plan(d).update(id="x.y"), id="id-with-a-dot"),
+    pytest.param(lambda d: applied_plan(d).update(id="Pp-broadcast-sync"), id="id-not-lower-case"),
+    pytest.param(lambda d: applied_plan(d).update(module="os"), id="a-module-field"),
+    pytest.param(lambda d: applied_plan(d).update(reason="platform"), id="apply-for-a-skip-reason"),
+    pytest.param(lambda d: applied_plan(d).update(decided_by="probe"), id="decided-by-a-probe"),
+    pytest.param(lambda d: applied_plan(d).update(released=None), id="apply-without-its-context"),
+    pytest.param(lambda d: applied_plan(d).update(released={"a/b#1": "yes"}), id="released-not-a-bool"),
+    pytest.param(lambda d: applied_plan(d).update(targets={"path": "os:system"}), id="targets-not-a-list"),
+    pytest.param(lambda d: applied_plan(d)["targets"][0].update(params="self"), id="params-not-a-list"),
+    pytest.param(lambda d: applied_plan(d)["targets"][0].update(wrapper="os:system"), id="a-step-with-an-extra-key"),
+    pytest.param(lambda d: applied_plan(d).update(detail="fine\nINFO forged second line"), id="detail-injection"),
+    pytest.param(lambda d: d.update(strict="no"), id="strict-not-a-bool"),
+    pytest.param(lambda d: d.update(warnings=["fine\nforged"]), id="warning-injection"),
+    pytest.param(lambda d: d.update(kind="skipped"), id="kind-of-the-other-shape"),
+    pytest.param(lambda d: d.update(kind="shell"), id="unknown-kind"),
+    pytest.param(lambda d: d.update(plans=[p for p in d["plans"] if p["decision"] == "skip"]), id="nothing-to-apply"),
+    pytest.param(lambda d: d["environment"].update(platform=["xpu"]), id="platform-not-text"),
+])
+def test_forged_plans_take_the_full_path(tmp_path, change):
+    env, record = planned_activation(tmp_path / "cache")
+    forge(record, change)
+    assert not carries_out_plans(env)
+
+
+PLAN_FIELDS = st.sampled_from([("plans",), ("environment",), ("warnings",), ("strict",), ("kind",), ("plans", 0),
+                               ("applied", "targets"), ("applied", "released"), ("applied", "id"),
+                               ("applied", "targets", 0), ("applied", "targets", 0, "params"),
+                               ("environment", "versions")])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=PLAN_FIELDS, value=JSON)
+def test_no_stored_plans_of_any_shape_make_register_raise(tmp_path_factory, where, value):
+    env = forged(tmp_path_factory, planned_activation, where, value)
+    activate.reset()
+    try:
+        fastpath.replay(env)
+        activate.register(env)  # must not raise, whatever the record holds
+        document = activate.report()
+        assert document["environment"] is not None and document["workarounds"]  # a full path or the plans
+    finally:
+        activate.reset()
 
 
 # ------------------------------------------------------------------ the report directory

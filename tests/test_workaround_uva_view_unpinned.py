@@ -34,7 +34,7 @@ OWNER_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref =
 
 
 def context(kernels: str, workaround=WORKAROUND) -> Context:
-    return Context(workaround, build(platform="xpu", assume={"vllm": "0.27.1", "vllm-xpu-kernels": kernels}))
+    return Context.of(workaround, build(platform="xpu", assume={"vllm": "0.27.1", "vllm-xpu-kernels": kernels}))
 
 
 def learned(ref: str, release: str):

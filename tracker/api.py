@@ -11,12 +11,15 @@ reports; the module only says what the wrapper does.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from tracker.engine.patching import Wrapper
-from tracker.model.environment import Environment
-from tracker.model.manifest import Workaround
 from tracker.model.vocabulary import RELEASED_STATES
+
+if TYPE_CHECKING:
+    from tracker.model.environment import Environment
+    from tracker.model.manifest import Workaround
 
 
 class Finding(NamedTuple):
@@ -27,18 +30,38 @@ class Finding(NamedTuple):
 
 
 class Context(NamedTuple):
-    """What a workaround module may read: its manifest entry and the environment."""
+    """What a workaround module may read: which workaround it is, the stack it runs on, and
+    which of its upstream fixes the installed components contain.
 
-    workaround: Workaround
-    environment: Environment
+    Plain data, built by the engine from the manifest entry and the environment
+    (``Context.of``), or from the fast path's record of an earlier activation with the
+    same inputs (``tracker.runtime.fastpath``), so that a module never needs the manifest.
+    """
+
+    id: str
+    platform: str  # xpu | cuda | rocm | cpu | unknown
+    versions: Mapping[str, str | None]  # component -> version installed (or assumed), None: absent
+    released: Mapping[str, bool]  # each of its upstream references -> whether the installed stack contains it
+
+    @classmethod
+    def of(cls, workaround: Workaround, environment: Environment) -> Context:
+        released = {}
+        for upstream in workaround.upstream:
+            contained = False
+            if upstream.released_in is not None and upstream.state in RELEASED_STATES:
+                installed = environment.version(upstream.released_in.component).release
+                contained = installed is not None and installed >= upstream.released_in.version
+            released[upstream.ref] = contained
+        return cls(workaround.id, environment.platform, environment.as_json()["versions"], released)
 
     def installed_contains(self, ref: str) -> bool:
-        """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``)."""
-        upstream = next(r for r in self.workaround.upstream if r.ref == ref)
-        if upstream.released_in is None or upstream.state not in RELEASED_STATES:
-            return False
-        installed = self.environment.version(upstream.released_in.component).release
-        return installed is not None and installed >= upstream.released_in.version
+        """Whether the installed component contains upstream ``ref`` (its manifest ``released_in``).
+
+        Raises ``KeyError`` for a reference that is not this workaround's."""
+        try:
+            return self.released[ref]
+        except KeyError:
+            raise KeyError(f"{ref} is not an upstream reference of {self.id}") from None
 
 
 @runtime_checkable

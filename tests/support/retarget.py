@@ -7,10 +7,18 @@ import textwrap
 from tracker.api import Context, Finding
 from tracker.model import reader
 from tracker.model.environment import build
+from tracker.model.manifest import Workaround
 from tracker.runtime.probe import carried_fix
 
 
-def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch, **assume: str) -> Context:
+class Retargeted(Context):
+    """A workaround's Context that also holds its (retargeted) manifest entry, for the engine's
+    source probe (``carried``): a module's Context itself never carries the manifest."""
+
+    workaround: Workaround
+
+
+def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch, **assume: str) -> Retargeted:
     """The shipped ``workaround_id`` aimed at ``path`` (``module:Qual.name``), whose module is ``source``.
 
     The module is written to ``tmp_path`` and put on sys.path, not imported; the stack is
@@ -22,9 +30,12 @@ def context_at(workaround_id: str, path: str, source: str, tmp_path, monkeypatch
     workaround = reader.load().get(workaround_id)
     target = workaround.targets[-1]._replace(path=path)
     versions = {name.replace("_", "-"): version for name, version in assume.items()}
-    return Context(workaround._replace(targets=(target,)), build(platform="xpu", assume=versions))
+    retargeted = workaround._replace(targets=(target,))
+    context = Retargeted(*Context.of(retargeted, build(platform="xpu", assume=versions)))
+    context.workaround = retargeted
+    return context
 
 
-def carried(context: Context) -> Finding | None:
+def carried(context: Retargeted) -> Finding | None:
     """The engine's source probe (the manifest's inline-fix markers) on ``context``'s targets."""
     return carried_fix(context.workaround)[1]

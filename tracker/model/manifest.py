@@ -15,15 +15,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tracker.model.vocabulary import Platform, Role, State, TargetKind
+from tracker.model.vocabulary import Platform, Role, State, TargetKind, module_of
 
 if TYPE_CHECKING:
     from tracker.model.tracked import InlineWorkaround
-
-
-def module_of(workaround_id: str) -> str:
-    """The module that holds a workaround's code: ``workarounds.<id with _>``."""
-    return "workarounds." + workaround_id.replace("-", "_")
 
 
 class Target(NamedTuple):
@@ -178,3 +173,7 @@ class ManifestError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+
+__all__ = ["Manifest", "ManifestError", "Marker", "Problem", "Release", "SupportPolicy", "Target", "UpstreamRef",
+           "Window", "Workaround", "module_of"]

@@ -101,3 +101,9 @@ STATES: tuple[str, ...] = tuple(s.value for s in State)
 TARGET_KINDS: tuple[str, ...] = tuple(k.value for k in TargetKind)
 # States in which a reference's commit is in the repository, so a release can contain it.
 RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.value})
+
+
+def module_of(workaround_id: str) -> str:
+    """The module that holds a workaround's code: ``workarounds.<id with _>`` (never written
+    in the manifest)."""
+    return "workarounds." + workaround_id.replace("-", "_")

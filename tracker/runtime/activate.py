@@ -2,7 +2,10 @@
 
 Data flows one way: manifest -> environment -> decision (``tracker.model.decision``, the
 only place gating lives) -> probe (may only turn an ``affected`` apply into a skip,
-on evidence that the bug is absent) -> patch (``tracker.engine.patching``) -> report.
+on evidence that the bug is absent) -> plans (``tracker.runtime.planning``) -> patch
+(``tracker.engine.patching``) -> report. Where the fast path holds the plans an earlier
+process made on the same inputs, they are carried out without the first four steps,
+which this module imports only when it needs them.
 
 Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the
 platform only when vLLM is already imported, and imports a workaround module only
@@ -35,35 +38,33 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from tracker.api import Context, Finding, ProbingWorkaroundModule
-from tracker.engine import patching, source
-from tracker.model.decision import Decision, decide
-from tracker.model.environment import Environment, Settings, build
-from tracker.model.manifest import ManifestError, Workaround
-from tracker.model.reader import load
-from tracker.model.versions import DISTRIBUTIONS
+from tracker.api import Finding, ProbingWorkaroundModule
+from tracker.engine import patching
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
-from tracker.runtime.probe import probed
+from tracker.runtime.plan import Plan
 
 LOGGER = fastpath.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = tuple(Outcome)
 _BAD = (Outcome.FAILED, Outcome.DRIFTED)
-# Where versions are read from: their metadata files join the fast path's key.
-_DISTRIBUTION_NAMES = tuple(name for names in DISTRIBUTIONS.values() for name in names)
+
+
+def _distribution_names() -> tuple[str, ...]:
+    """Where versions are read from: their metadata files join the fast path's key."""
+    from tracker.model.versions import DISTRIBUTIONS
+
+    return tuple(name for names in DISTRIBUTIONS.values() for name in names)
 
 
 class _Entry:
     """One workaround in this process (a plain class: see ``patching.Patch``)."""
 
-    __slots__ = ("workaround", "decision", "decided_by", "patches", "error")
+    __slots__ = ("plan", "patches", "error")
 
-    def __init__(self, workaround: Workaround, decision: Decision, decided_by: DecidedBy) -> None:
-        self.workaround = workaround
-        self.decision = decision
-        self.decided_by = decided_by
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
         self.patches: list[patching.Patch] = []
         self.error: str | None = None  # the module could not be imported or built its wrapper
 
@@ -75,8 +76,8 @@ class _State:
     def reset(self) -> None:
         self.lock = threading.RLock()
         self.registered = False
-        self.settings: Settings | None = None
-        self.environment: Environment | None = None
+        self.strict = False
+        self.environment: dict[str, Any] | None = None
         self.entries: list[_Entry] = []
         self.warnings: list[str] = []
         self.report_dir: str | None = None
@@ -100,129 +101,114 @@ def register(environ: Mapping[str, str] | None = None) -> None:
         if _state.registered or fastpath.replayed():
             return
         _state.registered = True
+        stored = fastpath.take_planned()  # plans an earlier process made on these very inputs
         fastpath.no_replay()
-        settings = Settings.from_env(env)  # the one read of the XPU_WORKAROUNDS* variables
         try:
-            _activate(env, settings)
+            if stored is not None:
+                _replay(env, stored)
+            else:
+                _activate(env)
         except StrictModeError:
             raise
         except Exception as error:  # noqa: BLE001 - the plugin must not stop vLLM
             message = f"xpu-workarounds: could not activate: {type(error).__name__}: {error}"
             _state.warnings.append(message)
             log(logging.WARNING, message)
-            if settings.strict:
+            if _state.strict:
                 raise StrictModeError(message) from None
 
 
-def _activate(env: Mapping[str, str], settings: Settings) -> None:
-    before = fastpath.key(env, _DISTRIBUTION_NAMES)  # before anything is read: see fastpath.store
-    _state.report_dir = settings.report_dir
-    try:
-        manifest = load(settings.manifest)
-    except ManifestError as error:
-        first = error.problems[0] if error.problems else "unreadable"
-        message = f"xpu-workarounds: the manifest is invalid, nothing applied: {first}"
-        _state.warnings.append(message)
-        log(logging.WARNING, message)
+def _activate(env: Mapping[str, str]) -> None:
+    """The full path: decide from the manifest (``tracker.runtime.planning``), then carry out."""
+    distributions = _distribution_names()
+    before = fastpath.key(env, distributions)  # before anything is read: see fastpath.store
+    from tracker.model.environment import Settings
+    from tracker.runtime import planning
+
+    settings = Settings.from_env(env)  # the one read of the XPU_WORKAROUNDS* variables
+    _state.strict, _state.report_dir = settings.strict, settings.report_dir
+    planned = planning.plan(settings)
+    _state.warnings += planned.warnings
+    if planned.environment is None:  # the manifest is invalid: its one line is logged
         if settings.strict:
-            raise StrictModeError(message) from None
+            raise StrictModeError(planned.warnings[0]) from None
         _write_report()
         return
-    settings = settings.for_ids(manifest.ids)
-    _state.settings = settings
-    for problem in settings.problems:
-        _state.warnings.append(problem)
-        log(logging.WARNING, f"xpu-workarounds: {problem}")
-    _state.environment = environment = _environment(settings)
-    with source.memoized():  # one look-up per module, however many targets it holds
-        for workaround in manifest.workarounds:
-            _state.entries.append(_handle(workaround, environment, settings))
-    line = summary()
-    log(logging.INFO, line)
+    _state.environment = planned.environment
+    _carry_out(planned.plans)
+    if not planned.replayable:
+        return
+    if not any(plan.apply for plan in planned.plans):
+        if all(entry.plan.decided_by == DecidedBy.VERSION for entry in _state.entries):
+            fastpath.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before, distributions)
+        return
+    fastpath.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
+                         "strict": settings.strict, "plans": [plan.as_json() for plan in planned.plans]},
+                   before, distributions, planned.sources)
+
+
+def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
+    """Carry out the plans an earlier process made on the same inputs (``fastpath``'s key)."""
+    _state.strict, _state.report_dir = stored["strict"], env.get(fastpath.REPORT_VARIABLE) or None
+    _state.environment = stored["environment"]
+    _state.warnings += stored["warnings"]
+    for warning in stored["warnings"]:
+        log(logging.WARNING, warning if warning.startswith("xpu-workarounds") else f"xpu-workarounds: {warning}")
+    _carry_out([Plan.from_json(plan, stored["environment"]) for plan in stored["plans"]])
+
+
+def _carry_out(plans: list[Plan]) -> None:
+    for plan in plans:
+        _state.entries.append(_handle(plan))
+    log(logging.INFO, summary())
     _write_report()
-    if all(not entry.decision.apply and entry.decided_by == DecidedBy.VERSION for entry in _state.entries):
-        fastpath.store(env, report(), line, before, _DISTRIBUTION_NAMES)  # nothing applied: later processes replay this answer
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
         _state.fork_hook = True
-    _enforce(settings)
+    _enforce()
 
 
-def _environment(settings: Settings) -> Environment:
-    if settings.platform is not None:
-        return build(platform=settings.platform, platform_source="override", assume=settings.assume)
-    platform = _vllm_platform()
-    if platform is not None:
-        return build(platform=platform, platform_source="detected", assume=settings.assume)
-    return build(assume=settings.assume)
-
-
-def _vllm_platform() -> str | None:
-    """The platform vLLM resolved, when vLLM is already imported; None otherwise."""
-    platform, error = fastpath.vllm_platform()
-    if error is not None:
-        _state.warnings.append(error)
-        log(logging.WARNING, f"xpu-workarounds: {error}")
-    return platform
-
-
-def _handle(workaround: Workaround, environment: Environment, settings: Settings) -> _Entry:
-    decision, decided_by = _source_probe(decide(workaround, environment, settings), workaround)
-    entry = _Entry(workaround, decision, decided_by)
-    if not decision.apply:
+def _handle(plan: Plan) -> _Entry:
+    entry = _Entry(plan)
+    if not plan.apply or plan.context is None:
         return entry
-    context = Context(workaround, environment)
     try:
-        module = importlib.import_module(workaround.module)
+        module = importlib.import_module(plan.module)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
         return entry
-    finding = _module_probe(module, context) if decision.reason == "affected" else None
+    finding = _module_probe(module, plan) if plan.reason == Reason.AFFECTED else None
     if finding is not None:
-        entry.decision = Decision(workaround.id, Choice.SKIP, Reason(finding.reason), finding.detail)
-        entry.decided_by = DecidedBy.PROBE
+        entry.plan = plan._replace(decision=Choice.SKIP, reason=Reason(finding.reason), detail=finding.detail,
+                                   decided_by=DecidedBy.PROBE)
         return entry
     try:
-        wrapper = module.make_wrapper(context)
+        wrapper = module.make_wrapper(plan.context)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
         return entry
-    for target in workaround.targets:
+    for target in plan.targets:
         try:
             entry.patches.append(patching.patch(
-                target.path, wrapper, owner=workaround.id, kind=target.kind, params=target.params,
+                target.path, wrapper, owner=plan.id, kind=target.kind, params=target.params,
                 optional=target.optional, on_change=_changed))
         except (patching.PatchConflict, ValueError) as error:
             entry.error = f"{type(error).__name__}: {error}"
     return entry
 
 
-def _source_probe(decision: Decision, workaround: Workaround) -> tuple[Decision, DecidedBy]:
-    """The inline fixes' markers in the targets' source (``tracker.runtime.probe``); a probe that
-    fails leaves the version gate to decide."""
-    try:
-        return probed(decision, workaround)
-    except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
-        _probe_failed(workaround.id, error)
-        return decision, DecidedBy.VERSION
-
-
-def _module_probe(module: ModuleType, context: Context) -> Finding | None:
+def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
     """The module's own probe, if it has one (evidence about something other than vLLM's source)."""
     if not isinstance(module, ProbingWorkaroundModule):
         return None
     try:
-        finding: Finding | None = module.probe(context)
+        finding: Finding | None = module.probe(plan.context)
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
-        _probe_failed(context.workaround.id, error)
+        message = f"{plan.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
+        _state.warnings.append(message)
+        log(logging.WARNING, f"xpu-workarounds: {message}")
         return None
     return finding
-
-
-def _probe_failed(workaround_id: str, error: Exception) -> None:
-    message = f"{workaround_id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
-    _state.warnings.append(message)
-    log(logging.WARNING, f"xpu-workarounds: {message}")
 
 
 def _changed(record: patching.Patch) -> None:
@@ -232,8 +218,7 @@ def _changed(record: patching.Patch) -> None:
     else:
         LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
     _write_report()
-    settings = _state.settings
-    if settings is not None and settings.strict and record.outcome in _BAD:
+    if _state.strict and record.outcome in _BAD:
         _stop(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
 
 
@@ -243,20 +228,20 @@ def _stop(message: str) -> None:
     raise StrictModeError(message)
 
 
-def _enforce(settings: Settings) -> None:
-    if not settings.strict:
+def _enforce() -> None:
+    if not _state.strict:
         return
     for entry in _state.entries:
         outcome = _outcome(entry)
         if outcome in _BAD:
-            _stop(f"xpu-workarounds: strict mode: {entry.workaround.id} {outcome}: {_error(entry)}")
+            _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {_error(entry)}")
 
 
 # -------------------------------------------------------------------- report
 
 
 def _outcome(entry: _Entry) -> Outcome:
-    if not entry.decision.apply:
+    if not entry.plan.apply:
         return Outcome.SKIPPED
     if entry.error is not None:
         return Outcome.FAILED
@@ -276,11 +261,11 @@ def _error(entry: _Entry) -> str | None:
 def _target_json(entry: _Entry) -> list[dict[str, Any]]:
     by_path = {record.path: record for record in entry.patches}
     targets: list[dict[str, Any]] = []
-    for target in entry.workaround.targets:
+    for target in entry.plan.targets:
         record = by_path.get(target.path)
         if record is None:
-            outcome = Outcome.FAILED if entry.decision.apply else Outcome.SKIPPED
-            detail = entry.error if entry.decision.apply else f"not applied ({entry.decision.reason})"
+            outcome = Outcome.FAILED if entry.plan.apply else Outcome.SKIPPED
+            detail = entry.error if entry.plan.apply else f"not applied ({entry.plan.reason})"
             targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": []})
         else:
             targets.append({"path": target.path, "outcome": record.outcome, "detail": record.detail,
@@ -296,17 +281,17 @@ def report() -> dict[str, Any]:
         document = {
             "schema": SCHEMA,
             "pid": os.getpid(),
-            "environment": _state.environment.as_json() if _state.environment is not None else None,
+            "environment": dict(_state.environment) if _state.environment is not None else None,
             "warnings": list(_state.warnings),
             "workarounds": [
                 {
-                    "id": entry.workaround.id,
-                    "decision": entry.decision.decision,
-                    "reason": entry.decision.reason,
-                    "detail": entry.decision.detail,
+                    "id": entry.plan.id,
+                    "decision": entry.plan.decision,
+                    "reason": entry.plan.reason,
+                    "detail": entry.plan.detail,
                     "outcome": _outcome(entry),
                     "error": _error(entry),
-                    "decided_by": entry.decided_by,
+                    "decided_by": entry.plan.decided_by,
                     "targets": _target_json(entry),
                 }
                 for entry in _state.entries
@@ -321,13 +306,13 @@ def summary() -> str:
     for entry in _state.entries:
         outcome = _outcome(entry)
         if outcome == Outcome.SKIPPED:
-            groups[outcome].append(f"{entry.workaround.id} ({entry.decision.reason})")
+            groups[outcome].append(f"{entry.plan.id} ({entry.plan.reason})")
         elif outcome in _BAD:
-            groups[outcome].append(f"{entry.workaround.id} ({_error(entry)})")
+            groups[outcome].append(f"{entry.plan.id} ({_error(entry)})")
         else:
-            groups[outcome].append(entry.workaround.id)
+            groups[outcome].append(entry.plan.id)
     env = _state.environment
-    head = f"xpu-workarounds: platform {env.platform} ({env.platform_source})" if env else "xpu-workarounds"
+    head = f"xpu-workarounds: platform {env['platform']} ({env['platform_source']})" if env else "xpu-workarounds"
     parts = [f"{outcome}: {', '.join(ids)}" for outcome, ids in
              (("applied", groups[Outcome.APPLIED]), ("waiting for import", groups[Outcome.WAITING]),
               ("skipped", groups[Outcome.SKIPPED]), ("failed", groups[Outcome.FAILED]),
@@ -359,4 +344,4 @@ def reset() -> None:
         _state.fork_hook = fork_hook
 
 
-__all__ = ["Context", "Finding", "StrictModeError", "register", "report", "reset", "summary"]
+__all__ = ["StrictModeError", "register", "report", "reset", "summary"]

@@ -1,10 +1,19 @@
-"""Replay of the last activation when nothing applied, so most vLLM processes pay ~1 ms.
+"""The last activation's answer, stored under the key of its inputs and used again.
 
 A full activation (``tracker.runtime``) imports the manifest, version and decision
-machinery and reads distribution metadata: about 25 ms. Where it applied nothing
-(every decision a version-gate skip, no probe consulted), the same inputs give the
-same answer, so the answer is stored and replayed. The key holds what a decision
-reads, and nothing else (never a token):
+machinery and reads distribution metadata: about 20 ms. The same inputs give the same
+decisions, so they are stored (when every decision was the version gate's, on inputs
+the key holds) and used by the next process:
+
+- where nothing applied (``kind: skipped``), the answer itself is replayed: the log
+  line and the report, about 1 ms, and nothing else is imported;
+- where something applies (``kind: planned``), the plans (``tracker.runtime.plan``) are
+  carried out again by ``tracker.runtime.activate``: each module imported, its own
+  probe run and its targets patched in this process, with no manifest read and no
+  decision made. A source file the engine's probe read joins the key with its
+  identity; a probed target whose source cannot be located means nothing is stored.
+
+The key holds what a decision reads, and nothing else (never a token):
 
 - the manifest file (path, device, inode, size, mtime, ctime: a same-size copy with
   its mtime kept still moves the ctime) and this package's decision code;
@@ -40,7 +49,7 @@ from tracker import variables
 from tracker.paths import PACKAGE_DIR, atomic_write, cache_dir, private_dir, read_private, shipped_manifest
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 2
+SCHEMA = 3
 REPORT_VARIABLE = variables.REPORT
 # Every variable an activation's decisions read (tests/test_fastpath.py checks the list
 # against what an activation asks for). Not the token, the cache or the report directory.
@@ -51,9 +60,14 @@ _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module
 _LINE_LIMIT = 16384
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
+_APPLY_REASONS = ("affected", "forced")
+_ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+_PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
+_STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 _METADATA_SUFFIXES = ("dist-info", "egg-info")
 
 _replayed: dict[str, Any] | None = None
+_planned: dict[str, Any] | None = None  # a stored activation that applied something: carried out by tracker.runtime
 _tried = False  # replay is tried once per process: after a full activation it must not replay
 
 
@@ -88,7 +102,7 @@ def vllm_platform() -> tuple[str | None, str | None]:
         return None, f"could not ask vLLM for its platform ({type(error).__name__}: {error}); using torch's build label"
 
 
-def _identity(path: str) -> list[int] | None:
+def identity(path: str) -> list[int] | None:
     """What changes when ``path`` is replaced, rewritten or (a directory) gains or loses an entry."""
     try:
         info = os.stat(path)
@@ -116,7 +130,7 @@ def _code() -> list[list[Any]]:
                 if name not in _NOT_DECISION_CODE:
                     pending.append(path)
             elif name.endswith(".py"):
-                found.append([path, _identity(os.path.join(PACKAGE_DIR, path))])
+                found.append([path, identity(os.path.join(PACKAGE_DIR, path))])
     return found
 
 
@@ -151,8 +165,8 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
                 folder = os.path.join(entry, name)
                 for inner in ("METADATA", "PKG-INFO"):
                     path = os.path.join(folder, inner)
-                    found.append([path, _identity(path)])
-                found.append([folder, _identity(folder)])  # an egg-info file, or the folder itself
+                    found.append([path, identity(path)])
+                found.append([folder, identity(folder)])  # an egg-info file, or the folder itself
     return found
 
 
@@ -169,12 +183,12 @@ def key(environ: Mapping[str, str], distributions: Iterable[str] | None = None) 
         manifest = os.path.abspath(manifest)
     except OSError:
         return None
-    manifest_identity = _identity(manifest)
+    manifest_identity = identity(manifest)
     if manifest_identity is None:
         return None
     variables = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
     platform, _ = vllm_platform() if not environ.get("XPU_WORKAROUNDS_PLATFORM") else (None, None)
-    paths = [[entry, _identity(entry)] for entry in _path_entries()]
+    paths = [[entry, identity(entry)] for entry in _path_entries()]
     found = [] if distributions is None else _metadata(distributions)
     return [SCHEMA, sys.prefix, manifest, manifest_identity, _code(), variables, platform, paths, found]
 
@@ -189,21 +203,29 @@ def _text(value: object, limit: int = _LINE_LIMIT) -> bool:
     return isinstance(value, str) and len(value) <= limit and value.isprintable()
 
 
+def _valid_environment(environment: object) -> bool:
+    if not isinstance(environment, dict) or set(environment) != {"platform", "platform_source", "versions"}:
+        return False
+    if not isinstance(environment["versions"], dict):
+        return False
+    if not all(_text(environment[name], 64) for name in ("platform", "platform_source")):
+        return False
+    return all(_text(name, 128) and (version is None or _text(version, 256))
+               for name, version in environment["versions"].items())
+
+
+def _valid_warnings(warnings: object) -> bool:
+    return isinstance(warnings, list) and all(_text(warning) for warning in warnings)
+
+
 def _valid_report(report: object) -> bool:
     """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
     if not isinstance(report, dict) or set(report) != {"schema", "environment", "warnings", "workarounds"}:
         return False
-    environment, warnings, workarounds = report["environment"], report["warnings"], report["workarounds"]
-    if report["schema"] != 1 or not isinstance(environment, dict) or not isinstance(warnings, list):
+    workarounds = report["workarounds"]
+    if report["schema"] != 1 or not _valid_environment(report["environment"]):
         return False
-    if set(environment) != {"platform", "platform_source", "versions"} or not isinstance(environment["versions"], dict):
-        return False
-    if not all(_text(environment[name], 64) for name in ("platform", "platform_source")):
-        return False
-    if not all(_text(name, 128) and (version is None or _text(version, 256))
-               for name, version in environment["versions"].items()):
-        return False
-    if not all(_text(warning) for warning in warnings) or not isinstance(workarounds, list):
+    if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
         return False
     for entry in workarounds:
         if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
@@ -222,18 +244,51 @@ def _valid_report(report: object) -> bool:
     return True
 
 
-def _valid_record(stored: object) -> bool:
-    if not isinstance(stored, dict) or set(stored) != {"key", "report", "line"}:
+def _valid_id(value: object) -> bool:
+    """A workaround id as the manifest allows it (the module imported is derived from it)."""
+    return (_text(value, 256) and isinstance(value, str) and value[:1].isalpha()
+            and all(character in _ID_CHARACTERS for character in value))
+
+
+def _valid_plan(plan: object) -> bool:
+    """The shape of one stored plan (``tracker.runtime.plan.Plan.as_json``)."""
+    if not isinstance(plan, dict) or set(plan) != _PLAN_KEYS:
         return False
-    # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
-    # cap, not a detail's; being one printable line is what keeps it from forging another.
-    return isinstance(stored["key"], list) and _text(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
+    if not (_valid_id(plan["id"]) and _text(plan["detail"]) and plan["decided_by"] == "version"):
+        return False
+    released = plan["released"]
+    if plan["decision"] == "skip":
+        if plan["reason"] not in _SKIP_REASONS or released is not None:
+            return False
+    elif plan["decision"] != "apply" or plan["reason"] not in _APPLY_REASONS or not isinstance(released, dict) \
+            or not all(_text(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
+        return False
+    if not isinstance(plan["targets"], list):
+        return False
+    return all(isinstance(step, dict) and set(step) == _STEP_KEYS and _text(step["path"], 1024)
+               and _text(step["kind"], 64) and isinstance(step["optional"], bool) and isinstance(step["params"], list)
+               and all(_text(param, 256) for param in step["params"]) for step in plan["targets"])
+
+
+def _valid_record(stored: object) -> bool:
+    if not isinstance(stored, dict) or not isinstance(stored.get("key"), list):
+        return False
+    if stored.get("kind") == "skipped" and set(stored) == {"key", "kind", "report", "line"}:
+        # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
+        # cap, not a detail's; being one printable line is what keeps it from forging another.
+        return _text(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
+    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "strict", "plans"}:
+        return (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])
+                and isinstance(stored["strict"], bool) and isinstance(stored["plans"], list)
+                and all(_valid_plan(plan) for plan in stored["plans"])
+                and any(plan["decision"] == "apply" for plan in stored["plans"]))  # else it is stored as skipped
+    return False
 
 
 def _still(found: object) -> bool:
     """Every metadata file named in a stored key is as it was."""
     return isinstance(found, list) and all(
-        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and _identity(item[0]) == item[1]
+        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and identity(item[0]) == item[1]
         for item in found)
 
 
@@ -268,7 +323,7 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
 
     Never raises: anything unexpected means a full activation.
     """
-    global _replayed, _tried
+    global _replayed, _planned, _tried
     env = os.environ if environ is None else environ
     if _tried:
         return _replayed is not None
@@ -278,6 +333,9 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
     except Exception:  # noqa: BLE001 - never stop vLLM: the full path decides instead
         stored = None
     if stored is None:
+        return False
+    if stored["kind"] == "planned":
+        _planned = stored  # something applies: tracker.runtime carries the stored plans out
         return False
     _replayed = stored["report"]
     for warning in stored["report"]["warnings"]:
@@ -291,18 +349,27 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def store(environ: Mapping[str, str], document: dict[str, Any], line: str, before: list[Any] | None,
-          distributions: Iterable[str]) -> None:
-    """Remember a full activation that applied nothing; never raises.
+def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None, distributions: Iterable[str],
+          sources: list[list[Any]] | None = None) -> None:
+    """Remember a full activation's answer; never raises.
 
-    ``before``: the key taken before the activation read its inputs. Stored only when
-    the inputs are still what they were: otherwise the answer may belong to neither.
+    ``body``: ``{"kind": "skipped", "report", "line"}`` (nothing applied: replayed as it is) or
+    ``{"kind": "planned", "environment", "warnings", "strict", "plans"}`` (carried out again by
+    ``tracker.runtime``). ``before``: the key taken before the activation read its inputs;
+    ``sources``: [path, identity] of the source files a probe read, taken before it read them.
+    Stored only when the inputs are still what they were: otherwise the answer may belong to neither.
     """
     try:
         after = key(environ, distributions)
         if before is None or after != before:
             return
-        record = {"key": after, "report": {k: v for k, v in document.items() if k != "pid"}, "line": line}
+        if sources:
+            if not _still(sources):
+                return
+            after = [*after[:-1], [*after[-1], *sources]]
+        record = {"key": after, **body}
+        if body.get("kind") == "skipped":
+            record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
         if not _valid_record(record):
             return
         path = _store_path(environ)
@@ -310,6 +377,13 @@ def store(environ: Mapping[str, str], document: dict[str, Any], line: str, befor
         atomic_write(path, json.dumps(record))
     except Exception:  # noqa: BLE001 - a read-only or foreign cache only costs speed
         pass
+
+
+def take_planned() -> dict[str, Any] | None:
+    """The stored plans ``replay`` found for this process (once), or None."""
+    global _planned
+    record, _planned = _planned, None
+    return record
 
 
 def no_replay() -> None:
@@ -342,5 +416,5 @@ def write_report(directory: str, document: dict[str, Any]) -> None:
 
 def forget() -> None:
     """Drop this process's replayed state (tests)."""
-    global _replayed, _tried
-    _replayed, _tried = None, False
+    global _replayed, _planned, _tried
+    _replayed, _planned, _tried = None, None, False
