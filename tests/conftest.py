@@ -42,7 +42,7 @@ def tiny_model(e2e_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 @pytest.fixture
 def github():
     """The stand-in GitHub seeded with the real history of every upstream reference of the
-    shipped manifest (tests/support/upstream_history.py)."""
+    frozen manifest (tests/support/upstream_history.py)."""
     with FakeGitHub() as fake:
         upstream_history.seed(fake)
         yield fake

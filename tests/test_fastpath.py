@@ -14,6 +14,8 @@ from support.manifests import workaround, write_manifest
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate, fastpath
 
+ROOT = Path(__file__).resolve().parent.parent
+
 PROCESS = (
     "import json, logging, os, sys\n"
     "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
@@ -26,12 +28,18 @@ PROCESS = (
 )
 
 
-def start(cache, extra_path=None, *, cwd=None, prelude: str = "", **env: str) -> tuple[dict, list[str]]:
+def child_environment(cache, extra_path=None, **env: str) -> dict[str, str]:
+    """The environment of a started process: none of the caller's settings, ``cache`` as the cache
+    directory, and this checkout's code (as the test process runs it) after ``extra_path``."""
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_TOKEN")) and k != "PYTHONPATH"}
     clean.update(env, XPU_WORKAROUNDS_CACHE_DIR=str(cache))
-    if extra_path is not None:
-        clean["PYTHONPATH"] = str(extra_path)
+    clean["PYTHONPATH"] = os.pathsep.join(str(path) for path in (extra_path, ROOT) if path is not None)
+    return clean
+
+
+def start(cache, extra_path=None, *, cwd=None, prelude: str = "", **env: str) -> tuple[dict, list[str]]:
+    clean = child_environment(cache, extra_path, **env)
     result = subprocess.run([sys.executable, "-c", prelude + PROCESS], capture_output=True, text=True, env=clean,
                             timeout=120, cwd=cwd)
     assert result.returncode == 0, result.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fastpath import PROCESS, start
+from test_fastpath import PROCESS, child_environment, start
 
 from tracker import paths
 from tracker.runtime import activate, fastpath
@@ -350,9 +350,7 @@ def test_write_errors_leave_no_temporary_files(tmp_path):
 
 def test_concurrent_activations_over_one_cache_each_log_one_line_and_leave_one_good_record(tmp_path):
     cache = tmp_path / "cache"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
-    env.update(XPU_WORKAROUNDS_CACHE_DIR=str(cache), XPU_WORKAROUNDS_PLATFORM="cpu",
-               XPU_WORKAROUNDS_REPORT=str(tmp_path / "reports"))
+    env = child_environment(cache, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_REPORT=str(tmp_path / "reports"))
     processes = [subprocess.Popen([sys.executable, "-c", PROCESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env) for _ in range(4)]
     results = [(*process.communicate(timeout=120), process.returncode) for process in processes]

@@ -2,10 +2,10 @@
 runs it, against the stand-in GitHub (tests/support/fakegithub.py) with the real PyGithub, while
 upstream moves.
 
-The world: this project on the stand-in, its manifest current with upstream (every fact
-``upstream --write`` would record is recorded) under a floor policy (the latest 15 vLLM
-minor releases, and the torch and vllm-xpu-kernels floors vLLM's oldest supported release
-pins for XPU), nothing retirable; upstream is the real history of every reference
+The world: the frozen repository (tests/support/repository.py) on the stand-in, its manifest
+current with upstream (every fact ``upstream --write`` would record is recorded) under a
+floor policy (the latest 15 vLLM minor releases, and the torch and vllm-xpu-kernels floors
+vLLM's oldest supported release pins for XPU), nothing retirable; upstream is the real history of every reference
 (tests/support/upstream_history.py) up to vLLM v0.33.0, with torch v2.15.0 not yet tagged. Then:
 
 1. upstream moves: torch tags v2.15.0 (it contains pytorch#192495, event-blocking-kwarg's
@@ -37,7 +37,8 @@ from github import Auth
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
-from test_retire_github import REPOSITORY, TOKEN, project_files
+from support.repository import frozen
+from test_retire_github import REPOSITORY, TOKEN
 from test_workflow import WORKFLOW, run_scripts
 
 from tracker import upstream
@@ -75,7 +76,7 @@ class World:
         self.later_tags = {"torch": self.torch.tags.pop("v2.15.0"), "vllm": self.vllm.tags.pop("v0.34.0")}
         self.cache = tmp_path / "actions-cache"  # what actions/cache restores and saves between weeks
         self.project = server.add_repo(REPOSITORY)
-        files = project_files()
+        files = frozen()
         # Before torch v2.15.0 was tagged, the manifest could not say pytorch#192495 was released in it.
         unreleased = files[MANIFEST_PATH].replace('released_in = "torch>=2.15.0"\n', "")
         files[MANIFEST_PATH] = self.current(with_policy(unreleased), tmp_path / "scratch")

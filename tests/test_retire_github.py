@@ -1,10 +1,12 @@
 """``retire --open-prs`` against the stand-in GitHub server, over real HTTP with real PyGithub.
 
-The server holds a real repository state: this project's own tracked files at a base
-commit, with ``[support]`` torch raised to 2.14.0 so that ``static-launcher-uva`` is
-retirable (pytorch#188240 is in torch 2.14.0), plus a test and a fixture of that
-workaround following the naming convention. Everything the run learns about the
-repository it reads through the API; every change it makes goes through the API.
+The server holds a real repository state: the frozen repository (tests/support/repository.py:
+this project's layout with the manifest of tests/fixtures/frozen_repository/, which no
+removal of a shipped workaround touches) at a base commit, with ``[support]`` torch raised
+to 2.14.0 so that ``static-launcher-uva`` is retirable (pytorch#188240 is in torch 2.14.0),
+plus a fixture of that workaround following the naming convention. Everything the run
+learns about the repository it reads through the API; every change it makes goes through
+the API.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from github import Auth
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
+from support.repository import frozen, lint_problems
 from typer.testing import CliRunner
 
 from tracker.catalogue import markdown
@@ -41,25 +44,12 @@ from tracker.retire import (
 )
 from tracker.upstream.client import ClientSettings
 
-ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = "xpu-org/xpu-workarounds"
 STATIC = "static-launcher-uva"
 SECOND = "cudagraph-profile-skip"  # retirable once the vLLM floor reaches 0.21.0
 STATIC_OWNED = {"workarounds/static_launcher_uva.py", "tests/test_workaround_static_launcher_uva.py",
                 "tests/fixtures/static_launcher_uva/offload_config.json"}
 TOKEN = "ghs_stand-in-token-for-tests"
-
-
-def project_files() -> dict[str, str]:
-    """Every tracked text file of this checkout, as it is in the working tree."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
-    files = {}
-    for name in filter(None, listed.decode().split("\0")):
-        try:
-            files[name] = (ROOT / name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # binary or gone from the working tree
-    return files
 
 
 def with_floor(text: str, **floors: str) -> str:
@@ -79,9 +69,8 @@ class Scenario:
     def __init__(self, server: FakeGitHub):
         self.server = server
         self.repo = server.add_repo(REPOSITORY)
-        files = project_files()
+        files = frozen()
         files[MANIFEST_PATH] = with_floor(files[MANIFEST_PATH], torch="2.14.0")
-        files.setdefault("tests/test_workaround_static_launcher_uva.py", "def test_switches_off():\n    pass\n")
         files["tests/fixtures/static_launcher_uva/offload_config.json"] = '{"offload": "uva"}\n'
         self.repo.commit("The project at a base commit", files=files)
         self.settings = ClientSettings(token=TOKEN, base_url=server.base_url, retries=0, timeout=15)
@@ -175,20 +164,6 @@ def owned(workaround_id: str, files: dict[str, str]) -> set[str]:
     module = workaround_id.replace("-", "_")
     return {p for p in files if p == f"workarounds/{module}.py" or p.startswith(f"tests/fixtures/{module}/")
             or p.endswith(f"/test_workaround_{module}.py")}
-
-
-def lint_problems(files: dict[str, str]) -> list[str]:
-    """The manifest of ``files`` checked with its modules resolved in ``files`` alone."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tree = Path(scratch)
-        for path in [MANIFEST_PATH, *[p for p in files if p.startswith(("workarounds/", "tracker/"))]]:
-            (tree / path).parent.mkdir(parents=True, exist_ok=True)
-            (tree / path).write_text(files[path], encoding="utf-8")
-        # The tree's own tracker checks the tree's own manifest; modules resolve from the tree first.
-        env = {**os.environ, "PYTHONPATH": str(tree)}
-        result = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(tree / MANIFEST_PATH)],
-                                capture_output=True, text=True, cwd=tree, env=env)
-        return [] if result.returncode == 0 else (result.stdout + result.stderr).splitlines()
 
 
 @pytest.fixture

@@ -1,17 +1,18 @@
 """The removal change: which files a workaround owns, its manifest entry cut with every
 other line kept, lint against the edited tree, regenerated docs, the evidence fingerprint.
 
-Pure functions over the project's own files (no GitHub here; see test_retire_github.py).
+Pure functions (no GitHub here; see test_retire_github.py), over the frozen repository
+(tests/support/repository.py), whose workarounds are named; and, without naming any, the
+removal of every shipped workaround from this checkout.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import tomllib
-from pathlib import Path
 
 import pytest
+from support import repository
 
 from tracker.catalogue import markdown
 from tracker.model import reader
@@ -26,23 +27,19 @@ from tracker.retire import (
     fingerprint,
     manifest_from_text,
     marker,
+    module_name,
     owned_paths,
     read_marker,
     remove_entry,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = (ROOT / "workarounds.toml").read_text(encoding="utf-8")
-RETIRING_TORCH_FLOOR = SHIPPED.replace('torch = "2.10.0"', 'torch = "2.14.0"', 1)
+FROZEN = repository.FROZEN_MANIFEST.read_text(encoding="utf-8")
+RETIRING_TORCH_FLOOR = FROZEN.replace('torch = "2.10.0"', 'torch = "2.14.0"', 1)
 
 
-def tracked_paths() -> list[str]:
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True)
-    return listed.stdout.split()
-
-
-def snapshot(text: str, extra: list[str] = ()) -> Snapshot:
-    paths = sorted(set(tracked_paths()) | {MANIFEST_PATH, *extra})
+def snapshot(text: str, extra: list[str] = (), files: dict[str, str] | None = None) -> Snapshot:
+    """The frozen repository (or ``files``) with ``text`` as its manifest and ``extra`` files."""
+    paths = sorted(set(repository.frozen() if files is None else files) | {MANIFEST_PATH, *extra})
     return Snapshot("main", "1" * 40, "2" * 40, {p: blob_sha(p) for p in paths}, {}, text)
 
 
@@ -54,7 +51,7 @@ def workaround(text: str, workaround_id: str):
 
 
 def test_a_workaround_owns_its_module_tests_and_fixtures_by_module_name():
-    w = workaround(SHIPPED, "static-launcher-uva")
+    w = workaround(FROZEN, "static-launcher-uva")
     paths = ["workarounds/static_launcher_uva.py", "tests/test_workaround_static_launcher_uva.py",
              "tests/workarounds/test_static_launcher_uva.py", "tests/fixtures/static_launcher_uva/config.json",
              "tests/fixtures/static_launcher_uva/deep/trace.txt", "tests/fixtures/static_launcher_uva.json"]
@@ -62,7 +59,7 @@ def test_a_workaround_owns_its_module_tests_and_fixtures_by_module_name():
 
 
 def test_files_of_other_workarounds_and_shared_files_are_not_owned():
-    w = workaround(SHIPPED, "uva-view-unpinned")
+    w = workaround(FROZEN, "uva-view-unpinned")
     paths = ["workarounds/static_launcher_uva.py", "workarounds/uva_view_unpinned_helpers.py",
              "tests/test_workaround_static_launcher_uva.py", "tests/test_runtime.py",
              "tests/fixtures/uva_view_unpinned_more/x.json", "docs/uva_view_unpinned.md",
@@ -74,21 +71,21 @@ def test_files_of_other_workarounds_and_shared_files_are_not_owned():
 
 
 def test_removing_an_entry_keeps_every_other_line_byte_for_byte():
-    edited = remove_entry(SHIPPED, "pp-broadcast-sync")
-    entry = SHIPPED[SHIPPED.index('[[workaround]]\nid = "pp-broadcast-sync"'):
-                    SHIPPED.index('[[workaround]]\nid = "static-launcher-uva"')]
-    assert edited == SHIPPED.replace(entry, "", 1)
+    edited = remove_entry(FROZEN, "pp-broadcast-sync")
+    entry = FROZEN[FROZEN.index('[[workaround]]\nid = "pp-broadcast-sync"'):
+                    FROZEN.index('[[workaround]]\nid = "static-launcher-uva"')]
+    assert edited == FROZEN.replace(entry, "", 1)
 
 
 def test_removing_an_entry_leaves_exactly_the_other_workarounds():
-    edited = tomllib.loads(remove_entry(SHIPPED, "pp-broadcast-sync"))
-    original = tomllib.loads(SHIPPED)
+    edited = tomllib.loads(remove_entry(FROZEN, "pp-broadcast-sync"))
+    original = tomllib.loads(FROZEN)
     assert edited["workaround"] == [w for w in original["workaround"] if w["id"] != "pp-broadcast-sync"]
     assert edited["support"] == original["support"]
 
 
 def test_a_comment_above_the_next_entry_stays_and_one_above_the_removed_entry_goes():
-    text = SHIPPED.replace('[[workaround]]\nid = "cuda-event-redirect"',
+    text = FROZEN.replace('[[workaround]]\nid = "cuda-event-redirect"',
                            '# Reviewed 2026-11: still needed on 0.24.x.\n[[workaround]]\nid = "cuda-event-redirect"')
     text = text.replace('[[workaround]]\nid = "event-blocking-kwarg"',
                         '# Remove with event-blocking-kwarg.\n[[workaround]]\nid = "event-blocking-kwarg"')
@@ -99,15 +96,15 @@ def test_a_comment_above_the_next_entry_stays_and_one_above_the_removed_entry_go
 
 
 def test_removing_the_last_entry_ends_the_file_with_one_newline():
-    last = tomllib.loads(SHIPPED)["workaround"][-1]["id"]
-    edited = remove_entry(SHIPPED, last)
+    last = tomllib.loads(FROZEN)["workaround"][-1]["id"]
+    edited = remove_entry(FROZEN, last)
     assert edited.endswith('"\n') and not edited.endswith("\n\n")
     assert last not in [w["id"] for w in tomllib.loads(edited)["workaround"]]
 
 
 def test_removing_an_unknown_entry_is_refused():
     with pytest.raises(RemovalError, match="no-such-fix"):
-        remove_entry(SHIPPED, "no-such-fix")
+        remove_entry(FROZEN, "no-such-fix")
 
 
 # --------------------------------------------------------------------- whole removal
@@ -204,8 +201,57 @@ def test_the_marker_reads_back_what_was_written():
 def test_removing_the_last_workaround_keeps_the_tracked_entries_after_it_byte_for_byte():
     # The [[tracked]] entries (vLLM's own inline workarounds) follow the last [[workaround]]; they and
     # the comment block above them belong to no workaround.
-    tracked = SHIPPED[SHIPPED.index("# vLLM's own inline XPU workarounds"):]
-    edited = remove_entry(SHIPPED, "uva-view-unpinned")
+    tracked = FROZEN[FROZEN.index("# vLLM's own inline XPU workarounds"):]
+    edited = remove_entry(FROZEN, "uva-view-unpinned")
     assert edited.endswith(tracked)
     assert 'id = "uva-view-unpinned"' not in edited
-    assert tomllib.loads(edited)["tracked"] == tomllib.loads(SHIPPED)["tracked"]
+    assert tomllib.loads(edited)["tracked"] == tomllib.loads(FROZEN)["tracked"]
+
+
+# ------------------------------------------ every shipped workaround, from this checkout
+
+CHECKOUT = repository.checkout()
+SHIPPED = reader.load(repository.ROOT / MANIFEST_PATH)
+
+
+@pytest.fixture(params=[w.id for w in SHIPPED.workarounds])
+def shipped_removal(request):
+    """The removal of one shipped workaround from this checkout, as retire --open-prs computes it."""
+    text = CHECKOUT[MANIFEST_PATH]
+    base = snapshot(text, files=CHECKOUT)
+    return base, compute_removal(base, workaround(text, request.param))
+
+
+def test_a_shipped_workaround_owns_its_module_and_its_own_test_file(shipped_removal):
+    _, removal = shipped_removal
+    name = module_name(removal.workaround)
+    assert {f"workarounds/{name}.py", f"tests/test_workaround_{name}.py"} <= set(removal.deleted)
+
+
+def test_removing_a_shipped_workaround_leaves_every_other_entry_with_its_module(shipped_removal):
+    base, removal = shipped_removal
+    remaining = removal.expected_blobs(base)
+    others = [w for w in SHIPPED.workarounds if w.id != removal.workaround.id]
+    assert all(f"workarounds/{module_name(w)}.py" in remaining for w in others)
+    assert [w.id for w in manifest_from_text(removal.written[MANIFEST_PATH]).workarounds] == [w.id for w in others]
+
+
+def test_removing_a_shipped_workaround_passes_lint_of_the_edited_tree(shipped_removal):
+    base, removal = shipped_removal
+    edited = {path: text for path, text in CHECKOUT.items() if path not in removal.deleted}
+    edited.update(removal.written)
+    assert repository.lint_problems(edited) == []
+
+
+def test_removing_a_shipped_workaround_regenerates_the_catalogue_of_the_edited_manifest(shipped_removal):
+    _, removal = shipped_removal
+    assert removal.written[DOCS_PATH] == markdown(manifest_from_text(removal.written[MANIFEST_PATH]))
+    assert f"`{removal.workaround.id}`" not in removal.written[DOCS_PATH]
+
+
+def test_no_shipped_removal_touches_the_frozen_repository(shipped_removal):
+    # tests/fixtures/<name>/ belongs to the workaround whose module is <name>: none may be named so.
+    _, removal = shipped_removal
+    frozen = repository.FROZEN.relative_to(repository.ROOT).as_posix() + "/"
+    assert not [path for path in removal.deleted if path.startswith(frozen)]
+    assert module_name(removal.workaround) != repository.FROZEN.name

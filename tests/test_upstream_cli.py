@@ -1,5 +1,7 @@
-"""`xpu-workarounds upstream` on the shipped manifest, against the stand-in GitHub server
-seeded with the real history of every reference (tests/support/upstream_history.py)."""
+"""`xpu-workarounds upstream` on the frozen manifest (tests/fixtures/frozen_repository/, the shipped
+one of 2026-12-04), against the stand-in GitHub server seeded with the real history of every
+reference (tests/support/upstream_history.py); and on the shipped manifest, whose references
+that history must hold."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 import tomlkit
 from support import upstream_history
 from support.fakegithub import FakeGitHub
+from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
 from tracker.cli import app
@@ -18,15 +21,14 @@ from tracker.model import reader
 TOKEN = "ghp_clitoken9876543210"
 
 
-def run(server: FakeGitHub, cache_dir, *args: str, manifest=None, api: str = "graphql"):
+def run(server: FakeGitHub, cache_dir, *args: str, manifest=FROZEN_MANIFEST, api: str = "graphql"):
     env = {"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": None,
            "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir), "XPU_WORKAROUNDS_MANIFEST": None,
            "XPU_WORKAROUNDS_GITHUB_API": api}
-    prefix = ["--manifest", str(manifest)] if manifest is not None else []
-    return CliRunner().invoke(app, [*prefix, "upstream", *args], env=env)
+    return CliRunner().invoke(app, ["--manifest", str(manifest), "upstream", *args], env=env)
 
 
-def test_upstream_json_reports_every_reference_of_the_shipped_manifest(github, tmp_path):
+def test_upstream_json_reports_every_reference_of_the_frozen_manifest(github, tmp_path):
     result = run(github, tmp_path, "--json", "--refresh")
 
     assert result.exit_code == 0, result.output
@@ -34,13 +36,27 @@ def test_upstream_json_reports_every_reference_of_the_shipped_manifest(github, t
     assert (document["schema"], document["source"]) == (1, "live")
     found = {item["ref"]: (item["state"], item["released_in"]) for item in document["references"]}
     assert found == upstream_history.EXPECTED
-    shipped = reader.load()
-    assert {ref.ref for w in shipped.workarounds for ref in w.upstream} == set(found)
+    frozen = reader.load(FROZEN_MANIFEST)
+    assert {ref.ref for w in frozen.workarounds for ref in w.upstream} == set(found)
     for item in document["references"]:
         assert item["evidence"] and item["workarounds"]
         if item["state"] in ("merged", "landed", "reverted"):
             assert len(item["commit"]) == 40
     assert TOKEN not in result.output
+
+
+def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github, tmp_path):
+    # So that the history does not rot: a reference added to the shipped manifest is seeded too.
+    # Removing an entry keeps this true; the facts are the history's own.
+    shipped = reader.load()
+    result = run(github, tmp_path, "--json", "--refresh", manifest=reader.default_path())
+
+    assert result.exit_code == 0, result.output
+    found = {item["ref"]: (item["state"], item["released_in"]) for item in json.loads(result.stdout)["references"]}
+    assert set(found) == {ref.ref for w in shipped.workarounds for ref in w.upstream}
+    assert set(found) <= set(upstream_history.EXPECTED)
+    assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
+    assert github.count("/graphql") <= 6  # issue 14: a cold refresh of the shipped manifest in at most 6 requests
 
 
 def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):
@@ -62,7 +78,7 @@ def test_upstream_says_which_tracked_vllm_workarounds_are_dead_at_vllm_0_34_0_wi
 
     audit = {item["workaround"]: item for item in json.loads(result.stdout)["inline_audit"]
              if item["vllm_ref"] == "v0.34.0" and item["tracked"]}
-    assert set(audit) == {inline.id for inline in reader.load().tracked}
+    assert set(audit) == {inline.id for inline in reader.load(FROZEN_MANIFEST).tracked}
     assert {name for name, item in audit.items() if item["dead"]} == upstream_history.TRACKED_DEAD_AT_0_34
     assert {name for name, item in audit.items() if item["partial"]} == upstream_history.TRACKED_PARTLY_DEAD_AT_0_34
     assert audit["vllm-static-launcher-off"]["evidence"] == (
@@ -101,7 +117,7 @@ def test_second_refresh_over_graphql_is_one_query_and_asks_no_compare_again(gith
 
     assert second.exit_code == 0, second.output
     assert json.loads(second.stdout)["references"] == json.loads(first.stdout)["references"]
-    assert cold <= 6  # issue 14: a cold refresh of the shipped manifest in at most 6 requests
+    assert cold <= 6  # issue 14: a cold refresh of the (frozen) shipped manifest in at most 6 requests
     # GraphQL has no conditional requests: what can change is asked again in one query;
     # compares between fixed commits and files at fixed tags come from the cache.
     assert github.count() == github.count("/graphql") == 1
@@ -155,7 +171,7 @@ def test_failed_refresh_exits_4_and_keeps_the_cache(github, tmp_path):
 
 def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    shutil.copy(reader.default_path(), path)
+    shutil.copy(FROZEN_MANIFEST, path)
     original = path.read_text()
     cache = tmp_path / "cache"
 
@@ -181,7 +197,7 @@ def test_write_records_what_was_learned_and_keeps_formatting_and_comments(github
 
 def test_write_twice_changes_nothing_the_second_time(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    shutil.copy(reader.default_path(), path)
+    shutil.copy(FROZEN_MANIFEST, path)
     run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
     once = path.read_text()
 
@@ -198,7 +214,7 @@ def test_offline_and_refresh_together_are_refused(github, tmp_path):
 
 def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    text = reader.default_path().read_text()
+    text = FROZEN_MANIFEST.read_text()
     path.write_text(text.replace('ref = "pytorch/pytorch#189017"', 'ref = "pytorch/pytorch#9999999"'))
 
     result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path)
@@ -218,12 +234,12 @@ def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(gith
 
 
 def unknown_references(tmp_path):
-    """The shipped manifest with every reference's number replaced by one GitHub does not know."""
+    """The frozen manifest with every reference's number replaced by one GitHub does not know."""
     import re
 
     path = tmp_path / "workarounds.toml"
     path.write_text(re.sub(r'ref = "([^"#]+)#(\d+)"', lambda m: f'ref = "{m[1]}#{9000000 + int(m[2])}"',
-                           reader.default_path().read_text()))
+                           FROZEN_MANIFEST.read_text()))
     return path
 
 
@@ -245,14 +261,14 @@ def test_when_no_reference_can_be_learned_it_exits_4_and_claims_no_cache(github,
 # ------------------------------------------------------------ --write under interference
 
 
-def shipped_copy(tmp_path, name: str = "workarounds.toml"):
+def frozen_copy(tmp_path, name: str = "workarounds.toml"):
     path = tmp_path / name
-    shutil.copy(reader.default_path(), path)
+    shutil.copy(FROZEN_MANIFEST, path)
     return path
 
 
 def test_write_keeps_the_manifests_mode(github, tmp_path):
-    path = shipped_copy(tmp_path)
+    path = frozen_copy(tmp_path)
     path.chmod(0o644)  # other users' vLLM processes read it
 
     result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
@@ -264,7 +280,7 @@ def test_write_keeps_the_manifests_mode(github, tmp_path):
 
 def test_write_through_a_symlink_writes_its_target_and_keeps_the_link(github, tmp_path):
     (tmp_path / "real").mkdir()
-    target = shipped_copy(tmp_path / "real")
+    target = frozen_copy(tmp_path / "real")
     link = tmp_path / "workarounds.toml"
     link.symlink_to(target)
     before = target.read_text()
@@ -279,7 +295,7 @@ def test_write_through_a_symlink_writes_its_target_and_keeps_the_link(github, tm
 
 def test_write_keeps_crlf_line_endings(github, tmp_path):
     path = tmp_path / "workarounds.toml"
-    path.write_bytes(reader.default_path().read_bytes().replace(b"\n", b"\r\n"))
+    path.write_bytes(FROZEN_MANIFEST.read_bytes().replace(b"\n", b"\r\n"))
 
     result = run(github, tmp_path / "cache", "--refresh", "--write", manifest=path)
 
@@ -292,7 +308,7 @@ def test_write_keeps_crlf_line_endings(github, tmp_path):
 def test_write_refuses_when_the_manifest_changed_between_read_and_replace(github, tmp_path, monkeypatch):
     from tracker.upstream import writeback
 
-    path = shipped_copy(tmp_path)
+    path = frozen_copy(tmp_path)
     edited = path.read_text() + "\n# a person's edit while upstream ran\n"
     real_check = writeback.check
 

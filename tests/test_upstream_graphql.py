@@ -14,6 +14,7 @@ import requests
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_graphql import graphql as switches
+from support.repository import FROZEN_MANIFEST
 from test_upstream import COMPARE, GRAPHQL, PULL, TOKEN, learn, manifest_for, settings, vllm_with_release_branch
 
 from benchmarks import scale_manifest
@@ -272,11 +273,11 @@ def test_a_rest_cache_is_used_by_a_graphql_refresh_and_compares_are_not_asked_ag
 # ----------------------------------------------------------------- the same facts
 
 
-def test_both_ways_give_the_same_facts_on_the_shipped_manifest(tmp_path):
+def test_both_ways_give_the_same_facts_on_the_frozen_manifest(tmp_path):
     with FakeGitHub() as server:
         upstream_history.seed(server)
 
-        rest, rest_requests, batched, requests_made = both_ways(server, reader.load(), tmp_path)
+        rest, rest_requests, batched, requests_made = both_ways(server, reader.load(FROZEN_MANIFEST), tmp_path)
 
     assert facts(batched) == facts(rest)
     assert {f.ref: (f.state, str(f.released_in) if f.released_in else None) for f in batched.references} \

@@ -1,4 +1,6 @@
-"""A realistic upstream history for every reference in the shipped workarounds.toml.
+"""A realistic upstream history for every reference in the frozen manifest
+(tests/fixtures/frozen_repository/workarounds.toml, the shipped one of 2026-12-04); every
+reference of the shipped manifest must be here too (tests/test_upstream_cli.py).
 
 Dates, release pins and landing styles follow ../shared/reference/upstream-facts.md:
 vLLM cuts ``releases/vX.Y.0`` from main a few days before each ``.0`` tag and ships

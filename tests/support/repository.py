@@ -1,0 +1,85 @@
+"""Repositories as the retire tests see them: ``path -> text`` of every file.
+
+``frozen()`` is the stand-in for this project on the stand-in GitHub: this project's layout
+with the manifest frozen in ``tests/fixtures/frozen_repository/workarounds.toml`` (the
+shipped one of 2026-12-04, whose references ``support/upstream_history.py`` seeds). Tests
+that name workarounds (``static-launcher-uva``, ``cudagraph-profile-skip``) name the frozen
+ones, so retiring a shipped workaround never breaks them. Each frozen workaround gets a
+stand-in module that passes ``lint`` and a test file, both following the ownership
+convention (tracker/retire/removal.py); the catalogue is generated from the frozen
+manifest; the rest of the project (``tracker/``, workflows, README) is this checkout's, so
+that lint of a branch runs the tree's own code.
+
+``checkout()`` is this checkout's own tracked files, for the tests that run the removal on
+the live tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tracker.catalogue import markdown
+from tracker.model import reader
+from tracker.retire import DOCS_PATH, MANIFEST_PATH
+
+ROOT = Path(__file__).resolve().parents[2]
+FROZEN = ROOT / "tests" / "fixtures" / "frozen_repository"
+FROZEN_MANIFEST = FROZEN / MANIFEST_PATH
+# What frozen() takes from the frozen fixture, not from this checkout.
+_NOT_FROM_THE_CHECKOUT = ("workarounds/", "tests/", MANIFEST_PATH, DOCS_PATH)
+
+
+def tracked_paths(root: Path = ROOT) -> list[str]:
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True).stdout
+    return [name for name in listed.decode().split("\0") if name]
+
+
+def checkout() -> dict[str, str]:
+    """Every tracked text file of this checkout, as it is in the working tree."""
+    files = {}
+    for name in tracked_paths():
+        try:
+            files[name] = (ROOT / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # binary or gone from the working tree
+    return files
+
+
+def frozen() -> dict[str, str]:
+    """The frozen repository (module docstring): its manifest, modules, tests and catalogue."""
+    files = {name: text for name, text in checkout().items() if not name.startswith(_NOT_FROM_THE_CHECKOUT)}
+    text = FROZEN_MANIFEST.read_text(encoding="utf-8")
+    manifest = reader.load(FROZEN_MANIFEST)
+    files[MANIFEST_PATH] = text
+    files[DOCS_PATH] = markdown(manifest)
+    files["workarounds/__init__.py"] = '"""One module per XPU workaround; each is described in workarounds.toml."""\n'
+    for w in manifest.workarounds:
+        name = w.module.removeprefix("workarounds.")
+        files[f"workarounds/{name}.py"] = stand_in_module(w.symptom)
+        files[f"tests/test_workaround_{name}.py"] = "def test_switches_off():\n    pass\n"
+    return files
+
+
+def stand_in_module(symptom: str) -> str:
+    """A workaround module that passes lint: its symptom as docstring, a wrapper that changes nothing."""
+    return (f"{symptom!r}\n\n\ndef make_wrapper(context):\n"
+            "    def unchanged(original, owner, args, kwargs):\n        return original(*args, **kwargs)\n\n"
+            "    return unchanged\n")
+
+
+def lint_problems(files: dict[str, str]) -> list[str]:
+    """``xpu-workarounds lint`` of the manifest of ``files``, run by the tree's own ``tracker``
+    with its modules resolved in ``files`` alone."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch)
+        for path in [MANIFEST_PATH, *[p for p in files if p.startswith(("workarounds/", "tracker/"))]]:
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(files[path], encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        result = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(tree / MANIFEST_PATH)],
+                                capture_output=True, text=True, cwd=tree, env=env)
+        return [] if result.returncode == 0 else (result.stdout + result.stderr).splitlines()
