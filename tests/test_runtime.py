@@ -270,3 +270,16 @@ def test_a_malformed_kill_switch_is_a_warning_in_the_log_and_the_report(caplog):
     (warning,) = runtime.report()["warnings"]
     assert warning.startswith("XPU_WORKAROUNDS: 'disabled' is not 0, off or false")
     assert any(warning in record.getMessage() for record in caplog.records if record.levelno == logging.WARNING)
+
+
+def test_an_activation_locates_each_target_module_once(monkeypatch):
+    # The probe and the patching both ask where a target's module is; at scale (the
+    # benchmarks' 500 workarounds) the file system would be walked once per target.
+    from tracker.engine import source
+
+    asked: list[str] = []
+    find = source._find
+    monkeypatch.setattr(source, "_find", lambda name: asked.append(name) or find(name))
+    runtime.register(xpu_stack())  # affected: each applying workaround's targets are probed, then patched
+    assert any(w["reason"] == "affected" for w in runtime.report()["workarounds"])
+    assert asked and len(asked) == len(set(asked)), sorted(asked)

@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from tracker.api import Finding, ProbingWorkaroundModule
-from tracker.engine import patching
+from tracker.engine import patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
@@ -127,15 +127,16 @@ def _activate(env: Mapping[str, str]) -> None:
 
     settings = Settings.from_env(env)  # the one read of the XPU_WORKAROUNDS* variables
     _state.strict, _state.report_dir = settings.strict, settings.report_dir
-    planned = planning.plan(settings)
-    _state.warnings += planned.warnings
-    if planned.environment is None:  # the manifest is invalid: its one line is logged
-        if settings.strict:
-            raise StrictModeError(planned.warnings[0]) from None
-        _write_report()
-        return
-    _state.environment = planned.environment
-    _carry_out(planned.plans)
+    with source.memoized():  # the probe and the patching locate each module once between them
+        planned = planning.plan(settings)
+        _state.warnings += planned.warnings
+        if planned.environment is None:  # the manifest is invalid: its one line is logged
+            if settings.strict:
+                raise StrictModeError(planned.warnings[0]) from None
+            _write_report()
+            return
+        _state.environment = planned.environment
+        _carry_out(planned.plans)
     if not planned.replayable:
         return
     if not any(plan.apply for plan in planned.plans):
@@ -158,8 +159,9 @@ def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
 
 
 def _carry_out(plans: list[Plan]) -> None:
-    for plan in plans:
-        _state.entries.append(_handle(plan))
+    with source.memoized():  # one look-up per module, however many targets it holds
+        for plan in plans:
+            _state.entries.append(_handle(plan))
     log(logging.INFO, summary())
     _write_report()
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
