@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import upstream_history, vllm_harness
+from support import repository, upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
 from support.packages import Package
 
@@ -62,3 +62,14 @@ def package(tmp_path, monkeypatch):
     created = Package(tmp_path)
     yield created
     created.forget()
+
+
+@pytest.fixture
+def frozen_modules(tmp_path_factory, monkeypatch):
+    """Modules the frozen manifest names and this checkout lacks (a retired workaround's) are
+    found among the frozen repository's stand-ins (tests/support/repository.py), after this
+    checkout's own: for tests that lint the frozen manifest, whatever has been retired."""
+    import workarounds
+
+    directory = repository.write_frozen_modules(tmp_path_factory.mktemp("frozen-workarounds"))
+    monkeypatch.setattr(workarounds, "__path__", [*workarounds.__path__, str(directory)])

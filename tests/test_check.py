@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
 from tracker import check
@@ -133,6 +134,7 @@ def sdist_bytes(members: dict[str, bytes]) -> bytes:
 
 
 def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(tmp_path):
+    frozen = reader.load(FROZEN_MANIFEST)  # whose uva-view-unpinned aims at vllm/utils/torch_utils.py
     archive = tmp_path / "vllm-0.99.0.tar.gz"
     archive.write_bytes(sdist_bytes({
         "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
@@ -141,11 +143,11 @@ def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(t
         "vllm-0.99.0/vllm/unrelated.py": b"x = 1\n",
         "vllm-0.99.0/../escape.py": b"x = 1\n",
     }))
-    root = check.unpack(archive, tmp_path / "tree", check.needed_files(MANIFEST).__contains__)
+    root = check.unpack(archive, tmp_path / "tree", check.needed_files(frozen).__contains__)
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == [
         "PKG-INFO", "requirements/xpu.txt", "vllm/utils/torch_utils.py"]
     assert not (tmp_path / "escape.py").exists()
-    result = check.check_tree(MANIFEST, root)
+    result = check.check_tree(frozen, root)
     assert (result.vllm, {k: str(v) for k, v in result.pins.items()}) == ("0.99.0", {"torch": "2.15.0"})
     uva = next(w for w in result.workarounds if w.id == "uva-view-unpinned")
     assert uva.targets[0].found == "same"

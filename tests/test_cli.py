@@ -8,6 +8,7 @@ import pytest
 from support.decisions import ISSUE_STACK as ISSUE_STACK_VERSIONS
 from support.decisions import stack
 from support.manifests import workaround, write_manifest
+from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
 from tracker.cli import app
@@ -101,7 +102,7 @@ def test_unknown_ids_in_the_environment_are_an_error_in_the_cli():
 
 def test_status_with_a_broken_manifest_exits_2_and_lists_the_problems(tmp_path):
     broken = tmp_path / "w.toml"
-    broken.write_text(reader.default_path().read_text().replace('state = "open"', 'state = "?"'))
+    broken.write_text(FROZEN_MANIFEST.read_text().replace('state = "open"', 'state = "?"'))
     result = run("--manifest", str(broken), "status")
     assert result.exit_code == 2
     assert "upstream[2].state: '?' is not one of" in result.stderr and "Traceback" not in result.output
@@ -199,7 +200,7 @@ def test_a_manifest_path_with_a_newline_is_reported_on_one_line_per_problem():
         "xpu-workarounds: error: the manifest is invalid (see above); run `xpu-workarounds lint` for the full list"]
 
 
-@pytest.mark.parametrize("command", [["status"], ["explain", "pp-broadcast-sync"]])
+@pytest.mark.parametrize("command", [["status"], ["explain", MANIFEST.workarounds[0].id]])
 def test_a_malformed_kill_switch_exits_2_with_one_line(command):
     result = run(*command, env={"XPU_WORKAROUNDS": "disabled"})
     assert result.exit_code == 2

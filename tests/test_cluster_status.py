@@ -23,6 +23,7 @@ from support.raycluster import LocalRayCluster, free_port
 
 from tracker import cluster
 from tracker.cluster import Node, compare, live_reports, node_answer
+from tracker.model import reader
 
 SCRIPT = Path(sys.executable).parent / "xpu-workarounds"
 TIMEOUT = 300  # seconds for one `status --cluster` on a loaded machine (it takes about 2 s alone)
@@ -72,10 +73,12 @@ def test_the_odd_node_out_is_named_with_its_difference_in_words(monkeypatch, tmp
 
 def test_a_forced_workaround_is_named_as_applied_not_needed(monkeypatch):
     plain = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0")
+    # The first shipped workaround vLLM 0.32.0 does not need.
+    unneeded = next(w["id"] for w in plain["status"]["workarounds"] if w["decision"] != "apply")
     forced = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0",
-                    XPU_WORKAROUNDS_FORCE="pp-broadcast-sync")
+                    XPU_WORKAROUNDS_FORCE=unneeded)
     result = compare("test", [node("a", plain, head=True), node("b", forced), node("c", plain)])
-    assert result.differences == ["node bbbbbbbb (10.0.0.1): applies pp-broadcast-sync (forced); "
+    assert result.differences == [f"node bbbbbbbb (10.0.0.1): applies {unneeded} (forced); "
                                   "the other 2 nodes do not"]
 
 
@@ -100,7 +103,7 @@ def test_a_node_answer_carries_the_status_document_version_and_manifest_digest(m
     result = answer(monkeypatch, XPU_WORKAROUNDS_PLATFORM="xpu")
     assert result["state"] == "ok"
     assert result["status"]["environment"]["platform"] == "xpu"
-    assert {w["id"] for w in result["status"]["workarounds"]} >= {"uva-view-unpinned", "pp-broadcast-sync"}
+    assert [w["id"] for w in result["status"]["workarounds"]] == [w.id for w in reader.load().workarounds]
     assert result["xpu_workarounds_version"] == "0.1.0"
     assert result["manifest_digest"].startswith("sha256:") and len(result["manifest_digest"]) == 19
 

@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import own_workaround
 from support.manifests import workaround, write_manifest
 
+from tracker.model import reader
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate, fastpath
 
@@ -69,10 +71,11 @@ def test_a_replayed_process_writes_its_own_report_file(tmp_path):
 
 
 def test_a_changed_variable_takes_the_full_path(tmp_path):
-    start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
-    second, _ = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_DISABLE="pp-broadcast-sync")
+    first, _ = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    disabled = first["report"]["workarounds"][0]["id"]
+    second, _ = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_DISABLE=disabled)
     assert not second["replayed"]
-    assert {w["id"]: w["reason"] for w in second["report"]["workarounds"]}["pp-broadcast-sync"] == "disabled"
+    assert {w["id"]: w["reason"] for w in second["report"]["workarounds"]}[disabled] == "disabled"
 
 
 def test_an_edited_manifest_takes_the_full_path(tmp_path):
@@ -122,15 +125,17 @@ PP_UTILS = (
 
 
 def applying(tmp_path: Path) -> dict[str, str]:
-    """pp-broadcast-sync's entry aimed at ``pp_pkg.pp_utils`` (a real package under ``tmp_path/src``),
-    on an affected XPU stack: its source is probed, and it applies."""
+    """The tests' own workaround (pp-broadcast-sync's entry and wrapper, support/own_workaround.py)
+    aimed at ``pp_pkg.pp_utils`` (a real package under ``tmp_path/src``, beside the ``workarounds``
+    package that holds its module), on an affected XPU stack: its source is probed, and it applies."""
+    own_workaround.package(tmp_path / "src")
     package = tmp_path / "src" / "pp_pkg"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
     (package / "pp_utils.py").write_text(PP_UTILS)
     target = {"path": "pp_pkg.pp_utils:PPHandler.broadcast", "kind": "method",
               "params": ["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]}
-    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(targets=[target]))
+    manifest = write_manifest(tmp_path / "workarounds.toml", own_workaround.entry(targets=[target]))
     return {"XPU_WORKAROUNDS_MANIFEST": str(manifest), "XPU_WORKAROUNDS_PLATFORM": "xpu",
             "XPU_WORKAROUNDS_ASSUME": "vllm==0.24.0,torch==2.12.0"}
 
@@ -185,12 +190,12 @@ def test_plans_are_not_stored_when_a_target_source_cannot_be_located(tmp_path):
 
 
 def test_forced_workarounds_are_replayed_as_plans(tmp_path):
-    forced = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": "pp-broadcast-sync"}
+    shipped = reader.load(shipped_manifest()).workarounds[0].id
+    forced = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": shipped}
     first, first_lines = start(tmp_path, **forced)
     (stored,) = tmp_path.iterdir()
     record = json.loads(stored.read_text())
-    assert record["kind"] == "planned" and [p["id"] for p in record["plans"] if p["decision"] == "apply"] == [
-        "pp-broadcast-sync"]
+    assert record["kind"] == "planned" and [p["id"] for p in record["plans"] if p["decision"] == "apply"] == [shipped]
     second, second_lines = start(tmp_path, **forced)
     assert not second["replayed"]  # not the answer replayed: the plans carried out again
     assert without_pid(second["report"]) == without_pid(first["report"]) and second_lines == first_lines

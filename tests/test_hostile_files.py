@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from test_fastpath import PROCESS, child_environment, start
 
 from tracker import paths
+from tracker.model import reader
 from tracker.runtime import activate, fastpath
 
 OTHER_UID = 65534  # nobody
@@ -198,7 +199,7 @@ def test_no_record_of_any_shape_makes_replay_raise(tmp_path_factory, where, valu
         fastpath.forget()
 
 
-FORCED = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": "pp-broadcast-sync"}
+FORCED = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": reader.load().workarounds[0].id}
 
 
 def planned_activation(cache: Path) -> tuple[dict[str, str], Path]:

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from importlib import metadata
 
+from support.manifests import workaround, write_manifest
+
 import tracker.plugin
+from tracker.model import reader
 
 HEAVY = ("typer", "github", "torch", "vllm", "tracker.cli", "tracker.catalogue", "tracker.upstream",
          "tracker.upstream.client", "requests")
@@ -54,12 +57,16 @@ def test_register_does_not_raise_on_a_broken_manifest(tmp_path):
 
 
 def test_strict_mode_stops_start_up_with_one_clear_line(tmp_path):
-    # vLLM 0.24.0 on XPU needs pp-broadcast-sync; vLLM is not installed here, so its target is absent.
+    # vLLM 0.24.0 on XPU needs the workaround (vLLM 0.23.0 to 0.24.x, aimed at vLLM's PP broadcast); vLLM
+    # is not installed here, so its target is absent. Its id is a shipped one, so that its module exists.
+    shipped = reader.load().workarounds[0].id
+    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(id=shipped))
     result = run("import tracker.plugin; tracker.plugin.register()", XPU_WORKAROUNDS_PLATFORM="xpu",
-                 XPU_WORKAROUNDS_ASSUME="vllm==0.24.0,torch==2.12.0", XPU_WORKAROUNDS_STRICT="1")
+                 XPU_WORKAROUNDS_ASSUME="vllm==0.24.0,torch==2.12.0", XPU_WORKAROUNDS_STRICT="1",
+                 XPU_WORKAROUNDS_MANIFEST=str(manifest))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "tracker.runtime.StrictModeError: xpu-workarounds: strict mode: pp-broadcast-sync drifted: "
+        f"tracker.runtime.StrictModeError: xpu-workarounds: strict mode: {shipped} drifted: "
         "module vllm.v1.worker.gpu.pp_utils does not exist")
 
 

@@ -9,9 +9,11 @@ import sys
 import textwrap
 
 import pytest
-from support.manifests import PP_TARGET, workaround, write_manifest
+from support import own_workaround
+from support.manifests import PP_TARGET, write_manifest
 
 from tracker import runtime
+from tracker.model import reader
 
 PP_HANDLER = """
     class PPHandler:
@@ -37,6 +39,14 @@ def fresh_runtime():
     runtime.reset()
 
 
+@pytest.fixture(autouse=True)
+def own_workaround_installed(tmp_path_factory, monkeypatch):
+    """The tests' own workaround (support/own_workaround.py), whose module no retirement removes."""
+    own_workaround.install(monkeypatch, tmp_path_factory.mktemp("own-workarounds"))
+    yield
+    own_workaround.forget()
+
+
 @pytest.fixture
 def package(tmp_path, monkeypatch):
     """A real package ``rt_pkg_<n>`` on sys.path; removed from sys.modules afterwards."""
@@ -57,14 +67,14 @@ def xpu_stack(**extra: str) -> dict[str, str]:
 
 
 def custom(tmp_path, package, source: str, params: list[str] | None = None, **fields) -> dict[str, str]:
-    """Environment for a one-workaround manifest (pp-broadcast-sync's entry) aimed at
-    ``<package>.pp_utils:PPHandler.broadcast``."""
+    """Environment for a one-workaround manifest (the tests' own workaround, pp-broadcast-sync's
+    entry) aimed at ``<package>.pp_utils:PPHandler.broadcast``."""
     name, root = package
     (root / "pp_utils.py").write_text(textwrap.dedent(source))
     target = dict(PP_TARGET, path=f"{name}.pp_utils:PPHandler.broadcast")
     if params is not None:
         target["params"] = params
-    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(targets=[target], **fields))
+    manifest = write_manifest(tmp_path / "workarounds.toml", own_workaround.entry(targets=[target], **fields))
     return xpu_stack(XPU_WORKAROUNDS_MANIFEST=str(manifest))
 
 
@@ -101,16 +111,19 @@ def test_the_kill_switch_applies_nothing():
 
 
 def test_a_disabled_workaround_is_skipped_as_disabled():
-    runtime.register(xpu_stack(XPU_WORKAROUNDS_DISABLE="pp-broadcast-sync"))
+    disabled = reader.load().workarounds[0].id
+    runtime.register(xpu_stack(XPU_WORKAROUNDS_DISABLE=disabled))
     by_id = {w["id"]: w for w in runtime.report()["workarounds"]}
-    assert by_id["pp-broadcast-sync"]["reason"] == "disabled"
+    assert by_id[disabled]["reason"] == "disabled"
 
 
 def test_a_needed_workaround_whose_target_module_is_absent_is_drifted():
     runtime.register(xpu_stack())  # vLLM is not installed in this environment
-    pp = {w["id"]: w for w in runtime.report()["workarounds"]}["pp-broadcast-sync"]
-    assert (pp["decision"], pp["outcome"]) == ("apply", "drifted")
-    assert pp["error"] == "module vllm.v1.worker.gpu.pp_utils does not exist"
+    needed = [w for w in runtime.report()["workarounds"] if w["decision"] == "apply"]
+    assert needed
+    for w in needed:
+        module = w["targets"][0]["path"].split(":")[0]
+        assert (w["outcome"], w["error"]) == ("drifted", f"module {module} does not exist")
 
 
 def test_unknown_ids_become_warnings_in_the_log_and_the_report(caplog):
@@ -147,7 +160,7 @@ def test_one_info_line_names_what_was_applied_and_skipped(tmp_path, package, cap
     runtime.register(env)
     runtime.register(env)
     lines = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
-    assert lines == ["xpu-workarounds: platform xpu (override); applied: pp-broadcast-sync"]
+    assert lines == [f"xpu-workarounds: platform xpu (override); applied: {own_workaround.ID}"]
 
 
 # ------------------------------------------------------------- patching real modules
@@ -217,7 +230,7 @@ def test_a_target_that_drifts_on_import_is_logged_as_a_warning(tmp_path, package
     runtime.register(custom(tmp_path, package, PP_HANDLER, params=["self"]))
     __import__(f"{package[0]}.pp_utils")
     (message,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
-    assert message.startswith("xpu-workarounds: pp-broadcast-sync drifted on import: ")
+    assert message.startswith(f"xpu-workarounds: {own_workaround.ID} drifted on import: ")
     assert only(runtime.report())["outcome"] == "drifted"
 
 
@@ -231,7 +244,7 @@ def test_strict_mode_stops_on_a_drifted_workaround_with_one_line(tmp_path, packa
     with pytest.raises(runtime.StrictModeError) as raised:
         runtime.register(env)
     message = str(raised.value)
-    assert message.startswith("xpu-workarounds: strict mode: pp-broadcast-sync drifted: ")
+    assert message.startswith(f"xpu-workarounds: strict mode: {own_workaround.ID} drifted: ")
     assert "\n" not in message
 
 
@@ -239,7 +252,7 @@ def test_strict_mode_stops_the_import_of_a_target_that_drifts_on_import(tmp_path
     env = custom(tmp_path, package, PP_HANDLER, params=["self"])
     env["XPU_WORKAROUNDS_STRICT"] = "1"
     runtime.register(env)
-    with pytest.raises(runtime.StrictModeError, match="pp-broadcast-sync drifted"):
+    with pytest.raises(runtime.StrictModeError, match=f"{own_workaround.ID} drifted"):
         __import__(f"{package[0]}.pp_utils")
 
 

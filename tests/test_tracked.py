@@ -102,5 +102,6 @@ def test_check_finds_a_marker_where_the_manifest_says_and_notes_one_vllm_removed
 
 def test_docs_show_the_workarounds_and_the_tracked_entries():
     text = catalogue.markdown(MANIFEST)
-    assert "## uva-view-unpinned" in text and "## vLLM's own XPU workarounds (tracked, not patched)" in text
+    assert all(f"## {w.id}\n" in text for w in MANIFEST.workarounds)
+    assert "## vLLM's own XPU workarounds (tracked, not patched)" in text
     assert "| `vllm-ec-uint64-pointers` |" in text and "`torch>=2.14.0`" in text

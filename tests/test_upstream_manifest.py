@@ -4,6 +4,7 @@ and the manifest's ``remaining`` field on a partial root fix."""
 from __future__ import annotations
 
 from packaging.version import Version
+from support.repository import FROZEN_MANIFEST
 
 from tracker.model import reader
 from tracker.model.versions import COMPONENTS
@@ -42,14 +43,8 @@ def test_every_tracked_repository_releases_a_known_component():
     assert set(REPOSITORY_COMPONENTS.values()) <= set(COMPONENTS)
 
 
-def test_shipped_manifest_records_what_the_event_root_fix_leaves():
-    shipped = reader.load()
-    (root,) = shipped.get("event-blocking-kwarg").refs("root-fix")
-    assert root.ref == "pytorch/pytorch#192495" and "external" in root.remaining
-
-
 def write_with(tmp_path, extra: str, role: str = "root-fix"):
-    text = reader.default_path().read_text()
+    text = FROZEN_MANIFEST.read_text()
     anchor = 'ref = "pytorch/pytorch#189017"\nrole = "root-fix"\n'
     assert anchor in text
     path = tmp_path / "workarounds.toml"

@@ -9,6 +9,7 @@ import torch
 from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 
+from tracker.model import reader
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
 
 # vLLM 0.25.0's vllm/v1/worker/xpu_model_runner.py (vllm#47868): the shim vLLM carries itself.
@@ -153,3 +154,8 @@ def test_event_shim_is_not_needed_on_the_release_before_the_cause():
 
 def test_event_shim_nightly_with_torch_2_15_has_the_root_fix():
     assert reason("event-blocking-kwarg", vllm="0.24.1.dev30", torch="2.15.0+xpu") == "root-fix-installed"
+
+
+def test_the_manifest_records_what_the_root_fix_leaves():
+    (root,) = reader.load().get("event-blocking-kwarg").refs("root-fix")
+    assert root.ref == "pytorch/pytorch#192495" and "external" in root.remaining

@@ -64,6 +64,14 @@ def frozen() -> dict[str, str]:
     return files
 
 
+def write_frozen_modules(directory: Path) -> Path:
+    """The frozen repository's workaround modules, written into ``directory``."""
+    for path, text in frozen().items():
+        if path.startswith("workarounds/") and path != "workarounds/__init__.py":
+            (directory / Path(path).name).write_text(text, encoding="utf-8")
+    return directory
+
+
 def stand_in_module(symptom: str) -> str:
     """A workaround module that passes lint: its symptom as docstring, a wrapper that changes nothing."""
     return (f"{symptom!r}\n\n\ndef make_wrapper(context):\n"
