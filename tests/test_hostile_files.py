@@ -112,7 +112,7 @@ def test_a_record_that_is_a_symlink_is_not_followed(tmp_path):
 def test_a_fifo_in_place_of_the_record_never_blocks_start_up(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    record = Path(fastpath._store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)}))
+    record = Path(fastpath.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)}))
     os.mkfifo(record, 0o600)
     result = subprocess.run([sys.executable, "-c", PROCESS], capture_output=True, text=True, timeout=30,
                             env={**os.environ, "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_PLATFORM": "cpu"})
@@ -301,7 +301,7 @@ def test_a_planted_symlink_beside_the_store_is_not_followed(tmp_path):
     victim.write_text("precious\n")
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    store = fastpath._store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)})
+    store = fastpath.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)})
     Path(f"{store}.{os.getpid()}.tmp").symlink_to(victim)
     activation(cache)
     assert victim.read_text() == "precious\n"

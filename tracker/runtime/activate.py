@@ -121,9 +121,9 @@ def register(environ: Mapping[str, str] | None = None) -> None:
 def _activate(env: Mapping[str, str]) -> None:
     """The full path: decide from the manifest (``tracker.runtime.planning``), then carry out."""
     distributions = _distribution_names()
-    before = fastpath.key(env, distributions)  # before anything is read: see fastpath.store
+    before = fastpath.key(env, distributions)  # before anything is read: see record.store
     from tracker.model.environment import Settings
-    from tracker.runtime import planning
+    from tracker.runtime import planning, record
 
     settings = Settings.from_env(env)  # the one read of the XPU_WORKAROUNDS* variables
     _state.strict, _state.report_dir = settings.strict, settings.report_dir
@@ -141,9 +141,9 @@ def _activate(env: Mapping[str, str]) -> None:
         return
     if not any(plan.apply for plan in planned.plans):
         if all(entry.plan.decided_by == DecidedBy.VERSION for entry in _state.entries):
-            fastpath.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before, distributions)
+            record.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before, distributions)
         return
-    fastpath.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
+    record.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
                          "strict": settings.strict, "plans": [plan.as_json() for plan in planned.plans]},
                    before, distributions, planned.sources)
 

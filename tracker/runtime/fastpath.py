@@ -58,12 +58,8 @@ DECISION_VARIABLES = variables.DECISION_VARIABLES
 _NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
-_SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
+SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
-_APPLY_REASONS = ("affected", "forced")
-_ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
-_PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
-_STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 _METADATA_SUFFIXES = ("dist-info", "egg-info")
 
 _replayed: dict[str, Any] | None = None
@@ -193,12 +189,12 @@ def key(environ: Mapping[str, str], distributions: Iterable[str] | None = None) 
     return [SCHEMA, sys.prefix, manifest, manifest_identity, _code(), variables, platform, paths, found]
 
 
-def _store_path(environ: Mapping[str, str]) -> str:
+def store_path(environ: Mapping[str, str]) -> str:
     name = f"activation-{zlib.crc32(sys.prefix.encode()):08x}.json"
     return os.path.join(cache_dir(environ), name)
 
 
-def _text(value: object, limit: int = _LINE_LIMIT) -> bool:
+def one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
     """A single printable line (nothing that could forge a second log line)."""
     return isinstance(value, str) and len(value) <= limit and value.isprintable()
 
@@ -208,14 +204,14 @@ def _valid_environment(environment: object) -> bool:
         return False
     if not isinstance(environment["versions"], dict):
         return False
-    if not all(_text(environment[name], 64) for name in ("platform", "platform_source")):
+    if not all(one_line(environment[name], 64) for name in ("platform", "platform_source")):
         return False
-    return all(_text(name, 128) and (version is None or _text(version, 256))
+    return all(one_line(name, 128) and (version is None or one_line(version, 256))
                for name, version in environment["versions"].items())
 
 
 def _valid_warnings(warnings: object) -> bool:
-    return isinstance(warnings, list) and all(_text(warning) for warning in warnings)
+    return isinstance(warnings, list) and all(one_line(warning) for warning in warnings)
 
 
 def _valid_report(report: object) -> bool:
@@ -232,60 +228,36 @@ def _valid_report(report: object) -> bool:
                                                          "decided_by", "targets"}:
             return False
         if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
-                "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
+                "skip", "skipped", None, "version") or entry["reason"] not in SKIP_REASONS:
             return False
-        if not (_text(entry["id"], 256) and _text(entry["detail"]) and isinstance(entry["targets"], list)):
+        if not (one_line(entry["id"], 256) and one_line(entry["detail"]) and isinstance(entry["targets"], list)):
             return False
         for target in entry["targets"]:
             if (not isinstance(target, dict) or set(target) != {"path", "outcome", "detail", "aliases"}
                     or target["outcome"] != "skipped" or target["aliases"] != []
-                    or not _text(target["path"], 1024) or not _text(target["detail"])):
+                    or not one_line(target["path"], 1024) or not one_line(target["detail"])):
                 return False
     return True
 
 
-def _valid_id(value: object) -> bool:
-    """A workaround id as the manifest allows it (the module imported is derived from it)."""
-    return (_text(value, 256) and isinstance(value, str) and value[:1].isalpha()
-            and all(character in _ID_CHARACTERS for character in value))
-
-
-def _valid_plan(plan: object) -> bool:
-    """The shape of one stored plan (``tracker.runtime.plan.Plan.as_json``)."""
-    if not isinstance(plan, dict) or set(plan) != _PLAN_KEYS:
-        return False
-    if not (_valid_id(plan["id"]) and _text(plan["detail"]) and plan["decided_by"] == "version"):
-        return False
-    released = plan["released"]
-    if plan["decision"] == "skip":
-        if plan["reason"] not in _SKIP_REASONS or released is not None:
-            return False
-    elif plan["decision"] != "apply" or plan["reason"] not in _APPLY_REASONS or not isinstance(released, dict) \
-            or not all(_text(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
-        return False
-    if not isinstance(plan["targets"], list):
-        return False
-    return all(isinstance(step, dict) and set(step) == _STEP_KEYS and _text(step["path"], 1024)
-               and _text(step["kind"], 64) and isinstance(step["optional"], bool) and isinstance(step["params"], list)
-               and all(_text(param, 256) for param in step["params"]) for step in plan["targets"])
-
-
-def _valid_record(stored: object) -> bool:
+def valid_record(stored: object) -> bool:
     if not isinstance(stored, dict) or not isinstance(stored.get("key"), list):
         return False
     if stored.get("kind") == "skipped" and set(stored) == {"key", "kind", "report", "line"}:
         # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
         # cap, not a detail's; being one printable line is what keeps it from forging another.
-        return _text(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
+        return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
     if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "strict", "plans"}:
-        return (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])
-                and isinstance(stored["strict"], bool) and isinstance(stored["plans"], list)
-                and all(_valid_plan(plan) for plan in stored["plans"])
-                and any(plan["decision"] == "apply" for plan in stored["plans"]))  # else it is stored as skipped
+        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])
+                and isinstance(stored["strict"], bool)):
+            return False
+        from tracker.runtime import record  # only where something applies: the replay stays small
+
+        return record.valid_plans(stored["plans"])
     return False
 
 
-def _still(found: object) -> bool:
+def still(found: object) -> bool:
     """Every metadata file named in a stored key is as it was."""
     return isinstance(found, list) and all(
         isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and identity(item[0]) == item[1]
@@ -294,7 +266,7 @@ def _still(found: object) -> bool:
 
 def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
     """The stored record if it may be trusted and its key matches this process; else None."""
-    path = _store_path(env)
+    path = store_path(env)
     try:
         private_dir(os.path.dirname(path))
     except OSError:
@@ -306,13 +278,13 @@ def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
         stored = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    if not _valid_record(stored):
+    if not valid_record(stored):
         return None
     current = key(env)
     stored_key = stored["key"]
     if current is None or len(stored_key) != len(current) or stored_key[:-1] != current[:-1]:
         return None
-    if not _still(stored_key[-1]):
+    if not still(stored_key[-1]):
         return None
     record: dict[str, Any] = stored
     return record
@@ -347,36 +319,6 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=lambda: write_report(directory, report()))
     return True
-
-
-def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None, distributions: Iterable[str],
-          sources: list[list[Any]] | None = None) -> None:
-    """Remember a full activation's answer; never raises.
-
-    ``body``: ``{"kind": "skipped", "report", "line"}`` (nothing applied: replayed as it is) or
-    ``{"kind": "planned", "environment", "warnings", "strict", "plans"}`` (carried out again by
-    ``tracker.runtime``). ``before``: the key taken before the activation read its inputs;
-    ``sources``: [path, identity] of the source files a probe read, taken before it read them.
-    Stored only when the inputs are still what they were: otherwise the answer may belong to neither.
-    """
-    try:
-        after = key(environ, distributions)
-        if before is None or after != before:
-            return
-        if sources:
-            if not _still(sources):
-                return
-            after = [*after[:-1], [*after[-1], *sources]]
-        record = {"key": after, **body}
-        if body.get("kind") == "skipped":
-            record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
-        if not _valid_record(record):
-            return
-        path = _store_path(environ)
-        private_dir(os.path.dirname(path))
-        atomic_write(path, json.dumps(record))
-    except Exception:  # noqa: BLE001 - a read-only or foreign cache only costs speed
-        pass
 
 
 def take_planned() -> dict[str, Any] | None:

@@ -1,0 +1,86 @@
+"""The fast path's record (``tracker.runtime.fastpath``): writing it, and checking stored plans.
+
+Only a full activation writes a record, and only a record of stored plans needs its plans
+checked, so none of this is imported where a process replays an answer in which nothing
+applied (the path every vLLM process that applies nothing takes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tracker.paths import atomic_write, private_dir
+from tracker.runtime.fastpath import SKIP_REASONS, key, one_line, still, store_path, valid_record
+
+_APPLY_REASONS = ("affected", "forced")
+_ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+_PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
+_STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
+
+
+def _valid_id(value: object) -> bool:
+    """A workaround id as the manifest allows it (the module imported is derived from it)."""
+    return (one_line(value, 256) and isinstance(value, str) and value[:1].isalpha()
+            and all(character in _ID_CHARACTERS for character in value))
+
+
+def _valid_plan(plan: object) -> bool:
+    """The shape of one stored plan (``tracker.runtime.plan.Plan.as_json``)."""
+    if not isinstance(plan, dict) or set(plan) != _PLAN_KEYS:
+        return False
+    if not (_valid_id(plan["id"]) and one_line(plan["detail"]) and plan["decided_by"] == "version"):
+        return False
+    released = plan["released"]
+    if plan["decision"] == "skip":
+        if plan["reason"] not in SKIP_REASONS or released is not None:
+            return False
+    elif plan["decision"] != "apply" or plan["reason"] not in _APPLY_REASONS or not isinstance(released, dict) \
+            or not all(one_line(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
+        return False
+    if not isinstance(plan["targets"], list):
+        return False
+    return all(isinstance(step, dict) and set(step) == _STEP_KEYS and one_line(step["path"], 1024)
+               and one_line(step["kind"], 64) and isinstance(step["optional"], bool) and isinstance(step["params"], list)
+               and all(one_line(param, 256) for param in step["params"]) for step in plan["targets"])
+
+
+def valid_plans(plans: object) -> bool:
+    """Stored plans of the right shape, at least one of which applies (else it is stored as skipped)."""
+    return (isinstance(plans, list) and all(_valid_plan(plan) for plan in plans)
+            and any(plan["decision"] == "apply" for plan in plans))
+
+
+def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None, distributions: Iterable[str],
+          sources: list[list[Any]] | None = None) -> None:
+    """Remember a full activation's answer; never raises.
+
+    ``body``: ``{"kind": "skipped", "report", "line"}`` (nothing applied: replayed as it is) or
+    ``{"kind": "planned", "environment", "warnings", "strict", "plans"}`` (carried out again by
+    ``tracker.runtime``). ``before``: the key taken before the activation read its inputs;
+    ``sources``: [path, identity] of the source files a probe read, taken before it read them.
+    Stored only when the inputs are still what they were: otherwise the answer may belong to neither.
+    """
+    try:
+        after = key(environ, distributions)
+        if before is None or after != before:
+            return
+        if sources:
+            if not still(sources):
+                return
+            after = [*after[:-1], [*after[-1], *sources]]
+        record = {"key": after, **body}
+        if body.get("kind") == "skipped":
+            record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
+        if not valid_record(record):
+            return
+        path = store_path(environ)
+        private_dir(os.path.dirname(path))
+        atomic_write(path, json.dumps(record))
+    except Exception:  # noqa: BLE001 - a read-only or foreign cache only costs speed
+        pass
+
+
+__all__ = ["store", "valid_plans"]
