@@ -33,6 +33,7 @@ from tracker.model.specifiers import satisfiable, specifier_set, version
 from tracker.model.tracked import read_tracked
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
+    ID,
     PARTIAL_ROLES,
     PLATFORMS,
     RELEASED_STATES,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from tracker.model.lines import LineLocator
 
 
-_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _REF = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
@@ -196,13 +196,13 @@ class Reader:
             value = entry.get(key)
             if key in entry and (not isinstance(value, str) or not value.strip()):
                 self.problem(line(key), f"{label}.{key}", "must be a non-empty string")
-        if isinstance(raw_id, str) and raw_id and not _ID.match(raw_id):
+        if isinstance(raw_id, str) and raw_id and not ID.match(raw_id):
             self.problem(line("id"), f"{label}.id", "must be lower-case words joined by '-'")
         platform = entry.get("platform")
         if isinstance(platform, str) and platform not in PLATFORMS:
             self.problem(line("platform"), f"{label}.platform", f"{platform!r} is not one of {', '.join(PLATFORMS)}")
         module = entry.get("module")
-        if isinstance(module, str) and module.strip() and isinstance(raw_id, str) and _ID.match(raw_id):
+        if isinstance(module, str) and module.strip() and isinstance(raw_id, str) and ID.match(raw_id):
             if module != module_of(raw_id):
                 self.problem(line("module"), f"{label}.module",
                              f"the module is derived from the id ({module_of(raw_id)}); remove this key")

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple, Protocol
 from packaging.specifiers import SpecifierSet
 
 from tracker.model.manifest import Release
+from tracker.model.vocabulary import ID
 
-_ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
 _FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
 _REQUIRED = ("id", "title", "file", "marker", "carried_in")
@@ -101,7 +101,7 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
     for key in ("id", "title", "file", "marker", "waits_on", "link", "remaining", "note"):
         if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
-    checks = (("id", _ID, "must be lower-case words joined by '-'"),
+    checks = (("id", ID, "must be lower-case words joined by '-'"),
               ("file", _FILE, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
               ("waits_on", _REF, "is not OWNER/REPO#NUMBER"))
     for key, pattern, message in checks:

@@ -6,6 +6,7 @@ strings see the values as written in ``workarounds.toml``.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints (its caches keep their own)
@@ -101,6 +102,9 @@ STATES: tuple[str, ...] = tuple(s.value for s in State)
 TARGET_KINDS: tuple[str, ...] = tuple(k.value for k in TargetKind)
 # States in which a reference's commit is in the repository, so a release can contain it.
 RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.value})
+
+# A workaround's (or a tracked inline workaround's) id: lower-case words joined by single hyphens.
+ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
 def module_of(workaround_id: str) -> str:

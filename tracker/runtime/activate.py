@@ -154,7 +154,7 @@ def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     _state.environment = stored["environment"]
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:
-        log(logging.WARNING, warning if warning.startswith("xpu-workarounds") else f"xpu-workarounds: {warning}")
+        fastpath.warn(warning)
     _carry_out([Plan.from_json(plan, stored["environment"]) for plan in stored["plans"]])
 
 
@@ -208,7 +208,7 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         message = f"{plan.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
         _state.warnings.append(message)
-        log(logging.WARNING, f"xpu-workarounds: {message}")
+        fastpath.warn(message)
         return None
     return finding
 

@@ -58,7 +58,7 @@ DECISION_VARIABLES = variables.DECISION_VARIABLES
 _NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
-SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
+_SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
 _METADATA_SUFFIXES = ("dist-info", "egg-info")
 
@@ -81,6 +81,12 @@ def log(level: int, message: str) -> None:
             sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
     except Exception:  # noqa: BLE001 - a closed stderr must not stop vLLM either
         pass
+
+
+def warn(message: str) -> None:
+    """Log one warning line of the activation's: ``message`` under the project's prefix
+    (a message that already carries it, such as an invalid manifest's, keeps its own)."""
+    log(logging.WARNING, message if message.startswith("xpu-workarounds") else f"xpu-workarounds: {message}")
 
 
 def vllm_platform() -> tuple[str | None, str | None]:
@@ -228,7 +234,7 @@ def _valid_report(report: object) -> bool:
                                                          "decided_by", "targets"}:
             return False
         if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
-                "skip", "skipped", None, "version") or entry["reason"] not in SKIP_REASONS:
+                "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
             return False
         if not (one_line(entry["id"], 256) and one_line(entry["detail"]) and isinstance(entry["targets"], list)):
             return False
@@ -311,7 +317,7 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
         return False
     _replayed = stored["report"]
     for warning in stored["report"]["warnings"]:
-        log(logging.WARNING, f"xpu-workarounds: {warning}")
+        warn(warning)
     log(logging.INFO, stored["line"])
     directory = env.get(REPORT_VARIABLE)
     if directory:

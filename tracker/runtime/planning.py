@@ -8,7 +8,6 @@ which may only turn an ``affected`` apply into a skip on evidence that vLLM carr
 
 from __future__ import annotations
 
-import logging
 from typing import Any, NamedTuple
 
 from tracker.api import Context
@@ -19,7 +18,6 @@ from tracker.model.manifest import ManifestError, Workaround
 from tracker.model.reader import load
 from tracker.model.vocabulary import DecidedBy, Reason
 from tracker.runtime import fastpath
-from tracker.runtime.fastpath import log
 from tracker.runtime.plan import Plan, Step
 from tracker.runtime.probe import markers, probed
 
@@ -40,7 +38,7 @@ def plan(settings: Settings) -> Planned:
 
     def warn(message: str) -> None:
         warnings.append(message)
-        log(logging.WARNING, message if message.startswith("xpu-workarounds") else f"xpu-workarounds: {message}")
+        fastpath.warn(message)
 
     try:
         manifest = load(settings.manifest)

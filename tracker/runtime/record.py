@@ -12,19 +12,17 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tracker.model.vocabulary import APPLY_REASONS, ID, SKIP_REASONS
 from tracker.paths import atomic_write, private_dir
-from tracker.runtime.fastpath import SKIP_REASONS, key, one_line, still, store_path, valid_record
+from tracker.runtime.fastpath import key, one_line, still, store_path, valid_record
 
-_APPLY_REASONS = ("affected", "forced")
-_ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 
 
 def _valid_id(value: object) -> bool:
     """A workaround id as the manifest allows it (the module imported is derived from it)."""
-    return (one_line(value, 256) and isinstance(value, str) and value[:1].isalpha()
-            and all(character in _ID_CHARACTERS for character in value))
+    return isinstance(value, str) and one_line(value, 256) and ID.match(value) is not None
 
 
 def _valid_plan(plan: object) -> bool:
@@ -37,7 +35,7 @@ def _valid_plan(plan: object) -> bool:
     if plan["decision"] == "skip":
         if plan["reason"] not in SKIP_REASONS or released is not None:
             return False
-    elif plan["decision"] != "apply" or plan["reason"] not in _APPLY_REASONS or not isinstance(released, dict) \
+    elif plan["decision"] != "apply" or plan["reason"] not in APPLY_REASONS or not isinstance(released, dict) \
             or not all(one_line(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
         return False
     if not isinstance(plan["targets"], list):
