@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import own_workaround
 from support.manifests import workaround, write_manifest
 
@@ -26,7 +28,8 @@ PROCESS = (
     "from tracker.runtime import fastpath\n"
     "full = 'tracker.runtime.activate' in sys.modules\n"
     "from tracker import runtime\n"
-    "print(json.dumps({'replayed': fastpath.replayed(), 'full': full, 'report': runtime.report()}))\n"
+    "print(json.dumps({'replayed': fastpath.replayed(), 'full': full, 'report': runtime.report(),\n"
+    "                  'package': tracker.plugin.__file__}))\n"
 )
 
 
@@ -359,3 +362,51 @@ def test_a_manifest_of_hundreds_of_workarounds_replays_too(tmp_path):
     assert len(first_lines[0]) > 16384 and len(first["report"]["workarounds"]) == 400
     assert (second["replayed"], second["full"]) == (True, False)
     assert second_lines == first_lines
+
+
+def copied_package(tmp_path: Path) -> Path:
+    """A copy of this checkout's ``tracker`` package (and its manifest) in a directory that goes
+    ahead of the checkout on ``sys.path``: its code can be edited without touching the checkout."""
+    top = tmp_path / "copy"
+    shutil.copytree(ROOT / "tracker", top / "tracker", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(shipped_manifest(), top / "workarounds.toml")
+    return top
+
+
+def start_copy(tmp_path: Path, top: Path) -> dict:
+    """A process running the copy: from its directory (``python -c`` puts the working directory
+    first on ``sys.path``), writing no bytecode (a new ``__pycache__`` moves its directory's
+    times, as an installed package's precompiled bytecode does not)."""
+    document, _ = start(tmp_path / "cache", extra_path=top, cwd=top, XPU_WORKAROUNDS_PLATFORM="cpu",
+                        PYTHONDONTWRITEBYTECODE="1")
+    assert document["package"] == str(top / "tracker" / "plugin.py")
+    return document
+
+
+def append_line(path: Path) -> None:
+    """Rewrite ``path`` in place: its directory's times do not move."""
+    before = path.parent.stat().st_mtime_ns
+    with path.open("a") as stream:
+        stream.write("# edited\n")
+    assert path.parent.stat().st_mtime_ns == before
+
+
+def add_module(path: Path) -> None:
+    path.write_text("")
+
+
+@pytest.mark.parametrize(("changes", "replayed"), [
+    pytest.param([(append_line, "model/decision.py")], False, id="decision-code-rewritten-in-place"),
+    pytest.param([(add_module, "engine/added.py")], False, id="module-added-to-decision-code"),
+    pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py")], True,
+                 id="command-line-code-is-not-in-the-key"),
+])
+def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replayed):
+    top = copied_package(tmp_path)
+    first = start_copy(tmp_path, top)
+    assert not first["replayed"] and first["full"]
+    assert start_copy(tmp_path, top)["replayed"]
+    for change, relative in changes:
+        change(top / "tracker" / relative)
+    again = start_copy(tmp_path, top)
+    assert (again["replayed"], again["full"]) == (replayed, not replayed)

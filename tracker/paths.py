@@ -12,10 +12,11 @@ untrusted data (``read_private``: regular files of this user only, under a size 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tracker import variables
@@ -23,6 +24,9 @@ from tracker import variables
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 CACHE_DIR_VARIABLE = variables.CACHE_DIR
 APP_NAME = "xpu-workarounds"
+
+
+_listings: dict[str, list[str] | None] | None = None  # set inside ``listings_shared()``
 
 
 class UnsafeLocation(OSError):
@@ -53,6 +57,49 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def path_directories() -> list[str]:
+    """``sys.path`` as absolute directories: ``''`` (and any relative entry) is the working
+    directory's (kept as written when the working directory was removed)."""
+    entries = []
+    for entry in sys.path:
+        try:
+            entries.append(os.path.abspath(entry or os.curdir))
+        except OSError:
+            entries.append(entry)
+    return entries
+
+
+def listing(directory: str) -> list[str] | None:
+    """The names in ``directory``, sorted; None when it cannot be listed (absent, not a
+    directory, unreadable). Inside ``listings_shared()`` each directory is listed once."""
+    memo = _listings
+    if memo is not None and directory in memo:
+        return memo[directory]
+    names: list[str] | None
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(entry.name for entry in entries)
+    except OSError:
+        names = None
+    if memo is not None:
+        memo[directory] = names
+    return names
+
+
+@contextlib.contextmanager
+def listings_shared() -> Iterator[None]:
+    """Within this block each directory is listed once: a first activation lists every
+    ``sys.path`` directory for the fast path's key and again to find distribution metadata;
+    the key holds each directory's identity, so both must see one listing anyway."""
+    global _listings
+    outer = _listings
+    _listings = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _listings = outer
 
 
 def private_dir(path: Path | str) -> Path:

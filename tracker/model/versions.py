@@ -19,13 +19,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
 from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.specifiers import version as parse_version
+from tracker.paths import listing, path_directories
 
 # Component name -> distribution names it may be installed under, in order of preference.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -102,15 +102,12 @@ def _metadata_files() -> dict[str, str] | None:
     ``Version`` header are all a decision needs.
     """
     files: dict[str, str] = {}
-    for entry in sys.path:
-        directory = entry or "."
-        if not os.path.isdir(directory):
-            continue
-        try:
-            with os.scandir(directory) as listing:
-                names = sorted(item.name for item in listing)
-        except OSError:
-            return None
+    for directory in path_directories():
+        names = listing(directory)
+        if names is None:
+            if os.path.isdir(directory):
+                return None  # a directory that cannot be listed: ask importlib.metadata
+            continue  # absent, or a file (a zip) on sys.path
         for name in names:
             stem, dot, suffix = name.rpartition(".")
             if dot and suffix in _METADATA_FILE:

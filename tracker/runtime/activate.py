@@ -41,6 +41,7 @@ from typing import Any
 from tracker.api import Finding, ProbingWorkaroundModule
 from tracker.engine import patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
+from tracker.paths import listings_shared
 from tracker.runtime import StrictModeError, fastpath
 from tracker.runtime.fastpath import log
 from tracker.runtime.plan import Plan
@@ -120,8 +121,14 @@ def register(environ: Mapping[str, str] | None = None) -> None:
 
 def _activate(env: Mapping[str, str]) -> None:
     """The full path: decide from the manifest (``tracker.runtime.planning``), then carry out."""
-    distributions = _distribution_names()
-    before = fastpath.key(env, distributions)  # before anything is read: see record.store
+    from tracker.runtime import record
+
+    with listings_shared():  # the key and the version detection see one listing of each directory
+        before = record.key(env, _distribution_names())  # before anything is read: see record.store
+        _decide(env, before)
+
+
+def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
     from tracker.model.environment import Settings
     from tracker.runtime import planning, record
 
@@ -141,11 +148,11 @@ def _activate(env: Mapping[str, str]) -> None:
         return
     if not any(plan.apply for plan in planned.plans):
         if all(entry.plan.decided_by == DecidedBy.VERSION for entry in _state.entries):
-            record.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before, distributions)
+            record.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before)
         return
     record.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
                          "strict": settings.strict, "plans": [plan.as_json() for plan in planned.plans]},
-                   before, distributions, planned.sources)
+                   before, planned.sources)
 
 
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:

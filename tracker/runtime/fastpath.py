@@ -16,7 +16,9 @@ the key holds) and used by the next process:
 The key holds what a decision reads, and nothing else (never a token):
 
 - the manifest file (path, device, inode, size, mtime, ctime: a same-size copy with
-  its mtime kept still moves the ctime) and this package's decision code;
+  its mtime kept still moves the ctime) and this package's decision code: where the
+  package is, and each of its decision directories and ``.py`` files with its identity
+  (a directory's moves when a file is added, removed or renamed in it);
 - the variables a decision reads (``DECISION_VARIABLES``);
 - the platform vLLM resolved (when vLLM is imported);
 - the installed distributions: every ``sys.path`` directory (the working directory
@@ -24,8 +26,11 @@ The key holds what a decision reads, and nothing else (never a token):
   a distribution changes; the metadata file of every distribution a component may be
   installed under (rewritten in place, it moves only its own times); and ``sys.prefix``.
 
-The key is taken before the full activation reads anything and again before its
-answer is stored: an input that changed in between means nothing is stored.
+The key is taken (``tracker.runtime.record.key``) before the full activation reads
+anything and checked again (``matches``) before its answer is stored: an input that
+changed in between means nothing is stored. A later process checks a stored key the same
+way: what is cheap to take (``head``) is taken afresh and compared; each file and
+directory the key lists is looked at again (one ``stat`` each, no listing).
 
 The store is ``activation-<prefix hash>.json`` in the per-user cache directory
 (``tracker.paths.cache_dir``): a 0700 directory of this user, a 0600 file, written
@@ -42,25 +47,30 @@ import logging
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from tracker import variables
-from tracker.paths import PACKAGE_DIR, atomic_write, cache_dir, private_dir, read_private, shipped_manifest
+from tracker.paths import (
+    PACKAGE_DIR,
+    atomic_write,
+    cache_dir,
+    path_directories,
+    private_dir,
+    read_private,
+    shipped_manifest,
+)
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 3
+SCHEMA = 4
 REPORT_VARIABLE = variables.REPORT
 # Every variable an activation's decisions read (tests/test_fastpath.py checks the list
 # against what an activation asks for). Not the token, the cache or the report directory.
 DECISION_VARIABLES = variables.DECISION_VARIABLES
-# Subpackages a decision never runs (command-line only).
-_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
-_METADATA_SUFFIXES = ("dist-info", "egg-info")
 
 _replayed: dict[str, Any] | None = None
 _planned: dict[str, Any] | None = None  # a stored activation that applied something: carried out by tracker.runtime
@@ -113,74 +123,14 @@ def identity(path: str) -> list[int] | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def _code() -> list[list[Any]]:
-    """Every ``.py`` file of this package a decision may run, relative name and identity, in a
-    fixed order (one ``scandir`` per directory; a directory that cannot be listed is left out,
-    as ``os.walk`` would)."""
-    found: list[list[Any]] = []
-    pending = [""]
-    while pending:
-        relative = pending.pop(0)
-        try:
-            with os.scandir(os.path.join(PACKAGE_DIR, relative)) as listing:
-                items = sorted((item.name, item.is_dir()) for item in listing)
-        except OSError:
-            continue
-        for name, is_directory in items:
-            path = os.path.join(relative, name)
-            if is_directory:
-                if name not in _NOT_DECISION_CODE:
-                    pending.append(path)
-            elif name.endswith(".py"):
-                found.append([path, identity(os.path.join(PACKAGE_DIR, path))])
-    return found
+def head(environ: Mapping[str, str]) -> list[Any] | None:
+    """The part of the key that is taken afresh each time (JSON-shaped: lists, not tuples,
+    so that it compares equal to its stored copy); None when it cannot be told.
 
-
-def _normalized(name: str) -> str:
-    return name.replace("_", "-").replace(".", "-").lower()
-
-
-def _path_entries() -> list[str]:
-    """``sys.path`` as directories: ``''`` (and any relative entry) is the working directory's."""
-    entries = []
-    for entry in sys.path:
-        try:
-            entries.append(os.path.abspath(entry or os.curdir))
-        except OSError:  # the working directory was removed
-            entries.append(entry)
-    return entries
-
-
-def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
-    """The metadata file of every distribution named in ``distributions`` on ``sys.path``, with its identity."""
-    wanted = {_normalized(name) for name in distributions}
-    found = []
-    for entry in _path_entries():
-        try:
-            with os.scandir(entry) as listing:
-                names = sorted(item.name for item in listing)
-        except OSError:
-            continue
-        for name in names:
-            stem, dot, suffix = name.rpartition(".")
-            if dot and suffix in _METADATA_SUFFIXES and _normalized(stem.split("-", 1)[0]) in wanted:
-                folder = os.path.join(entry, name)
-                for inner in ("METADATA", "PKG-INFO"):
-                    path = os.path.join(folder, inner)
-                    found.append([path, identity(path)])
-                found.append([folder, identity(folder)])  # an egg-info file, or the folder itself
-    return found
-
-
-def key(environ: Mapping[str, str], distributions: Iterable[str] | None = None) -> list[Any] | None:
-    """Everything a decision reads, as JSON-shaped data (lists, not tuples, so that it
-    compares equal to its stored copy); None when it cannot be told.
-
-    ``distributions``: the distribution names versions are read from; their metadata
-    files join the key (a full activation passes them; a replay checks the files its
-    record names instead, which costs no directory listing).
+    The rest of the key (``tracker.runtime.record.key``) is a list of files and directories
+    with their identities, which a later process checks by looking at each again (``still``).
     """
-    manifest = environ.get("XPU_WORKAROUNDS_MANIFEST") or shipped_manifest()
+    manifest = environ.get(variables.MANIFEST) or shipped_manifest()
     try:
         manifest = os.path.abspath(manifest)
     except OSError:
@@ -188,11 +138,20 @@ def key(environ: Mapping[str, str], distributions: Iterable[str] | None = None) 
     manifest_identity = identity(manifest)
     if manifest_identity is None:
         return None
-    variables = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
-    platform, _ = vllm_platform() if not environ.get("XPU_WORKAROUNDS_PLATFORM") else (None, None)
-    paths = [[entry, identity(entry)] for entry in _path_entries()]
-    found = [] if distributions is None else _metadata(distributions)
-    return [SCHEMA, sys.prefix, manifest, manifest_identity, _code(), variables, platform, paths, found]
+    values = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
+    platform, _ = vllm_platform() if not environ.get(variables.PLATFORM) else (None, None)
+    paths = [[entry, identity(entry)] for entry in path_directories()]
+    return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
+
+
+def matches(stored_key: object, environ: Mapping[str, str]) -> bool:
+    """Whether a key taken earlier (``record.key``) still holds in this process: the same
+    head, and every code file, code directory and metadata file it names as it was."""
+    if not isinstance(stored_key, list) or len(stored_key) < 2:
+        return False
+    current = head(environ)
+    return (current is not None and stored_key[:-2] == current and bool(stored_key[-2])
+            and still(stored_key[-2]) and still(stored_key[-1]))
 
 
 def store_path(environ: Mapping[str, str]) -> str:
@@ -284,13 +243,7 @@ def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
         stored = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    if not valid_record(stored):
-        return None
-    current = key(env)
-    stored_key = stored["key"]
-    if current is None or len(stored_key) != len(current) or stored_key[:-1] != current[:-1]:
-        return None
-    if not still(stored_key[-1]):
+    if not valid_record(stored) or not matches(stored["key"], env):
         return None
     record: dict[str, Any] = stored
     return record

@@ -1,8 +1,8 @@
-"""The fast path's record (``tracker.runtime.fastpath``): writing it, and checking stored plans.
+"""The fast path's record (``tracker.runtime.fastpath``): its key, writing it, and checking stored plans.
 
-Only a full activation writes a record, and only a record of stored plans needs its plans
-checked, so none of this is imported where a process replays an answer in which nothing
-applied (the path every vLLM process that applies nothing takes).
+Only a full activation takes a whole key and writes a record, and only a record of stored
+plans needs its plans checked, so none of this is imported where a process replays an
+answer in which nothing applied (the path every vLLM process that applies nothing takes).
 """
 
 from __future__ import annotations
@@ -13,11 +13,61 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracker.model.vocabulary import APPLY_REASONS, ID, SKIP_REASONS
-from tracker.paths import atomic_write, private_dir
-from tracker.runtime.fastpath import key, one_line, still, store_path, valid_record
+from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
+from tracker.runtime.fastpath import head, identity, matches, one_line, still, store_path, valid_record
 
+# Subpackages a decision never runs (command-line only).
+_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
+_METADATA_SUFFIXES = ("dist-info", "egg-info")
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
+
+
+def _code() -> list[list[Any]]:
+    """Every directory and ``.py`` file of this package a decision may run, absolute path
+    and identity, in a fixed order. A directory's identity moves when a file in it is
+    added, removed or renamed, a file's when it is rewritten: a later process checks these
+    with one ``stat`` each (``fastpath.still``) instead of listing the package again."""
+    found: list[list[Any]] = []
+    pending = [PACKAGE_DIR]
+    while pending:
+        directory = pending.pop(0)
+        found.append([directory, identity(directory)])
+        for name in listing(directory) or ():
+            path = os.path.join(directory, name)
+            if name.endswith(".py"):
+                found.append([path, identity(path)])
+            elif name not in _NOT_DECISION_CODE and "." not in name and os.path.isdir(path):
+                pending.append(path)
+    return found
+
+
+def _normalized(name: str) -> str:
+    return name.replace("_", "-").replace(".", "-").lower()
+
+
+def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
+    """The metadata file of every distribution named in ``distributions`` on ``sys.path``, with its identity."""
+    wanted = {_normalized(name) for name in distributions}
+    found = []
+    for entry in path_directories():
+        for name in listing(entry) or ():
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix in _METADATA_SUFFIXES and _normalized(stem.split("-", 1)[0]) in wanted:
+                folder = os.path.join(entry, name)
+                for inner in ("METADATA", "PKG-INFO"):
+                    path = os.path.join(folder, inner)
+                    found.append([path, identity(path)])
+                found.append([folder, identity(folder)])  # an egg-info file, or the folder itself
+    return found
+
+
+def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] | None:
+    """Everything a decision reads (``fastpath``'s docstring): ``fastpath.head``, then this
+    package's code and the metadata files of ``distributions``, each with its identity;
+    None when it cannot be told."""
+    first = head(environ)
+    return None if first is None else [*first, _code(), _metadata(distributions)]
 
 
 def _valid_id(value: object) -> bool:
@@ -51,7 +101,7 @@ def valid_plans(plans: object) -> bool:
             and any(plan["decision"] == "apply" for plan in plans))
 
 
-def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None, distributions: Iterable[str],
+def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None,
           sources: list[list[Any]] | None = None) -> None:
     """Remember a full activation's answer; never raises.
 
@@ -62,14 +112,13 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
     Stored only when the inputs are still what they were: otherwise the answer may belong to neither.
     """
     try:
-        after = key(environ, distributions)
-        if before is None or after != before:
+        if before is None or not matches(before, environ):
             return
         if sources:
             if not still(sources):
                 return
-            after = [*after[:-1], [*after[-1], *sources]]
-        record = {"key": after, **body}
+            before = [*before[:-1], [*before[-1], *sources]]
+        record = {"key": before, **body}
         if body.get("kind") == "skipped":
             record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
         if not valid_record(record):
@@ -81,4 +130,4 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
         pass
 
 
-__all__ = ["store", "valid_plans"]
+__all__ = ["key", "store", "valid_plans"]
