@@ -245,11 +245,13 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
         record._original = vars(container)[name] if record._had_own else raw
         record._installed = installed
         setattr(container, name, installed)
+        scope: list[types.ModuleType] = []
         if isinstance(container, types.ModuleType):
             record._function = raw
-            _rebind_aliases(record, _scope(container.__name__))
+            scope = _scope(container.__name__)  # once: nothing is imported until the check below
+            _rebind_aliases(record, scope)
             _watch_aliases(_top(container.__name__), record)
-        problem = _unreached(record)
+        problem = _unreached(record, scope)
         if problem is not None:
             _restore(record)
             _settle(record, Outcome.FAILED, problem, error=problem)
@@ -360,8 +362,9 @@ def _make(record: Patch, raw: Any, function: Any) -> Any:
     return wrapped
 
 
-def _unreached(record: Patch) -> str | None:
-    """Why a caller would still reach the original, or None when the wrapper is reached."""
+def _unreached(record: Patch, scope: list[types.ModuleType]) -> str | None:
+    """Why a caller would still reach the original, or None when the wrapper is reached
+    (``scope``: the modules that may hold an alias of a function target)."""
     container, name, installed = record._container, record._name, record._installed
     if vars(container).get(name) is not installed:
         return f"{record.path}: setting the attribute did not take effect"
@@ -372,7 +375,7 @@ def _unreached(record: Patch) -> str | None:
     elif reached is not installed:
         return f"{record.path}: attribute access does not return the wrapper"
     if record._function is not None:
-        holders = _holders(record._function, _scope(container.__name__))
+        holders = _holders(record._function, scope)
         if holders:
             return f"{record.path}: still reachable unwrapped as {', '.join(holders)}"
     return None
@@ -401,19 +404,26 @@ def _scope(module_name: str) -> list[types.ModuleType]:
     """Modules that may hold an alias: the target's top-level package and its submodules."""
     top = _top(module_name)
     prefix = top + "."
-    return [module for name, module in list(sys.modules.items())
-            if module is not None and (name == top or name.startswith(prefix))]
+    modules = sys.modules  # its names copied, not its items: a vLLM process holds thousands of modules
+    return [module for module in (modules.get(name) for name in list(modules) if name.startswith(prefix) or name == top)
+            if module is not None]
+
+
+def _names_of(value: Any, module: types.ModuleType) -> list[str]:
+    """The names under which ``module`` holds ``value`` (a copy of its namespace is read: another
+    thread may be importing into it). A comprehension: this runs over every name of every module
+    in a target's package, several times faster than a loop with a statement per name."""
+    return [name for name, held in list(vars(module).items()) if held is value]
 
 
 def _holders(function: Any, modules: list[types.ModuleType]) -> list[str]:
-    return [f"{module.__name__}.{name}" for module in modules
-            for name, value in list(vars(module).items()) if value is function]
+    return [f"{module.__name__}.{name}" for module in modules for name in _names_of(function, module)]
 
 
 def _rebind_aliases(record: Patch, modules: list[types.ModuleType]) -> None:
     original, installed = record._function, record._installed
     for module in modules:
-        for name, value in list(vars(module).items()):
-            if value is original and not (module is record._container and name == record._name):
+        for name in _names_of(original, module):
+            if not (module is record._container and name == record._name):
                 setattr(module, name, installed)
                 record._aliases.append((module, name))

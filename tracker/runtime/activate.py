@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from tracker.api import Finding, ProbingWorkaroundModule
+from tracker.api import Finding
 from tracker.engine import patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import listings_shared
@@ -207,11 +207,15 @@ def _handle(plan: Plan) -> _Entry:
 
 
 def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
-    """The module's own probe, if it has one (evidence about something other than vLLM's source)."""
-    if not isinstance(module, ProbingWorkaroundModule):
+    """The module's own probe, if it has one (evidence about something other than vLLM's source).
+
+    ``tracker.api.ProbingWorkaroundModule`` is what it provides; asked here with ``getattr``,
+    as that runtime-checkable protocol's ``isinstance`` would, only cheaper."""
+    probe = getattr(module, "probe", None)
+    if not callable(probe):
         return None
     try:
-        finding: Finding | None = module.probe(plan.context)
+        finding: Finding | None = probe(plan.context)
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         message = f"{plan.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
         _state.warnings.append(message)
