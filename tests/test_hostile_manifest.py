@@ -96,6 +96,18 @@ HOSTILE_VALUES = st.one_of(
 )
 
 
+@pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo"])
+@pytest.mark.parametrize("table", ["workaround", "tracked"])
+def test_a_malformed_id_names_its_entry_by_position_and_keeps_the_problem_shape(tmp_path, raw_id, table):
+    # Found by the fuzz test below: an id of ":" came back inside the field, as "workaround[:].id".
+    manifest = tmp_path / "workarounds.toml"
+    first = SHIPPED.index('id = "', SHIPPED.index(f"[[{table}]]"))
+    manifest.write_text(SHIPPED[:first] + f'id = "{raw_id}"' + SHIPPED[SHIPPED.index("\n", first):])
+    code, lines = lint(manifest)
+    assert code == 1 and lines and all(PROBLEM.match(line) for line in lines), lines
+    assert any(f": {table}[0].id: must be" in line for line in lines), lines
+
+
 @st.composite
 def mutated_manifests(draw) -> str:
     text = SHIPPED

@@ -45,6 +45,7 @@ from tracker.model.vocabulary import (
     Role,
     State,
     TargetKind,
+    entry_label,
 )
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class Reader:
             if isinstance(raw_id, str) and raw_id:
                 if raw_id in seen:
                     first = self.lines.of("workaround", seen[raw_id], "id")
-                    self.problem(self.lines.of("workaround", index, "id"), f"workaround[{raw_id}].id",
+                    self.problem(self.lines.of("workaround", index, "id"), f"{entry_label('workaround', raw_id, index)}.id",
                                  f"duplicate id (first at line {first})")
                 seen.setdefault(raw_id, index)
             workaround = self.read_workaround(index, entry)
@@ -181,7 +182,7 @@ class Reader:
     def read_workaround(self, index: int, entry: dict[str, Any]) -> Workaround | None:
         before = len(self.problems)
         raw_id = entry.get("id")
-        label = f"workaround[{raw_id}]" if isinstance(raw_id, str) and raw_id else f"workaround[{index}]"
+        label = entry_label("workaround", raw_id, index)
 
         def line(key: str | None = None) -> Callable[[], int]:
             return lambda: self.lines.of("workaround", index, key)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from packaging.specifiers import SpecifierSet
 
 from tracker.model.manifest import Release
-from tracker.model.vocabulary import ID
+from tracker.model.vocabulary import ID, entry_label
 
 _REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
 _FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
@@ -73,7 +73,7 @@ def read_tracked(reader: _Reader, entries: Any, line: Callable[[int, str | None]
         if not isinstance(entry, dict):
             reader.problem(at(), f"tracked[{index}]", "must be a table")
             continue
-        label = f"tracked[{entry.get('id') if isinstance(entry.get('id'), str) else index}]"
+        label = entry_label("tracked", entry.get("id"), index)
         problems = _check(reader, entry, label, at, seen)
         # Lines are found only for a problem: the locator reads the whole text.
         carried = reader.specifier(entry.get("carried_in"), functools.partial(at, "carried_in"),

@@ -107,6 +107,13 @@ RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.va
 ID = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
+def entry_label(table: str, raw_id: object, index: int) -> str:
+    """How a problem names a manifest entry: ``table[id]`` when its id is well-formed, else
+    ``table[index]`` (an id is untrusted text: ``:`` or a newline in it would break the
+    ``path:line: field: message`` shape of a problem line)."""
+    return f"{table}[{raw_id}]" if isinstance(raw_id, str) and ID.match(raw_id) else f"{table}[{index}]"
+
+
 def module_of(workaround_id: str) -> str:
     """The module that holds a workaround's code: ``workarounds.<id with _>`` (never written
     in the manifest)."""
