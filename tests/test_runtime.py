@@ -220,9 +220,69 @@ def test_a_changed_signature_is_reported_drifted_and_left_alone(tmp_path, packag
 
 def test_a_workaround_module_that_cannot_be_imported_is_failed(tmp_path, package):
     env = custom(tmp_path, package, PP_HANDLER, id="does-not-exist")
+    __import__(f"{package[0]}.pp_utils")
     runtime.register(env)
     pp = only(runtime.report())
     assert (pp["outcome"], pp["error"]) == ("failed", "ModuleNotFoundError: No module named 'workarounds.does_not_exist'")
+
+
+# ---------------------------------------------------------------- deferred modules
+
+
+def test_a_workaround_whose_targets_are_not_imported_imports_its_module_only_with_the_first_of_them(
+        tmp_path, package):
+    module = f"workarounds.{own_workaround.MODULE}"
+    runtime.register(custom(tmp_path, package, PP_HANDLER))
+    pp = only(runtime.report())
+    assert (pp["decision"], pp["outcome"], pp["error"]) == ("apply", "waiting", None)
+    assert pp["targets"] == [{"path": f"{package[0]}.pp_utils:PPHandler.broadcast", "outcome": "waiting",
+                              "detail": f"waiting until {package[0]}.pp_utils is imported", "aliases": []}]
+    assert module not in sys.modules
+    pp_utils = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
+    assert module in sys.modules
+    log: list[str] = []
+    handler = pp_utils.PPHandler(type("Stream", (), {"synchronize": lambda self: log.append("synchronize")})())
+    handler.broadcast("tokens", 1, 0, None)
+    assert log == ["synchronize"] and handler.sent == ["tokens"]
+    assert only(runtime.report())["outcome"] == "applied"
+
+
+def test_a_deferred_module_that_cannot_be_imported_fails_the_workaround_not_the_import(tmp_path, package, caplog):
+    caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
+    reports = tmp_path / "reports"
+    env = custom(tmp_path, package, PP_HANDLER, id="does-not-exist")
+    env["XPU_WORKAROUNDS_REPORT"] = str(reports)
+    runtime.register(env)
+    assert only(runtime.report())["outcome"] == "waiting" and not caplog.records
+    __import__(f"{package[0]}.pp_utils")  # vLLM's import goes on
+    written = only(json.loads((reports / f"{os.getpid()}.json").read_text()))
+    expected = "ModuleNotFoundError: No module named 'workarounds.does_not_exist'"
+    assert (written["outcome"], written["error"]) == ("failed", expected)
+    (message,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert message == f"xpu-workarounds: does-not-exist failed on import: {expected}"
+
+
+def test_strict_mode_stops_the_import_that_finds_a_deferred_module_failing(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER, id="does-not-exist")
+    env["XPU_WORKAROUNDS_STRICT"] = "1"
+    runtime.register(env)
+    with pytest.raises(runtime.StrictModeError, match="strict mode: does-not-exist failed: ModuleNotFoundError"):
+        __import__(f"{package[0]}.pp_utils")
+
+
+def test_a_workaround_is_built_once_whichever_of_its_target_modules_comes_first(tmp_path, package):
+    name, root = package
+    (root / "pp_utils.py").write_text(textwrap.dedent(PP_HANDLER))
+    (root / "other.py").write_text(textwrap.dedent(PP_HANDLER))
+    targets = [dict(PP_TARGET, path=f"{name}.{module}:PPHandler.broadcast") for module in ("pp_utils", "other")]
+    manifest = write_manifest(tmp_path / "workarounds.toml", own_workaround.entry(targets=targets))
+    runtime.register(xpu_stack(XPU_WORKAROUNDS_MANIFEST=str(manifest)))
+    __import__(f"{name}.other")
+    pp = only(runtime.report())
+    assert [t["outcome"] for t in pp["targets"]] == ["waiting", "applied"] and pp["outcome"] == "applied"
+    assert pp["targets"][0]["detail"] == f"waiting until {name}.pp_utils is imported"
+    __import__(f"{name}.pp_utils")
+    assert [t["outcome"] for t in only(runtime.report())["targets"]] == ["applied", "applied"]
 
 
 def test_a_target_that_drifts_on_import_is_logged_as_a_warning(tmp_path, package, caplog):
@@ -296,3 +356,27 @@ def test_an_activation_locates_each_target_module_once(monkeypatch):
     runtime.register(xpu_stack())  # affected: each applying workaround's targets are probed, then patched
     assert any(w["reason"] == "affected" for w in runtime.report()["workarounds"])
     assert asked and len(asked) == len(set(asked)), sorted(asked)
+
+
+def test_a_deferred_module_whose_own_probe_finds_the_bug_absent_skips_when_its_target_is_imported(
+        tmp_path, package, monkeypatch):
+    import workarounds
+
+    (tmp_path / "probing").mkdir()
+    (tmp_path / "probing" / "probing_own.py").write_text(own_workaround.SOURCE + textwrap.dedent('''
+        from tracker.api import Finding
+
+
+        def probe(context):
+            return Finding("root-fix-installed", "the installed torch accepts it (probed)")
+    '''))
+    monkeypatch.setattr(workarounds, "__path__", [*workarounds.__path__, str(tmp_path / "probing")])
+    monkeypatch.delitem(sys.modules, "workarounds.probing_own", raising=False)
+    runtime.register(custom(tmp_path, package, PP_HANDLER, id="probing-own"))
+    assert only(runtime.report())["outcome"] == "waiting"
+    pp_utils = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
+    pp = only(runtime.report())
+    assert (pp["decision"], pp["reason"], pp["decided_by"], pp["outcome"]) == (
+        "skip", "root-fix-installed", "probe", "skipped")
+    assert not hasattr(vars(pp_utils.PPHandler)["broadcast"], "__wrapped__")  # the original, unwrapped
+    sys.modules.pop("workarounds.probing_own", None)

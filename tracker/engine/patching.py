@@ -138,10 +138,15 @@ def patch(
             _settle(record, Outcome.SKIPPED if optional else Outcome.DRIFTED,
                     f"module {module_name} does not exist" + (" (optional target)" if optional else ""))
             return record
-        record.detail = f"waiting until {module_name} is imported"
+        record.detail = waiting_detail(module_name)
         if module_name not in _waiting:
             _waiting[module_name] = importhook.when_imported(module_name, _module_imported)
         return record
+
+
+def waiting_detail(module_name: str) -> str:
+    """What a target whose module is not imported yet says in the report."""
+    return f"waiting until {module_name} is imported"
 
 
 def revert(path: str) -> bool:

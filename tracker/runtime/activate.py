@@ -9,7 +9,9 @@ which this module imports only when it needs them.
 
 Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the
 platform only when vLLM is already imported, and imports a workaround module only
-when that workaround is to be applied.
+when that workaround is to be applied, and then only once one of its targets' modules
+is imported (``_defer``): a process that never imports a target (vLLM's front end never
+imports the worker's modules) never imports the module that would patch it.
 
 ``report()`` (and ``XPU_WORKAROUNDS_REPORT=DIR`` -> ``DIR/<pid>.json``, rewritten when a
 waiting target is patched on import, and written by forked children too)::
@@ -30,16 +32,18 @@ waiting target is patched on import, and written by forked children too)::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
 from tracker.api import Finding
-from tracker.engine import patching, source
+from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import listings_shared
 from tracker.runtime import StrictModeError, fastpath
@@ -62,12 +66,27 @@ def _distribution_names() -> tuple[str, ...]:
 class _Entry:
     """One workaround in this process (a plain class: see ``patching.Patch``)."""
 
-    __slots__ = ("plan", "patches", "error")
+    __slots__ = ("plan", "patches", "error", "hooks", "deferred")
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.patches: list[patching.Patch] = []
+        self.patches: list[patching.Patch | _Pending] = []
         self.error: str | None = None  # the module could not be imported or built its wrapper
+        self.hooks: list[importhook.Hook] = []  # while deferred: one per target module
+        self.deferred = False
+
+
+class _Pending:
+    """A target of a deferred workaround (``_defer``), shaped like the ``patching.Patch`` it becomes."""
+
+    __slots__ = ("path", "outcome", "detail", "error", "aliases")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.outcome = Outcome.WAITING
+        self.detail = patching.waiting_detail(path.partition(":")[0])
+        self.error: str | None = None
+        self.aliases: list[str] = []
 
 
 class _State:
@@ -181,21 +200,64 @@ def _handle(plan: Plan) -> _Entry:
     entry = _Entry(plan)
     if not plan.apply or plan.context is None:
         return entry
+    modules = list(dict.fromkeys(target.path.partition(":")[0] for target in plan.targets))
+    if modules and all(name not in sys.modules and source.module_exists(name) is not False for name in modules):
+        _defer(entry, modules)
+    else:
+        _build(entry)
+    return entry
+
+
+def _defer(entry: _Entry, modules: list[str]) -> None:
+    """Every target's module exists and none is imported yet: the workaround's own module is
+    imported (its probe run, its wrapper made, its targets patched) when the first of them
+    is imported, in the importing thread, as a waiting target is patched. Until then its
+    targets are ``waiting``; a module that fails then is reported as a target that drifts
+    on import is (a warning, the report rewritten; strict mode stops that import)."""
+    entry.patches = [_Pending(target.path) for target in entry.plan.targets]
+    entry.deferred = True
+    for name in modules:
+        if not entry.deferred:  # imported meanwhile: built at once by its hook
+            break
+        entry.hooks.append(importhook.when_imported(name, functools.partial(_arrived, entry)))
+
+
+def _arrived(entry: _Entry, module: ModuleType) -> None:
+    """One of a deferred workaround's target modules was imported: build it now."""
+    with _state.lock:
+        if not entry.deferred:
+            return
+        entry.deferred = False
+        for hook in entry.hooks:
+            hook.cancel()
+        entry.hooks, entry.patches = [], []
+        _build(entry)
+        outcome = _outcome(entry)
+    if outcome in _BAD:
+        log(logging.WARNING, f"xpu-workarounds: {entry.plan.id} {outcome} on import: {_error(entry)}")
+    _write_report()
+    if _state.strict and outcome in _BAD:
+        _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {_error(entry)}")
+
+
+def _build(entry: _Entry) -> None:
+    """Import the workaround's module, run its probe, make its wrapper and patch its targets."""
+    plan = entry.plan
     try:
         module = importlib.import_module(plan.module)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
-        return entry
+        return
     finding = _module_probe(module, plan) if plan.reason == Reason.AFFECTED else None
     if finding is not None:
         entry.plan = plan._replace(decision=Choice.SKIP, reason=Reason(finding.reason), detail=finding.detail,
                                    decided_by=DecidedBy.PROBE)
-        return entry
+        return
     try:
         wrapper = module.make_wrapper(plan.context)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
-        return entry
+        return
     for target in plan.targets:
         try:
             entry.patches.append(patching.patch(
@@ -203,7 +265,6 @@ def _handle(plan: Plan) -> _Entry:
                 optional=target.optional, on_change=_changed))
         except (patching.PatchConflict, ValueError) as error:
             entry.error = f"{type(error).__name__}: {error}"
-    return entry
 
 
 def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
@@ -349,8 +410,12 @@ def reset() -> None:
     """Revert every patch and forget this process's state (tests, benchmarks)."""
     with _state.lock:
         for entry in _state.entries:
+            for hook in entry.hooks:
+                hook.cancel()
+            entry.deferred = False
             for record in entry.patches:
-                patching.revert(record.path)
+                if isinstance(record, patching.Patch):
+                    patching.revert(record.path)
         fork_hook = _state.fork_hook
         _state.reset()
         fastpath.forget()
