@@ -4,10 +4,11 @@ and small real packages on sys.path."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import repository, upstream_history, vllm_harness
+from support import own_workaround, repository, upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
 from support.packages import Package
 
@@ -28,6 +29,27 @@ def installed_project(e2e_venv: Path, tmp_path_factory: pytest.TempPathFactory) 
     """This checkout installed (wheel, no deps) into a session directory for the e2e venv's
     python: goes on PYTHONPATH of every child process."""
     return vllm_harness.install_project(e2e_venv, tmp_path_factory.mktemp("project") / "site")
+
+
+@pytest.fixture(scope="session")
+def own_workarounds(tmp_path_factory: pytest.TempPathFactory) -> own_workaround.ForChild:
+    """The tests' own workarounds for a child process (tests/support/own_workaround.py)."""
+    return own_workaround.for_child(tmp_path_factory.mktemp("own-workarounds"))
+
+
+@pytest.fixture(scope="session")
+def release_probe(e2e_python: Path, installed_project: Path) -> Callable[[str], dict]:
+    """``release_probe(release)``: what the workarounds did inside that release's real source
+    (tests/support/vllm_harness.py ``probe_release``), probed once per release and session
+    however many test files ask."""
+    results: dict[str, dict] = {}
+
+    def probe(release: str) -> dict:
+        if release not in results:
+            results[release] = vllm_harness.probe_release(e2e_python, installed_project, release)
+        return results[release]
+
+    return probe
 
 
 @pytest.fixture(scope="session")

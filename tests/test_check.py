@@ -1,8 +1,9 @@
 """``xpu-workarounds check``: the manifest against one vLLM release's source, before an upgrade.
 
 The real releases are the release matrix's cached source distributions (tests/support/vllm_harness.py);
-the tests marked ``release_matrix`` use them. The others need no download: bad input, a
-release pip cannot fetch, archives read without running or trusting them.
+the tests marked ``release_matrix`` check the frozen manifest against them (``--manifest``), so
+they hold whichever workarounds ship. The others need no download: bad input, a release pip
+cannot fetch, archives read without running or trusting them.
 """
 
 from __future__ import annotations
@@ -27,15 +28,30 @@ from tracker.cli import app
 from tracker.model import reader
 
 MANIFEST = reader.load()
+# The release cases check the frozen manifest (the shipped one of 2026-12-04, which no retirement
+# changes) against real releases: what they test is the command, whichever workarounds ship.
+FROZEN = reader.load(FROZEN_MANIFEST)
 UVA_TARGET = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
+CHECK_AND_UPDATE = "vllm.platforms.xpu:XPUPlatform.check_and_update_config"
+PP_BROADCAST = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"
+
+
+def aiming_at(target: str) -> str:
+    """The id of the frozen workaround whose target is ``target``."""
+    (found,) = [w.id for w in FROZEN.workarounds if any(t.path == target for t in w.targets)]
+    return found
 
 
 def run(*args: str):
     return CliRunner().invoke(app, list(args), env={"XPU_WORKAROUNDS_MANIFEST": None})
 
 
+def check_frozen(*args: str):
+    return run("--manifest", str(FROZEN_MANIFEST), "check", *args)
+
+
 def release(version: str) -> Path:
-    return vllm_harness.release_tree(version, check.needed_files(MANIFEST))
+    return vllm_harness.release_tree(version, check.needed_files(MANIFEST) | check.needed_files(FROZEN))
 
 
 # ------------------------------------------------------------- real releases
@@ -43,24 +59,25 @@ def release(version: str) -> Path:
 
 @pytest.mark.release_matrix
 def test_a_release_that_needs_two_workarounds_shows_no_drift_and_exits_0(tmp_path):
-    result = run("check", "--json", str(release("0.27.1")))
+    result = check_frozen("--json", str(release("0.27.1")))
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert (document["vllm"], document["drift"]) == ("0.27.1", False)
     assert document["xpu_pins"] == {"torch": "2.13.0", "vllm-xpu-kernels": "0.1.12"}
     decided = {w["id"]: w["decision_at_pins"]["reason"] for w in document["workarounds"]}
-    assert decided["static-launcher-uva"] == decided["uva-view-unpinned"] == "affected"
-    uva = next(w for w in document["workarounds"] if w["id"] == "uva-view-unpinned")
+    assert decided[aiming_at(CHECK_AND_UPDATE)] == decided[aiming_at(UVA_TARGET)] == "affected"
+    uva = next(w for w in document["workarounds"] if w["id"] == aiming_at(UVA_TARGET))
     assert uva["targets"] == [{"path": UVA_TARGET, "found": "same",
                                "detail": f"{UVA_TARGET}: function (cpu_tensor)"}]
 
 
 @pytest.mark.release_matrix
 def test_a_release_carrying_its_own_fixes_says_so_from_its_source():
-    document = json.loads(run("check", "--json", str(release("0.28.0"))).stdout)
+    document = json.loads(check_frozen("--json", str(release("0.28.0"))).stdout)
     fixes = {w["id"]: w["vllm_carries_fix"] for w in document["workarounds"]}
-    assert fixes["uva-view-unpinned"]["source"] is True and fixes["uva-view-unpinned"]["manifest"] is True
-    assert "vllm#51770" in fixes["static-launcher-uva"]["probe"]
+    uva = fixes[aiming_at(UVA_TARGET)]
+    assert uva["source"] is True and uva["manifest"] is True
+    assert "vllm#51770" in fixes[aiming_at(CHECK_AND_UPDATE)]["probe"]
 
 
 @pytest.mark.release_matrix
@@ -71,17 +88,17 @@ def test_a_drifted_target_is_named_and_exits_3(tmp_path):
     assert "def get_accelerator_view_from_cpu_tensor(cpu_tensor: torch.Tensor)" in text
     source.write_text(text.replace("def get_accelerator_view_from_cpu_tensor(cpu_tensor: torch.Tensor)",
                                    "def get_accelerator_view_from_cpu_tensor(tensor, *, non_blocking=False)"))
-    result = run("check", str(tree))
+    result = check_frozen(str(tree))
     assert result.exit_code == 3, result.output
-    assert (f"uva-view-unpinned: drifted: {UVA_TARGET} is a function taking (tensor, non_blocking); the manifest "
-            "says a function taking (cpu_tensor)") in result.stdout
+    assert (f"{aiming_at(UVA_TARGET)}: drifted: {UVA_TARGET} is a function taking (tensor, non_blocking); the "
+            "manifest says a function taking (cpu_tensor)") in result.stdout
 
 
 @pytest.mark.release_matrix
 def test_a_target_module_that_does_not_parse_is_named(tmp_path):
     tree = shutil.copytree(release("0.27.1"), tmp_path / "tree")
     (tree / "vllm" / "utils" / "torch_utils.py").write_text("def get_accelerator_view_from_cpu_tensor(:\n")
-    result = run("check", str(tree))
+    result = check_frozen(str(tree))
     assert result.exit_code == 3
     assert f"{UVA_TARGET}: vllm/utils/torch_utils.py does not parse as Python in this release" in result.stdout
 
@@ -90,11 +107,11 @@ def test_a_target_module_that_does_not_parse_is_named(tmp_path):
 def test_a_vanished_target_exits_3(tmp_path):
     tree = shutil.copytree(release("0.24.0"), tmp_path / "tree")
     (tree / "vllm" / "v1" / "worker" / "gpu" / "pp_utils.py").unlink()
-    result = run("check", "--json", str(tree))
+    result = check_frozen("--json", str(tree))
     assert result.exit_code == 3
-    problems = next(w for w in json.loads(result.stdout)["workarounds"] if w["id"] == "pp-broadcast-sync")["problems"]
-    assert problems[0].startswith("vanished: vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast: no such module")
-    assert "would apply at the XPU pins, but vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast is absent" in problems
+    problems = next(w for w in json.loads(result.stdout)["workarounds"] if w["id"] == aiming_at(PP_BROADCAST))["problems"]
+    assert problems[0].startswith(f"vanished: {PP_BROADCAST}: no such module")
+    assert f"would apply at the XPU pins, but {PP_BROADCAST} is absent" in problems
 
 
 # ------------------------------------------------------------ without a download
@@ -134,7 +151,7 @@ def sdist_bytes(members: dict[str, bytes]) -> bytes:
 
 
 def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(tmp_path):
-    frozen = reader.load(FROZEN_MANIFEST)  # whose uva-view-unpinned aims at vllm/utils/torch_utils.py
+    frozen = FROZEN  # one of whose workarounds aims at vllm/utils/torch_utils.py
     archive = tmp_path / "vllm-0.99.0.tar.gz"
     archive.write_bytes(sdist_bytes({
         "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
@@ -149,7 +166,7 @@ def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(t
     assert not (tmp_path / "escape.py").exists()
     result = check.check_tree(frozen, root)
     assert (result.vllm, {k: str(v) for k, v in result.pins.items()}) == ("0.99.0", {"torch": "2.15.0"})
-    uva = next(w for w in result.workarounds if w.id == "uva-view-unpinned")
+    uva = next(w for w in result.workarounds if w.id == aiming_at(UVA_TARGET))
     assert uva.targets[0].found == "same"
 
 

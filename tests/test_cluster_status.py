@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import vllm_harness
+from support import own_workaround, vllm_harness
 from support.manifests import workaround, write_manifest
 from support.raycluster import LocalRayCluster, free_port
 
@@ -124,12 +124,12 @@ def report(pid: int, **outcomes: str) -> str:
 def test_live_reports_are_read_from_running_processes_only(tmp_path):
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = int(ended.stdout)
-    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"uva-view-unpinned": "applied",
-                                                                          "pp-broadcast-sync": "waiting"}))
-    (tmp_path / f"{dead}.json").write_text(report(dead, **{"uva-view-unpinned": "applied"}))
+    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"first-fix": "applied",
+                                                                          "second-fix": "waiting"}))
+    (tmp_path / f"{dead}.json").write_text(report(dead, **{"first-fix": "applied"}))
     live = live_reports(str(tmp_path))
-    assert live["processes"] == [{"pid": os.getpid(), "applied": ["uva-view-unpinned"],
-                                  "waiting": ["pp-broadcast-sync"], "failed": [], "drifted": []}]
+    assert live["processes"] == [{"pid": os.getpid(), "applied": ["first-fix"],
+                                  "waiting": ["second-fix"], "failed": [], "drifted": []}]
     assert (live["ended"], live["ignored"]) == (1, 0)
 
 
@@ -147,17 +147,17 @@ def test_malformed_report_files_are_ignored_and_counted(tmp_path, content):
 
 def test_a_report_that_is_a_symlink_is_ignored(tmp_path):
     elsewhere = tmp_path / "elsewhere.txt"
-    elsewhere.write_text(report(os.getpid(), **{"uva-view-unpinned": "applied"}))
+    elsewhere.write_text(report(os.getpid(), **{"first-fix": "applied"}))
     (tmp_path / f"{os.getpid()}.json").symlink_to(elsewhere)
     assert live_reports(str(tmp_path))["ignored"] == 1
 
 
 def test_a_process_that_applied_other_than_status_would_is_noted(monkeypatch, tmp_path):
-    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"uva-view-unpinned": "applied"}))
+    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"first-fix": "applied"}))
     here = answer(monkeypatch, XPU_WORKAROUNDS_REPORT=str(tmp_path))
     result = compare("test", [node("a", here, head=True)])
     assert result.agree
-    assert result.notes == [f"node aaaaaaaa (10.0.0.1, head): process {os.getpid()} applied uva-view-unpinned; "
+    assert result.notes == [f"node aaaaaaaa (10.0.0.1, head): process {os.getpid()} applied first-fix; "
                             "status here would apply nothing"]
 
 
@@ -219,16 +219,28 @@ def ray_cluster():
 
 
 @pytest.fixture(scope="module")
-def live_process(ray_cluster):
-    """A running process whose plugin wrote its report where the head node's processes write theirs."""
+def own_manifest(ray_cluster) -> Path:
+    """The nodes' and the live process's manifest: only the tests' own workaround
+    (tests/support/own_workaround.py), affected on vLLM 0.23.0 to 0.24.x, whatever is shipped.
+    Its package is in the same directory, for the live process."""
+    site = own_workaround.package(ray_cluster.root.parent / "own")
+    return write_manifest(site / "workarounds.toml", own_workaround.entry())
+
+
+@pytest.fixture(scope="module")
+def live_process(ray_cluster, own_manifest):
+    """A running process whose plugin wrote its report where the head node's processes write theirs:
+    the tests' own workaround forced, its module found (its package is the working directory) and its
+    target not (no vLLM here): drifted."""
     reports = ray_cluster.root.parent / "reports-head"
     reports.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-c", "import sys, tracker.plugin; tracker.plugin.register(); print('up', flush=True); "
                                "sys.stdin.read()"],
         env=clean_env(XPU_WORKAROUNDS_REPORT=str(reports), XPU_WORKAROUNDS_PLATFORM="xpu",
-                      XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_FORCE="uva-view-unpinned"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                      XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_FORCE=own_workaround.ID,
+                      XPU_WORKAROUNDS_MANIFEST=str(own_manifest)),
+        cwd=own_manifest.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "up"
         (reports / "12.json").write_text("{not a report")  # a malformed file beside it
@@ -239,12 +251,15 @@ def live_process(ray_cluster):
 
 
 @pytest.mark.ray_cluster
-def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster, live_process, tmp_path):
+def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster, own_manifest, live_process,
+                                                                    tmp_path):
     pid, reports = live_process
     ray_cluster.add_node("head", Path(sys.executable), clean_env(
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_REPORT=str(reports)))
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_REPORT=str(reports),
+        XPU_WORKAROUNDS_MANIFEST=str(own_manifest)))
     ray_cluster.add_node("older", Path(sys.executable), clean_env(
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.27.1"))
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME="vllm==0.24.0",
+        XPU_WORKAROUNDS_MANIFEST=str(own_manifest)))
 
     # Run from a directory without a tracker/ package: Ray puts the caller's directory on its workers' sys.path.
     result = cli("status", "--cluster", "--address", ray_cluster.address, "--json", cwd=tmp_path)
@@ -255,14 +270,13 @@ def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster,
     assert {entry["state"] for entry in nodes.values()} == {"ok"}
     older = nodes["127.0.0.3"]["node_id"][:8]
     assert document["differences"] == [
-        f"node {older} (127.0.0.3): vllm 0.27.1 needs static-launcher-uva, uva-view-unpinned; "
-        "the other node has vllm 0.32.0"]
+        f"node {older} (127.0.0.3): vllm 0.24.0 needs {own_workaround.ID}; the other node has vllm 0.32.0"]
     # Would apply (status) against is applied (the running process's own report), on the head node only.
     assert nodes["127.0.0.2"]["live"]["processes"] == [
-        {"pid": pid, "applied": [], "waiting": [], "failed": [], "drifted": ["uva-view-unpinned"]}]
+        {"pid": pid, "applied": [], "waiting": [], "failed": [], "drifted": [own_workaround.ID]}]
     assert nodes["127.0.0.2"]["live"]["ignored"] == 1
     assert nodes["127.0.0.3"]["live"] is None
-    assert any(f"process {pid} applied nothing; drifted uva-view-unpinned" in note for note in document["notes"])
+    assert any(f"process {pid} applied nothing; drifted {own_workaround.ID}" in note for note in document["notes"])
 
     text = cli("status", "--cluster", "--address", ray_cluster.address, cwd=tmp_path)
     assert text.returncode == 3

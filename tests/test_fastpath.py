@@ -128,9 +128,10 @@ PP_UTILS = (
 
 
 def applying(tmp_path: Path) -> dict[str, str]:
-    """The tests' own workaround (pp-broadcast-sync's entry and wrapper, support/own_workaround.py)
-    aimed at ``pp_pkg.pp_utils`` (a real package under ``tmp_path/src``, beside the ``workarounds``
-    package that holds its module), on an affected XPU stack: its source is probed, and it applies."""
+    """The tests' own workaround (the pipeline-parallel broadcast entry and wrapper,
+    support/own_workaround.py) aimed at ``pp_pkg.pp_utils`` (a real package under ``tmp_path/src``,
+    beside the ``workarounds`` package that holds its module), on an affected XPU stack: its
+    source is probed, and it applies."""
     own_workaround.package(tmp_path / "src")
     package = tmp_path / "src" / "pp_pkg"
     package.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,7 @@ def test_every_source_probe_agrees_with_vllm_carries_fix(checked, release):
     # Where the manifest says vLLM carries its own fix, the source has it.
     assert [name for name, (source, carries) in answers.items() if carries and not source] == []
     # The source may carry it earlier than vllm_carries_fix says only where no window holds anyway
-    # (cuda-event-redirect in 0.23.0 and 0.24.0: its window is the nightlies after 0.24.0).
+    # (e.g. a redirect vLLM had before the change that dropped it, when the window is the nightlies after it).
     early = [w for w in result.workarounds if w.id in PROBED and w.source_fix and not w.carries_fix]
     assert all(w.decision is not None and w.decision["reason"] == "not-affected" for w in early), early
 

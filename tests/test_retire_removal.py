@@ -222,10 +222,13 @@ def shipped_removal(request):
     return base, compute_removal(base, workaround(text, request.param))
 
 
-def test_a_shipped_workaround_owns_its_module_and_its_own_test_file(shipped_removal):
+def test_a_shipped_workaround_owns_its_module_its_own_test_file_and_its_release_scenario(shipped_removal):
     _, removal = shipped_removal
     name = module_name(removal.workaround)
     assert {f"workarounds/{name}.py", f"tests/test_workaround_{name}.py"} <= set(removal.deleted)
+    # What it exercises in real vLLM releases (tests/scripts/release_probe.py runs whichever are there).
+    scenario = f"tests/fixtures/{name}/release_scenario.py"
+    assert (scenario in removal.deleted) == (scenario in CHECKOUT)
 
 
 def test_removing_a_shipped_workaround_leaves_every_other_entry_with_its_module(shipped_removal):

@@ -67,8 +67,8 @@ def xpu_stack(**extra: str) -> dict[str, str]:
 
 
 def custom(tmp_path, package, source: str, params: list[str] | None = None, **fields) -> dict[str, str]:
-    """Environment for a one-workaround manifest (the tests' own workaround, pp-broadcast-sync's
-    entry) aimed at ``<package>.pp_utils:PPHandler.broadcast``."""
+    """Environment for a one-workaround manifest (the tests' own workaround, the pipeline-parallel
+    broadcast entry) aimed at ``<package>.pp_utils:PPHandler.broadcast``."""
     name, root = package
     (root / "pp_utils.py").write_text(textwrap.dedent(source))
     target = dict(PP_TARGET, path=f"{name}.pp_utils:PPHandler.broadcast")

@@ -6,7 +6,10 @@ runs are shared by the tests that read them (module-scoped fixtures).
 
 Faults are real: a ``sitecustomize.py`` (tests/scripts/faults) changes the real vLLM
 module or class in every process vLLM starts; nothing in vLLM or in this package is
-replaced by a double.
+replaced by a double. The runs with faults apply the tests' own workarounds
+(tests/support/own_workaround.py: a ``workarounds`` package ahead of the project on
+PYTHONPATH, with ``XPU_WORKAROUNDS_MANIFEST`` naming only them), so that what is tested is
+the engine's handling, whichever shipped workarounds there are.
 """
 
 from __future__ import annotations
@@ -16,14 +19,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import vllm_harness
+from support import own_workaround, vllm_harness
 from support.vllm_harness import EngineRun, run_engine
+
+from tracker.model import reader
 
 pytestmark = pytest.mark.vllm_e2e
 
-UVA_VIEW = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
-STRICT_MESSAGE = "xpu-workarounds: strict mode: uva-view-unpinned failed: PermissionError: injected fault"
-PP_BROADCAST = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"
+# The tests' own workarounds: one wraps a module-level function every process imports, the
+# other a method only the worker imports (PPHandler.broadcast).
+CALL_THROUGH, CALL_THROUGH_TARGET = own_workaround.CALL_THROUGH, own_workaround.CALL_THROUGH_TARGET
+SYNC, SYNC_TARGET = own_workaround.ID, own_workaround.entry()["targets"][0]["path"]
+STRICT_MESSAGE = f"xpu-workarounds: strict mode: {CALL_THROUGH} failed: PermissionError: injected fault"
 
 
 @pytest.fixture(scope="module")
@@ -32,22 +39,24 @@ def default_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> 
 
 
 @pytest.fixture(scope="module")
-def faulty_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
-    """Platform forced to xpu and two workarounds forced: the UVA view's module refuses the
-    patch (a real PermissionError when the engine sets the attribute), and
+def faulty_run(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> EngineRun:
+    """Platform forced to xpu and the tests' two workarounds forced: the function's module
+    refuses the patch (a real PermissionError when the engine sets the attribute), and
     ``PPHandler.broadcast`` has grown a keyword, as a later vLLM release might."""
     return run_engine(
         e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("faulty"),
-        faults={"XPU_WORKAROUNDS_TEST_REFUSE": UVA_VIEW, "XPU_WORKAROUNDS_TEST_RESHAPE": PP_BROADCAST},
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE="uva-view-unpinned,pp-broadcast-sync")
+        faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET, "XPU_WORKAROUNDS_TEST_RESHAPE": SYNC_TARGET},
+        ahead=[own_workarounds.site], XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest),
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=f"{CALL_THROUGH},{SYNC}")
 
 
 @pytest.fixture(scope="module")
-def strict_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
+def strict_run(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> EngineRun:
     return run_engine(
         e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("strict"),
-        faults={"XPU_WORKAROUNDS_TEST_REFUSE": UVA_VIEW},
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE="uva-view-unpinned", XPU_WORKAROUNDS_STRICT="1")
+        faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET},
+        ahead=[own_workarounds.site], XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest),
+        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=CALL_THROUGH, XPU_WORKAROUNDS_STRICT="1")
 
 
 # ------------------------------------------------------------------ default
@@ -85,7 +94,7 @@ def test_on_cpu_every_process_says_platform_cpu_and_applies_nothing(default_run)
         assert report["environment"]["versions"]["torch"] == "2.13.0+cpu"
         assert {(entry["decision"], entry["reason"], entry["outcome"]) for entry in report["workarounds"]} == {
             ("skip", "platform", "skipped")}
-        assert len(report["workarounds"]) == 6
+        assert [entry["id"] for entry in report["workarounds"]] == [w.id for w in reader.load().workarounds]
 
 
 # ------------------------------------------------------- failures and drift
@@ -96,7 +105,7 @@ def test_a_forced_workaround_whose_patch_raises_is_reported_failed_and_vllm_stil
     assert faulty_run.outputs is not None and [len(tokens) for tokens in faulty_run.outputs] == [6, 6]
     assert len(faulty_run.reports) == 4 and len(faulty_run.unlogged_pids) == 1
     for pid in faulty_run.reports:
-        entry = faulty_run.outcome(pid, "uva-view-unpinned")
+        entry = faulty_run.outcome(pid, CALL_THROUGH)
         assert (entry["decision"], entry["reason"], entry["outcome"]) == ("apply", "forced", "failed")
         assert "PermissionError" in entry["error"] and "injected fault" in entry["error"]
 
@@ -105,7 +114,7 @@ def test_a_target_whose_signature_changed_is_reported_drifted_and_vllm_still_gen
     assert faulty_run.returncode == 0, faulty_run.explain()
     assert faulty_run.outputs is not None
     # Only the worker imports the V2 runner's pp_utils; that is where the drift is met.
-    entry = faulty_run.outcome(faulty_run.pid_of("Worker"), "pp-broadcast-sync")
+    entry = faulty_run.outcome(faulty_run.pid_of("Worker"), SYNC)
     assert (entry["reason"], entry["outcome"]) == ("forced", "drifted")
     assert "injected_drift" in entry["error"]
 
@@ -116,7 +125,7 @@ def test_every_process_logs_one_line_naming_what_failed(faulty_run):
     lines = [line for line in (faulty_run.stdout + faulty_run.stderr).splitlines()
              if "xpu-workarounds: platform xpu (override)" in line]
     assert len(lines) == 3, lines
-    assert all("failed: uva-view-unpinned (PermissionError: injected fault" in line for line in lines)
+    assert all(f"failed: {CALL_THROUGH} (PermissionError: injected fault" in line for line in lines)
 
 
 def test_strict_mode_stops_start_up_with_a_clear_message(strict_run):

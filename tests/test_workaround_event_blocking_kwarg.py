@@ -8,6 +8,7 @@ import pytest
 import torch
 from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
+from support.vllm_harness import report_entry
 
 from tracker.model import reader
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
@@ -159,3 +160,24 @@ def test_event_shim_nightly_with_torch_2_15_has_the_root_fix():
 def test_the_manifest_records_what_the_root_fix_leaves():
     (root,) = reader.load().get("event-blocking-kwarg").refs("root-fix")
     assert root.ref == "pytorch/pytorch#192495" and "external" in root.remaining
+
+
+# ------------------------------------------- in real vLLM releases (marker release_matrix)
+# tests/test_release_matrix.py's probe (the session's ``release_probe``), with this
+# workaround's own scenario: tests/fixtures/event_blocking_kwarg/release_scenario.py.
+
+
+@pytest.mark.release_matrix
+def test_torch_itself_rejects_blocking_in_torch_xpu_event(release_probe):
+    symptom = release_probe("0.24.0")["scenarios"]["event_blocking_kwarg"]["at_start"]["xpu_event_blocking"]
+    assert symptom["raised"] == "TypeError: Event.__new__() got an unexpected keyword argument 'blocking'"
+
+
+@pytest.mark.release_matrix
+def test_blocking_is_accepted_inside_the_real_torch_cuda_wrapper_once_the_shim_is_forced(release_probe):
+    # 0.24.0's own wrapper aliases torch.cuda.Event to torch.Event: what callers meet here is the shim.
+    result = release_probe("0.24.0")
+    assert report_entry(result["forced_report"], "event-blocking-kwarg")["outcome"] == "applied"
+    forced = result["scenarios"]["event_blocking_kwarg"]["after_forcing"]
+    assert forced["cuda_event_inside_torch_cuda_wrapper"] == "workarounds.event_blocking_kwarg.event_shim.<locals>.event"
+    assert forced["blocking_inside_torch_cuda_wrapper"] == {"returned": "torch.xpu.streams.Event"}

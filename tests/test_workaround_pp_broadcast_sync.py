@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
+from support.vllm_harness import decided
 
 from workarounds.pp_broadcast_sync import make_wrapper
 
@@ -91,3 +92,33 @@ def test_the_issue_stack_has_vllms_own_fix():
 ])
 def test_pp_broadcast_window_edges(vllm, expected):
     assert reason("pp-broadcast-sync", vllm=vllm, torch="2.12.0") == expected
+
+
+# ------------------------------------------- in real vLLM releases (marker release_matrix)
+# tests/test_release_matrix.py's probe (the session's ``release_probe``), with this
+# workaround's own scenario: tests/fixtures/pp_broadcast_sync/release_scenario.py.
+
+PP_BROADCAST = "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast"
+
+
+@pytest.mark.release_matrix
+def test_pp_sync_wraps_the_real_pphandler_broadcast_on_0_24_0(release_probe):
+    result = release_probe("0.24.0")
+    assert decided(result["report"], "pp-broadcast-sync") == ("apply", "affected", "applied")
+    assert result["targets"][PP_BROADCAST]["wrapped"]
+    assert result["targets"][PP_BROADCAST]["source"] == f"{result['source_dir']}/v1/worker/gpu/pp_utils.py"
+
+
+@pytest.mark.release_matrix
+def test_pp_sync_synchronizes_the_main_stream_before_the_real_broadcast_runs_on_0_24_0(release_probe):
+    called = release_probe("0.24.0")["scenarios"]["pp_broadcast_sync"]["after_register"]
+    # The real method's first statement (assert self.is_last_rank) raised after the sync.
+    assert called["calls"] == ["main_stream.synchronize"]
+    assert called["raised"].startswith("AssertionError") and called["where"].endswith("v1/worker/gpu/pp_utils.py")
+
+
+@pytest.mark.release_matrix
+def test_pp_sync_is_not_affected_on_0_22_1(release_probe):
+    result = release_probe("0.22.1")
+    assert decided(result["report"], "pp-broadcast-sync") == ("skip", "not-affected", "skipped")
+    assert not result["targets"][PP_BROADCAST].get("wrapped")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from packaging.version import Version
 from support.decisions import ISSUE_STACK, MANIFEST, decision, reason, stack
 from support.retarget import carried, context_at
+from support.vllm_harness import decided
 
 from tracker.model.decision import retirement
 from workarounds.static_launcher_uva import make_wrapper
@@ -147,3 +149,25 @@ def test_static_launcher_lower_torch_edge_2_11_is_affected():
 def test_root_fix_in_every_supported_release_is_retirable():
     verdict = retirement(MANIFEST.get("static-launcher-uva"), {**MANIFEST.support, "torch": Version("2.14.0")})
     assert verdict.retirable and "pytorch/pytorch#188240" in verdict.detail
+
+
+# ------------------------------------------- in real vLLM releases (marker release_matrix)
+# tests/test_release_matrix.py's probe (the session's ``release_probe``).
+
+CHECK_AND_UPDATE = "vllm.platforms.xpu:XPUPlatform.check_and_update_config"
+
+
+@pytest.mark.release_matrix
+def test_static_launcher_switch_off_patches_the_real_classmethod_on_0_27_1(release_probe):
+    result = release_probe("0.27.1")
+    assert decided(result["report"], "static-launcher-uva") == ("apply", "affected", "applied")
+    assert result["targets"][CHECK_AND_UPDATE]["wrapped"]
+    assert result["targets"][CHECK_AND_UPDATE]["source"] == f"{result['source_dir']}/platforms/xpu.py"
+
+
+@pytest.mark.release_matrix
+@pytest.mark.parametrize("release", ["0.28.0", "0.32.0", "0.34.0"])
+def test_static_launcher_reports_vllm_carries_fix_from_0_28_0(release_probe, release):
+    result = release_probe(release)
+    assert decided(result["report"], "static-launcher-uva") == ("skip", "vllm-carries-fix", "skipped")
+    assert not result["targets"][CHECK_AND_UPDATE]["wrapped"]

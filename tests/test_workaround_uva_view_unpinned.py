@@ -20,6 +20,7 @@ import torch
 from packaging.version import Version
 from support.decisions import ISSUE_STACK, MANIFEST, reason
 from support.retarget import carried, context_at
+from support.vllm_harness import decided
 
 from tracker.api import Context
 from tracker.model import reader
@@ -257,3 +258,41 @@ def test_window_entirely_below_the_floor_is_retirable():
 def test_kernels_root_fix_does_not_retire_the_uva_view_while_vllm_asserts():
     verdict = retirement(MANIFEST.get("uva-view-unpinned"), {**MANIFEST.support, "vllm-xpu-kernels": Version("0.1.14")})
     assert not verdict.retirable
+
+
+# ------------------------------------------- in real vLLM releases (marker release_matrix)
+# tests/test_release_matrix.py's probe (the session's ``release_probe``), with this
+# workaround's own scenario: tests/fixtures/uva_view_unpinned/release_scenario.py.
+
+UVA_VIEW = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
+
+
+@pytest.mark.release_matrix
+def test_uva_view_path_patches_the_real_function_and_every_alias_on_0_27_1(release_probe):
+    result = release_probe("0.27.1")
+    assert decided(result["report"], "uva-view-unpinned") == ("apply", "affected", "applied")
+    aliases = result["targets"][UVA_VIEW]["aliases"]
+    # uva imported the function by name before register() ran; the others imported it later.
+    assert "vllm.model_executor.offloader.uva.get_accelerator_view_from_cpu_tensor" in aliases
+    assert "vllm.model_executor.model_loader.utils.get_accelerator_view_from_cpu_tensor" in aliases
+    assert set(aliases.values()) == {"wrapper"}, aliases
+
+
+@pytest.mark.release_matrix
+def test_uva_view_assert_on_an_empty_tensor_is_reproduced_then_gone_on_0_27_1(release_probe):
+    uva = release_probe("0.27.1")["scenarios"]["uva_view_unpinned"]["after_register"]
+    assert uva["original"]["raised"] == "AssertionError: CPU tensor must be pinned"
+    assert uva["original"]["where"].endswith("0.27.1/vllm/utils/torch_utils.py")
+    # What vLLM's offloader now calls gets past vLLM's assert: kernels 0.1.12 lack #513, so an
+    # empty tensor becomes an empty XPU tensor, and only torch's device layer (no XPU here) refuses.
+    assert uva["offloader"]["raised"] == "AssertionError: Torch not compiled with XPU enabled"
+    assert uva["offloader"]["where"].endswith("torch/xpu/__init__.py")
+
+
+@pytest.mark.release_matrix
+@pytest.mark.parametrize("release", ["0.28.0", "0.32.0", "0.34.0"])
+def test_uva_view_reports_vllm_carries_fix_from_0_28_0(release_probe, release):
+    result = release_probe(release)
+    assert decided(result["report"], "uva-view-unpinned") == ("skip", "vllm-carries-fix", "skipped")
+    assert not result["targets"][UVA_VIEW]["wrapped"]
+    assert set(result["targets"][UVA_VIEW]["aliases"].values()) == {"original"}

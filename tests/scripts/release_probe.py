@@ -1,6 +1,6 @@
 """Apply the workarounds inside one real vLLM release's source and print what happened as JSON.
 
-Run by tests/test_release_matrix.py with the e2e venv's python and
+Run by tests/support/vllm_harness.py (``probe_release``) with the e2e venv's python and
 PYTHONPATH=<release source>:<stand-in vllm_xpu_kernels>:<installed project>, the
 platform forced to xpu and the release's XPU pins assumed (XPU_WORKAROUNDS_PLATFORM,
 XPU_WORKAROUNDS_ASSUME). ``import vllm`` is that release's real Python source; its
@@ -9,11 +9,25 @@ compiled ``_C`` is absent, so nothing here calls a vLLM kernel.
 Order matters and follows vLLM: modules that import a target by name before plugins
 load are imported first, then ``register()`` runs, then the target modules are
 imported (patched on import). One JSON object goes to stdout's last line.
+
+Nothing here names a workaround: the targets come from the manifest, and what a workaround
+exercises in the release is its own scenario (tests/fixtures/<module>/release_scenario.py,
+deleted with it), passed as arguments. A scenario may define:
+
+- ``IMPORTED_EARLY``: vLLM modules imported before ``register()`` (they hold a target by name);
+- ``IMPORTERS``: vLLM modules imported after it (they import a target by name);
+- ``at_start()``: run before vLLM is imported and before the device doubles below;
+- ``after_register()``: run once the plugin registered at the release's pins;
+- ``after_forcing()``: run after a second ``register()`` that forces the workarounds whose
+  scenario defines it (the ones no probed release is in the window of).
+
+Each returns a JSON-able dict (or None), found under ``scenarios.<module>.<function>``.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -21,21 +35,6 @@ import sys
 import traceback
 
 import torch
-
-# Modules that hold a target by name before vLLM loads plugins (vLLM imports them early).
-EARLY = ("vllm.model_executor.offloader.uva",)
-# Every module a target lives in, plus later importers of a target by name.
-LATER = (
-    "vllm.utils.torch_utils",
-    "vllm.v1.worker.gpu.pp_utils",
-    "vllm.platforms.xpu",
-    "vllm.v1.worker.gpu_model_runner",
-    "vllm.v1.worker.gpu.model_runner",
-    "vllm.v1.worker.xpu_model_runner",
-    "vllm.models.deepseek_v4.xpu.xpu_sparse",
-    "vllm.model_executor.model_loader.utils",
-    "vllm.v1.worker.gpu.buffer_utils",
-)
 
 
 def error_text(error: BaseException) -> str:
@@ -113,12 +112,6 @@ def target_state(path: str) -> dict:
     return state
 
 
-def torch_symptoms() -> dict:
-    """The two failures torch 2.13.0 (CPU build) itself raises."""
-    return {"xpu_event_blocking": attempt(lambda: torch.xpu.Event(blocking=True)),
-            "cuda_event": attempt(lambda: torch.cuda.Event())}
-
-
 def let_xpu_events_construct() -> None:
     """Device-boundary double: creating an XPU event needs an XPU device. On this CPU build
     ``torch.xpu.Event``'s base is a dummy that refuses construction; let it construct a
@@ -129,123 +122,66 @@ def let_xpu_events_construct() -> None:
     base.__init__ = lambda self, *args, **kwargs: None
 
 
-def uva_view_symptom() -> dict:
-    """vLLM's real get_accelerator_view_from_cpu_tensor on an empty (never pinned) tensor,
-    the original and what vLLM's offloader now calls, with vLLM's platform set to XPU."""
-    import vllm.platforms
-    import vllm.utils.torch_utils as torch_utils
-    from vllm.platforms.xpu import XPUPlatform
-
-    # Device boundary: vLLM resolves XPU only when it finds an XPU device; set the
-    # real XPUPlatform as the resolved platform instead.
-    vllm.platforms._current_platform = XPUPlatform()
-    reached = torch_utils.get_accelerator_view_from_cpu_tensor
-    original = getattr(reached, "__wrapped__", reached)
-    offloader = sys.modules.get("vllm.model_executor.offloader.uva")
-    via_offloader = getattr(offloader, "get_accelerator_view_from_cpu_tensor", None)
-    empty = torch.empty(0)
-    return {"original": attempt(lambda: original(empty)),
-            "offloader": attempt(lambda: via_offloader(empty)) if via_offloader else None}
+def load_scenarios(paths: list[str]) -> dict:
+    """The scenario modules, by the name of the workaround module they belong to (their directory)."""
+    sys.modules.setdefault("release_probe", sys.modules["__main__"])  # scenarios import attempt() from here
+    scenarios = {}
+    for path in paths:
+        name = os.path.basename(os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(f"release_scenario_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        scenarios[name] = module
+    return scenarios
 
 
-def pp_broadcast_order() -> dict:
-    """Call ``PPHandler.broadcast`` as vLLM's last pipeline rank would reach it, and record
-    what happened on the main stream before the real method ran."""
-    from vllm.v1.worker.gpu.pp_utils import PPHandler
-
-    calls: list[str] = []
-
-    class RecordingStream:
-        """Device-boundary double: an XPU stream, which needs an XPU device."""
-
-        def __init__(self, name: str):
-            self.name = name
-
-        def synchronize(self):
-            calls.append(f"{self.name}.synchronize")
-
-        def wait_stream(self, other):
-            calls.append(f"{self.name}.wait_stream({other.name})")
-
-    handler = PPHandler.__new__(PPHandler)  # its __init__ needs a pipeline-parallel group
-    handler.main_stream, handler.broadcast_stream = RecordingStream("main_stream"), RecordingStream("broadcast_stream")
-    handler.is_last_rank = False  # the real method asserts on this first: where it is entered shows
-    outcome = attempt(lambda: handler.broadcast(torch.zeros(1, dtype=torch.int64), torch.ones(1), torch.zeros(1), None))
-    return {"calls": calls, **outcome}
+def run_hook(scenarios: dict, hook: str, result: dict) -> None:
+    for name, module in scenarios.items():
+        if hasattr(module, hook):
+            result["scenarios"].setdefault(name, {})[hook] = getattr(module, hook)()
 
 
-def forced_event_symptoms() -> dict:
-    """With both Event workarounds forced: the real, wrapped code paths, entered for real."""
-    saved = dict(vars(torch.cuda))  # _torch_cuda_wrapper rebinds torch.cuda.* and never restores
-    found: dict = {}
-    try:
-        wrapper_module = sys.modules.get("vllm.v1.worker.xpu_model_runner")
-        if wrapper_module is not None:
-            def event_inside_runner_context():
-                with wrapper_module._torch_cuda_wrapper():
-                    event = torch.cuda.Event
-                    found["cuda_event_inside_torch_cuda_wrapper"] = f"{event.__module__}.{event.__qualname__}"
-                    return torch.cuda.Event(blocking=True)
-            found["blocking_inside_torch_cuda_wrapper"] = attempt(event_inside_runner_context)
-    finally:
-        for name in [name for name in vars(torch.cuda) if name not in saved]:
-            delattr(torch.cuda, name)
-        for name, value in saved.items():
-            if vars(torch.cuda).get(name) is not value:
-                setattr(torch.cuda, name, value)
-    sparse = sys.modules.get("vllm.models.deepseek_v4.xpu.xpu_sparse")
-    if sparse is not None:
-        seen: dict = {}
-
-        class ConfigSeenByTheConstructor:
-            """Passed as vllm_config: the real constructor reads ``model_config`` right after
-            ``nn.Module.__init__``; record what ``torch.cuda.Event()`` builds at that point,
-            then stop the constructor (a full DeepSeek-V4 layer needs a device and a model)."""
-
-            @property
-            def model_config(self):
-                seen["cuda_event_during_constructor"] = attempt(lambda: torch.cuda.Event())
-                seen["constructor_stack"] = [f"{frame.filename}:{frame.name}" for frame in traceback.extract_stack()]
-                raise LookupError("stop here: probe config")
-
-        attention = sparse.DeepseekV4XPUAttention
-        found["constructor"] = attempt(lambda: attention(ConfigSeenByTheConstructor(), "layers.0.attn"))
-        found.update(seen)
-        found["cuda_event_after_constructor"] = attempt(lambda: torch.cuda.Event())
-    return found
+def unique(names) -> list[str]:
+    return list(dict.fromkeys(names))
 
 
 def main() -> None:
-    result: dict = {"release": os.environ.get("XPU_WORKAROUNDS_ASSUME", "")}
-    result["torch_symptoms"] = torch_symptoms()
+    from tracker.model import reader
+
+    manifest = reader.load()
+    scenarios = load_scenarios(sys.argv[1:])
+    result: dict = {"release": os.environ.get("XPU_WORKAROUNDS_ASSUME", ""), "scenarios": {}}
+    run_hook(scenarios, "at_start", result)
     let_xpu_events_construct()
-    result["import_errors"] = import_all(EARLY)
+    result["import_errors"] = import_all(unique(name for module in scenarios.values()
+                                                for name in getattr(module, "IMPORTED_EARLY", ())))
     import vllm
 
     result["vllm_source"] = os.path.dirname(vllm.__file__)
 
     from tracker import runtime
     from tracker.engine import patching
-    from tracker.model import reader
     from tracker.plugin import register
 
     register()  # what vLLM's loader calls
-    result["import_errors"].update(import_all(LATER))
+    # Every module a target lives in, then the scenarios' later importers of a target by name.
+    later = unique([*(target.module for workaround in manifest.workarounds
+                      for target in workaround.targets),
+                    *(name for module in scenarios.values() for name in getattr(module, "IMPORTERS", ()))])
+    result["import_errors"].update(import_all(later))
     result["report"] = runtime.report()
     result["targets"] = {target.path: target_state(target.path)
-                         for workaround in reader.load().workarounds for target in workaround.targets}
+                         for workaround in manifest.workarounds for target in workaround.targets}
     result["patch_outcomes"] = {path: record.outcome for path, record in patching.patches().items()}
-    if "vllm.platforms.xpu" not in result["import_errors"]:
-        result["uva_view"] = uva_view_symptom()
-    if hasattr(sys.modules.get("vllm.v1.worker.gpu.pp_utils"), "PPHandler"):  # from 0.23.0
-        result["pp_broadcast"] = pp_broadcast_order()
+    run_hook(scenarios, "after_register", result)
 
-    # Second pass: the two Event workarounds forced (no release is in their window).
+    # Second pass: the workarounds whose scenario observes them forced.
+    forced = [workaround.id for workaround in manifest.workarounds
+              if hasattr(scenarios.get(workaround.module.removeprefix("workarounds.")), "after_forcing")]
     runtime.reset()
-    forced = dict(os.environ, XPU_WORKAROUNDS_FORCE="event-blocking-kwarg,cuda-event-redirect")
-    runtime.register(environ=forced)
+    runtime.register(environ=dict(os.environ, XPU_WORKAROUNDS_FORCE=",".join(forced)))
     result["forced_report"] = runtime.report()
-    result["forced"] = forced_event_symptoms()
+    run_hook(scenarios, "after_forcing", result)
     print(json.dumps(result))
 
 

