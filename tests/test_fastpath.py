@@ -411,3 +411,10 @@ def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replay
         change(top / "tracker" / relative)
     again = start_copy(tmp_path, top)
     assert (again["replayed"], again["full"]) == (replayed, not replayed)
+
+
+def test_the_replays_skip_reasons_are_the_vocabularys():
+    from tracker.model.vocabulary import SKIP_REASONS
+
+    assert set(fastpath._SKIP_REASONS) == SKIP_REASONS and len(fastpath._SKIP_REASONS) == len(SKIP_REASONS)
+

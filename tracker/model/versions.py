@@ -86,10 +86,31 @@ def matches(version: Version, spec: SpecifierSet) -> bool:
     return spec.contains(version, prereleases=True)
 
 
-def _normalized(name: str) -> str:
+def normalized_name(name: str) -> str:
     # PEP 503 name normalization (packaging.utils.canonicalize_name drags in
     # packaging.tags, ~14 ms of imports, for this one line).
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# Where a folder keeps its metadata. An egg-info that is a file, not a folder, is read by
+# importlib.metadata (the file named here does not exist); so is an egg.
+_METADATA_FILE = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
+_METADATA_SUFFIXES = (*_METADATA_FILE, "egg")
+
+
+def metadata_entries(directory: str) -> list[tuple[str, str, str]] | None:
+    """(normalized distribution name, entry name, suffix) of each ``*.dist-info``,
+    ``*.egg-info`` and ``*.egg`` in ``directory``, in name order; None when it cannot be
+    listed (within ``tracker.paths.listings_shared()``, one listing serves every caller)."""
+    names = listing(directory)
+    if names is None:
+        return None
+    found = []
+    for name in names:
+        stem, dot, suffix = name.rpartition(".")
+        if dot and suffix in _METADATA_SUFFIXES:
+            found.append((normalized_name(stem.split("-", 1)[0]), name, suffix))
+    return found
 
 
 def _metadata_files() -> dict[str, str] | None:
@@ -103,23 +124,17 @@ def _metadata_files() -> dict[str, str] | None:
     """
     files: dict[str, str] = {}
     for directory in path_directories():
-        names = listing(directory)
-        if names is None:
+        entries = metadata_entries(directory)
+        if entries is None:
             if os.path.isdir(directory):
                 return None  # a directory that cannot be listed: ask importlib.metadata
             continue  # absent, or a file (a zip) on sys.path
-        for name in names:
-            stem, dot, suffix = name.rpartition(".")
-            if dot and suffix in _METADATA_FILE:
-                files.setdefault(_normalized(stem.split("-", 1)[0]), os.path.join(directory, name, _METADATA_FILE[suffix]))
-            elif dot and suffix == "egg":  # a zipped or unpacked egg: importlib.metadata knows how to read it
-                files.setdefault(_normalized(stem.split("-", 1)[0]), "")
+        for distribution, name, suffix in entries:
+            inner = _METADATA_FILE.get(suffix)  # none for an egg, zipped or unpacked: importlib.metadata reads it
+            files.setdefault(distribution, os.path.join(directory, name, inner) if inner else "")
     return files
 
 
-# Where a folder keeps its metadata. An egg-info that is a file, not a folder, is read by
-# importlib.metadata (the file named here does not exist).
-_METADATA_FILE = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
 _FIELD_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")  # RFC 5322: printable, no space, no colon
 
 
@@ -147,7 +162,7 @@ def installed_distribution_version(names: tuple[str, ...], files: dict[str, str]
     costs one read of its headers; anything unusual there is left to ``importlib.metadata``.
     """
     for name in names:
-        path = None if files is None else files.get(_normalized(name))
+        path = None if files is None else files.get(normalized_name(name))
         if files is not None and path is None:
             continue
         found = _header_version(path) if path else None

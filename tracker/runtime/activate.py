@@ -232,12 +232,8 @@ def _arrived(entry: _Entry, module: ModuleType) -> None:
             hook.cancel()
         entry.hooks, entry.patches = [], []
         _build(entry)
-        outcome = _outcome(entry)
-    if outcome in _BAD:
-        log(logging.WARNING, f"xpu-workarounds: {entry.plan.id} {outcome} on import: {_error(entry)}")
-    _write_report()
-    if _state.strict and outcome in _BAD:
-        _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {_error(entry)}")
+        outcome, error = _outcome(entry), _error(entry)
+    _after_import(entry.plan.id, outcome, error)
 
 
 def _build(entry: _Entry) -> None:
@@ -287,13 +283,19 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
 
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
-    if record.outcome in _BAD:
-        log(logging.WARNING, f"xpu-workarounds: {record.owner} {record.outcome} on import: {record.detail}")
-    else:
+    if record.outcome not in _BAD:
         LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
+    _after_import(record.owner, record.outcome, record.detail)
+
+
+def _after_import(workaround_id: str, outcome: Outcome, detail: str | None) -> None:
+    """Something changed on an import: a failure or a drift is a warning line, the report is
+    rewritten, and in strict mode a failure or drift stops that import."""
+    if outcome in _BAD:
+        log(logging.WARNING, f"xpu-workarounds: {workaround_id} {outcome} on import: {detail}")
     _write_report()
-    if _state.strict and record.outcome in _BAD:
-        _stop(f"xpu-workarounds: strict mode: {record.owner} {record.outcome}: {record.detail}")
+    if _state.strict and outcome in _BAD:
+        _stop(f"xpu-workarounds: strict mode: {workaround_id} {outcome}: {detail}")
 
 
 def _stop(message: str) -> None:

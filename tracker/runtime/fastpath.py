@@ -69,6 +69,8 @@ REPORT_VARIABLE = variables.REPORT
 DECISION_VARIABLES = variables.DECISION_VARIABLES
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
+# tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
+# would cost the replay about a millisecond (tests/test_fastpath.py checks the two agree).
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
 
@@ -223,7 +225,8 @@ def valid_record(stored: object) -> bool:
 
 
 def still(found: object) -> bool:
-    """Every metadata file named in a stored key is as it was."""
+    """Every path named in ``found`` (a stored key's code or metadata part: ``[path, identity]``
+    pairs) has the identity it had."""
     return isinstance(found, list) and all(
         isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and identity(item[0]) == item[1]
         for item in found)

@@ -18,7 +18,6 @@ from tracker.runtime.fastpath import head, identity, matches, one_line, still, s
 
 # Subpackages a decision never runs (command-line only).
 _NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
-_METADATA_SUFFIXES = ("dist-info", "egg-info")
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 
@@ -42,18 +41,15 @@ def _code() -> list[list[Any]]:
     return found
 
 
-def _normalized(name: str) -> str:
-    return name.replace("_", "-").replace(".", "-").lower()
-
-
 def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
     """The metadata file of every distribution named in ``distributions`` on ``sys.path``, with its identity."""
-    wanted = {_normalized(name) for name in distributions}
+    from tracker.model.versions import metadata_entries, normalized_name  # the full path has imported it
+
+    wanted = {normalized_name(name) for name in distributions}
     found = []
     for entry in path_directories():
-        for name in listing(entry) or ():
-            stem, dot, suffix = name.rpartition(".")
-            if dot and suffix in _METADATA_SUFFIXES and _normalized(stem.split("-", 1)[0]) in wanted:
+        for distribution, name, suffix in metadata_entries(entry) or ():
+            if suffix != "egg" and distribution in wanted:
                 folder = os.path.join(entry, name)
                 for inner in ("METADATA", "PKG-INFO"):
                     path = os.path.join(folder, inner)
