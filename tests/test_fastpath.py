@@ -418,3 +418,36 @@ def test_the_replays_skip_reasons_are_the_vocabularys():
 
     assert set(fastpath._SKIP_REASONS) == SKIP_REASONS and len(fastpath._SKIP_REASONS) == len(SKIP_REASONS)
 
+
+STRICT_IMPORT = (
+    "import json, sys\n"
+    "import tracker.plugin\n"
+    "tracker.plugin.register()\n"
+    "decided_here = sorted(m for m in ('tracker.runtime.planning', 'tracker.model.reader') if m in sys.modules)\n"
+    "from tracker.runtime import StrictModeError\n"
+    "try:\n"
+    "    import pp_pkg.pp_utils\n"
+    "    stopped = None\n"
+    "except StrictModeError as error:\n"
+    "    stopped = str(error)\n"
+    "print(json.dumps({'decided_here': decided_here, 'stopped': stopped}))\n"
+)
+
+
+def test_strict_mode_comes_from_the_environment_where_stored_plans_are_carried_out(tmp_path):
+    env = {**applying(tmp_path), "XPU_WORKAROUNDS_STRICT": "1"}
+    (tmp_path / "src" / "workarounds" / f"{own_workaround.MODULE}.py").write_text("raise RuntimeError('broken')\n")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_TOKEN"))}
+    clean.update(env, XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"),
+                 PYTHONPATH=os.pathsep.join([str(tmp_path / "src"), str(Path(fastpath.PACKAGE_DIR).parent)]))
+    runs = []
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-c", STRICT_IMPORT], capture_output=True, text=True, env=clean,
+                                timeout=120, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        runs.append(json.loads(result.stdout))
+    assert runs[0]["decided_here"] and runs[1]["decided_here"] == []  # the second carried out the stored plans
+    record = json.loads(next((tmp_path / "cache").iterdir()).read_text())
+    assert record["kind"] == "planned" and "strict" not in record
+    for run in runs:  # the module fails when its target is imported, and strict mode stops that import
+        assert run["stopped"] == f"xpu-workarounds: strict mode: {own_workaround.ID} failed: RuntimeError: broken"

@@ -1,11 +1,15 @@
 """The names of the ``XPU_WORKAROUNDS*`` environment variables (README "Environment variables").
 
-Names only, stdlib only: the plugin's fast path imports this in every vLLM process. The
-values are read and parsed once per activation, by ``tracker.model.environment.Settings``
-(the fast path hashes the raw decision variables into its key without parsing them).
+Names and one reading, stdlib only: the plugin's fast path imports this in every vLLM
+process. The values are read and parsed once per activation, by
+``tracker.model.environment.Settings`` (the fast path hashes the raw decision variables into
+its key without parsing them); ``strict`` is the one reading both share, so that a process
+carrying out stored plans knows strict mode from its own environment, as the key does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 KILL_SWITCH = "XPU_WORKAROUNDS"
 DISABLE = "XPU_WORKAROUNDS_DISABLE"
@@ -20,3 +24,11 @@ GITHUB_TOKEN = "XPU_WORKAROUNDS_GITHUB_TOKEN"
 
 # Every variable an activation's decisions read (not the token, the cache or the report directory).
 DECISION_VARIABLES = (KILL_SWITCH, DISABLE, FORCE, STRICT, PLATFORM, ASSUME, MANIFEST)
+
+STRICT_ON = ("1", "true", "on", "yes")
+
+
+def strict(environ: Mapping[str, str]) -> bool:
+    """Whether ``XPU_WORKAROUNDS_STRICT`` asks for strict mode (``Settings`` reports a value
+    that is neither on nor off)."""
+    return environ.get(STRICT, "").strip().lower() in STRICT_ON

@@ -143,7 +143,7 @@ class Settings(NamedTuple):
             problems.append(f"{variables.KILL_SWITCH}: {raw_switch!r} is not 0, off or false (apply nothing) "
                             f"nor 1, on or true (taken as on)")
         strict_raw = env.get(variables.STRICT, "").strip().lower()
-        if strict_raw not in ("", "0", "1", "true", "false", "on", "off", "yes", "no"):
+        if strict_raw not in ("", "0", "false", "off", "no", *variables.STRICT_ON):
             problems.append(f"{variables.STRICT}: {strict_raw!r} is not 1 or 0")
         platform = None
         if env.get(variables.PLATFORM, "").strip():
@@ -161,7 +161,7 @@ class Settings(NamedTuple):
             enabled=switch not in _OFF,
             disabled=_ids(env.get(variables.DISABLE, "")),
             forced=_ids(env.get(variables.FORCE, "")),
-            strict=strict_raw in ("1", "true", "on", "yes"),
+            strict=variables.strict(env),
             platform=platform,
             assume=assume,
             manifest=env.get(variables.MANIFEST) or None,

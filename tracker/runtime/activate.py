@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from tracker import variables
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
@@ -170,13 +171,14 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
             record.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before)
         return
     record.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
-                         "strict": settings.strict, "plans": [plan.as_json() for plan in planned.plans]},
+                         "plans": [plan.as_json() for plan in planned.plans]},
                    before, planned.sources)
 
 
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     """Carry out the plans an earlier process made on the same inputs (``fastpath``'s key)."""
-    _state.strict, _state.report_dir = stored["strict"], env.get(fastpath.REPORT_VARIABLE) or None
+    # Strict mode from this environment (its raw value is in the key), never from the record.
+    _state.strict, _state.report_dir = variables.strict(env), env.get(fastpath.REPORT_VARIABLE) or None
     _state.environment = stored["environment"]
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:

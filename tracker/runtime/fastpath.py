@@ -62,7 +62,7 @@ from tracker.paths import (
 )
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 4
+SCHEMA = 5
 REPORT_VARIABLE = variables.REPORT
 # Every variable an activation's decisions read (tests/test_fastpath.py checks the list
 # against what an activation asks for). Not the token, the cache or the report directory.
@@ -214,9 +214,8 @@ def valid_record(stored: object) -> bool:
         # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
         # cap, not a detail's; being one printable line is what keeps it from forging another.
         return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
-    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "strict", "plans"}:
-        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])
-                and isinstance(stored["strict"], bool)):
+    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "plans"}:
+        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])):
             return False
         from tracker.runtime import record  # only where something applies: the replay stays small
 
