@@ -14,9 +14,10 @@ import pytest
 from support import own_workaround
 from support.manifests import workaround, write_manifest
 
+from tracker import fastpath
 from tracker.model import reader
 from tracker.paths import shipped_manifest
-from tracker.runtime import activate, fastpath
+from tracker.runtime import activate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +26,7 @@ PROCESS = (
     "logging.basicConfig(level=logging.INFO, format='%(name)s %(message)s')\n"
     "import tracker.plugin\n"
     "tracker.plugin.register(); tracker.plugin.register()\n"
-    "from tracker.runtime import fastpath\n"
+    "from tracker import fastpath\n"
     "full = 'tracker.runtime.activate' in sys.modules\n"
     "from tracker import runtime\n"
     "print(json.dumps({'replayed': fastpath.replayed(), 'full': full, 'report': runtime.report(),\n"
@@ -399,8 +400,10 @@ def add_module(path: Path) -> None:
 @pytest.mark.parametrize(("changes", "replayed"), [
     pytest.param([(append_line, "model/decision.py")], False, id="decision-code-rewritten-in-place"),
     pytest.param([(add_module, "engine/added.py")], False, id="module-added-to-decision-code"),
-    pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py")], True,
+    pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py"), (append_line, "cli.py"),
+                  (append_line, "lint.py"), (append_line, "cluster.py")], True,
                  id="command-line-code-is-not-in-the-key"),
+    pytest.param([(append_line, "runtime/activate.py")], False, id="activation-code-rewritten-in-place"),
 ])
 def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replayed):
     top = copied_package(tmp_path)

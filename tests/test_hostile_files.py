@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import PROCESS, child_environment, start
 
-from tracker import paths
+from tracker import fastpath, paths
 from tracker.model import reader
-from tracker.runtime import activate, fastpath
+from tracker.runtime import activate
 
 OTHER_UID = 65534  # nobody
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
@@ -330,7 +330,7 @@ WRITE_ERROR = (
     "import os, resource, signal, sys\n"
     "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
     "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))  # a write error after 64 bytes\n"
-    "from tracker.runtime import activate, fastpath\n"
+    "from tracker import fastpath\nfrom tracker.runtime import activate\n"
     "fastpath.write_report(sys.argv[1], {'schema': 1, 'pid': 7, 'environment': None, 'warnings': ['x' * 500],\n"
     "                                    'workarounds': []})\n"
     "activate.register({'XPU_WORKAROUNDS_PLATFORM': 'cpu', 'XPU_WORKAROUNDS_CACHE_DIR': sys.argv[2]})\n"

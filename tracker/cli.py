@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from tracker import variables
+import tracker
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, Settings, assumptions, build, parse_platform
@@ -45,7 +45,7 @@ _state: dict[str, Path | None] = {"manifest": None}
 ManifestOption = Annotated[
     Path | None,
     typer.Option("--manifest", help="Manifest to read (default: the shipped workarounds.toml).",
-                 envvar=variables.MANIFEST, show_default=False),
+                 envvar=tracker.MANIFEST, show_default=False),
 ]
 
 

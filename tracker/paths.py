@@ -19,10 +19,10 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from tracker import variables
+import tracker
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-CACHE_DIR_VARIABLE = variables.CACHE_DIR
+CACHE_DIR_VARIABLE = tracker.CACHE_DIR
 APP_NAME = "xpu-workarounds"
 
 
@@ -111,10 +111,13 @@ def private_dir(path: Path | str) -> Path:
     """
     directory = Path(path)
     try:
-        os.makedirs(directory, mode=0o700)
-    except FileExistsError:
-        pass
-    info = os.stat(directory)
+        info = os.stat(directory)  # present: the common case, without makedirs' exceptions
+    except FileNotFoundError:
+        try:
+            os.makedirs(directory, mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: checked below like any other
+            pass
+        info = os.stat(directory)
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeLocation(f"{directory} is not a directory")
     if info.st_uid != os.geteuid():

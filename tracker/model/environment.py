@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from tracker import variables
+import tracker
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
 from tracker.model.vocabulary import PLATFORMS
 
@@ -136,36 +136,36 @@ class Settings(NamedTuple):
         ``problems``; with ``known_ids``, so are unknown ids (see ``for_ids``)."""
         env = os.environ if environ is None else environ
         problems: list[str] = []
-        raw_switch = env.get(variables.KILL_SWITCH, "")
+        raw_switch = env.get(tracker.KILL_SWITCH, "")
         switch = raw_switch.strip().lower()
         if switch not in _OFF | _ON:
             # Not a documented value: said, never guessed (taken as on, as if unset).
-            problems.append(f"{variables.KILL_SWITCH}: {raw_switch!r} is not 0, off or false (apply nothing) "
+            problems.append(f"{tracker.KILL_SWITCH}: {raw_switch!r} is not 0, off or false (apply nothing) "
                             f"nor 1, on or true (taken as on)")
-        strict_raw = env.get(variables.STRICT, "").strip().lower()
-        if strict_raw not in ("", "0", "false", "off", "no", *variables.STRICT_ON):
-            problems.append(f"{variables.STRICT}: {strict_raw!r} is not 1 or 0")
+        strict_raw = env.get(tracker.STRICT, "").strip().lower()
+        if strict_raw not in ("", "0", "false", "off", "no", *tracker.STRICT_ON):
+            problems.append(f"{tracker.STRICT}: {strict_raw!r} is not 1 or 0")
         platform = None
-        if env.get(variables.PLATFORM, "").strip():
+        if env.get(tracker.PLATFORM, "").strip():
             try:
-                platform = parse_platform(env[variables.PLATFORM], variables.PLATFORM)
+                platform = parse_platform(env[tracker.PLATFORM], tracker.PLATFORM)
             except InputError as error:
                 problems.append(str(error))
         assume: dict[str, str] = {}
-        for item in env.get(variables.ASSUME, "").split(","):
+        for item in env.get(tracker.ASSUME, "").split(","):
             try:
-                assume.update(assumptions([item], variables.ASSUME))
+                assume.update(assumptions([item], tracker.ASSUME))
             except InputError as error:
                 problems.append(str(error))
         settings = cls(
             enabled=switch not in _OFF,
-            disabled=_ids(env.get(variables.DISABLE, "")),
-            forced=_ids(env.get(variables.FORCE, "")),
-            strict=variables.strict(env),
+            disabled=_ids(env.get(tracker.DISABLE, "")),
+            forced=_ids(env.get(tracker.FORCE, "")),
+            strict=tracker.strict(env),
             platform=platform,
             assume=assume,
-            manifest=env.get(variables.MANIFEST) or None,
-            report_dir=env.get(variables.REPORT) or None,
+            manifest=env.get(tracker.MANIFEST) or None,
+            report_dir=env.get(tracker.REPORT) or None,
             problems=tuple(problems),
         )
         return settings.for_ids(known_ids)
@@ -178,13 +178,13 @@ class Settings(NamedTuple):
             return self
         problems = list(self.problems)
         kept = {}
-        for variable, names in ((variables.DISABLE, self.disabled), (variables.FORCE, self.forced)):
+        for variable, names in ((tracker.DISABLE, self.disabled), (tracker.FORCE, self.forced)):
             unknown = sorted(names - known)
             if unknown:
                 problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
                                 f" (known: {', '.join(sorted(known))})")
             kept[variable] = names - set(unknown)
-        return self._replace(disabled=kept[variables.DISABLE], forced=kept[variables.FORCE],
+        return self._replace(disabled=kept[tracker.DISABLE], forced=kept[tracker.FORCE],
                              problems=tuple(problems))
 
 

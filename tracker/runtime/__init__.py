@@ -1,8 +1,9 @@
-"""Run time: activation in every vLLM process (``activate``) and its replay (``fastpath``).
+"""Run time after the fast path (``tracker.fastpath``, what every vLLM process tries first):
+activation (``activate``), the full path's decisions (``planning``) and the record they leave.
 
 ``tracker.runtime.report()`` (the contract's name) and ``register``/``reset``/``summary``
-are looked up lazily, so that importing ``tracker.runtime.fastpath`` (what every vLLM
-process does first) does not import the activation machinery.
+are looked up lazily, so that importing this package (for ``StrictModeError``, say) does
+not import the activation machinery.
 """
 
 from __future__ import annotations

@@ -42,13 +42,14 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from tracker import variables
+import tracker
+from tracker import fastpath
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
+from tracker.fastpath import log
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import listings_shared
-from tracker.runtime import StrictModeError, fastpath
-from tracker.runtime.fastpath import log
+from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 
 LOGGER = fastpath.LOGGER
@@ -178,7 +179,7 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     """Carry out the plans an earlier process made on the same inputs (``fastpath``'s key)."""
     # Strict mode from this environment (its raw value is in the key), never from the record.
-    _state.strict, _state.report_dir = variables.strict(env), env.get(fastpath.REPORT_VARIABLE) or None
+    _state.strict, _state.report_dir = tracker.strict(env), env.get(fastpath.REPORT_VARIABLE) or None
     _state.environment = stored["environment"]
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:

@@ -1,6 +1,6 @@
 """The full path's decisions: manifest -> settings -> environment -> decision -> source probe -> plans.
 
-Imported only when an activation cannot be replayed (``tracker.runtime.fastpath``): this is
+Imported only when an activation cannot be replayed (``tracker.fastpath``): this is
 where the manifest is read, the distribution metadata consulted and every decision made
 (``tracker.model.decision``), with the engine's source probe (``tracker.runtime.probe``),
 which may only turn an ``affected`` apply into a skip on evidence that vLLM carries the fix.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from tracker import fastpath
 from tracker.api import Context
 from tracker.engine import source
 from tracker.model.decision import Decision, decide
@@ -17,7 +18,6 @@ from tracker.model.environment import Environment, Settings, build
 from tracker.model.manifest import ManifestError, Workaround
 from tracker.model.reader import load
 from tracker.model.vocabulary import DecidedBy, Reason
-from tracker.runtime import fastpath
 from tracker.runtime.plan import Plan, Step
 from tracker.runtime.probe import markers, probed
 

@@ -1,4 +1,4 @@
-"""The fast path's record (``tracker.runtime.fastpath``): its key, writing it, and checking stored plans.
+"""The fast path's record (``tracker.fastpath``): its key, writing it, and checking stored plans.
 
 Only a full activation takes a whole key and writes a record, and only a record of stored
 plans needs its plans checked, so none of this is imported where a process replays an
@@ -12,12 +12,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tracker.fastpath import head, identity, matches, one_line, still, store_path, valid_record
 from tracker.model.vocabulary import APPLY_REASONS, ID, SKIP_REASONS
 from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
-from tracker.runtime.fastpath import head, identity, matches, one_line, still, store_path, valid_record
 
-# Subpackages a decision never runs (command-line only).
-_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire")
+# What no activation runs: the command line's own modules (upstream facts, retirement, the CLI,
+# its catalogue, lint, upgrade check and cluster status). Anything else is in the key.
+_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire", "cli.py", "catalogue.py", "lint.py", "check.py",
+                      "cluster.py", "cluster_probe.py")
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 
@@ -34,9 +36,11 @@ def _code() -> list[list[Any]]:
         found.append([directory, identity(directory)])
         for name in listing(directory) or ():
             path = os.path.join(directory, name)
+            if name in _NOT_DECISION_CODE:
+                continue
             if name.endswith(".py"):
                 found.append([path, identity(path)])
-            elif name not in _NOT_DECISION_CODE and "." not in name and os.path.isdir(path):
+            elif "." not in name and os.path.isdir(path):
                 pending.append(path)
     return found
 

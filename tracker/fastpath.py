@@ -50,7 +50,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from tracker import variables
+import tracker
 from tracker.paths import (
     PACKAGE_DIR,
     atomic_write,
@@ -63,10 +63,10 @@ from tracker.paths import (
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
 SCHEMA = 5
-REPORT_VARIABLE = variables.REPORT
+REPORT_VARIABLE = tracker.REPORT
 # Every variable an activation's decisions read (tests/test_fastpath.py checks the list
 # against what an activation asks for). Not the token, the cache or the report directory.
-DECISION_VARIABLES = variables.DECISION_VARIABLES
+DECISION_VARIABLES = tracker.DECISION_VARIABLES
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
@@ -132,7 +132,7 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     The rest of the key (``tracker.runtime.record.key``) is a list of files and directories
     with their identities, which a later process checks by looking at each again (``still``).
     """
-    manifest = environ.get(variables.MANIFEST) or shipped_manifest()
+    manifest = environ.get(tracker.MANIFEST) or shipped_manifest()
     try:
         manifest = os.path.abspath(manifest)
     except OSError:
@@ -141,7 +141,7 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     if manifest_identity is None:
         return None
     values = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
-    platform, _ = vllm_platform() if not environ.get(variables.PLATFORM) else (None, None)
+    platform, _ = vllm_platform() if not environ.get(tracker.PLATFORM) else (None, None)
     paths = [[entry, identity(entry)] for entry in path_directories()]
     return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
 
