@@ -69,3 +69,18 @@ def test_within_memoized_a_module_is_located_once(package):
         (package.root / "once.py").unlink()
         assert source.module_exists(name) is True  # the first answer, not a second look
     assert source.module_exists(name) is False
+
+
+def test_an_extension_module_or_a_subpackage_exists_without_a_source(package):
+    import importlib.machinery
+
+    package.write("present", "VALUE = 1\n")
+    (package.root / f"compiled{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    (package.root / "space").mkdir()  # a namespace package: a directory without __init__.py
+    (package.root / "regular").mkdir()
+    (package.root / "regular" / "__init__.py").write_text("VALUE = 2\n")
+    assert (source.module_exists(f"{package.name}.compiled"), source.module_source(f"{package.name}.compiled")) == (True, None)
+    assert (source.module_exists(f"{package.name}.space"), source.module_source(f"{package.name}.space")) == (True, None)
+    assert source.module_source(f"{package.name}.regular") == package.root / "regular" / "__init__.py"
+    assert source.module_exists(f"{package.name}.space.absent") is False
+    assert not any(name.startswith(f"{package.name}.") for name in sys.modules)
