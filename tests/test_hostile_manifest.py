@@ -96,7 +96,7 @@ HOSTILE_VALUES = st.one_of(
 )
 
 
-@pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo"])
+@pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo", "trailing\\n"])
 @pytest.mark.parametrize("table", ["workaround", "tracked"])
 def test_a_malformed_id_names_its_entry_by_position_and_keeps_the_problem_shape(tmp_path, raw_id, table):
     # Found by the fuzz test below: an id of ":" came back inside the field, as "workaround[:].id".

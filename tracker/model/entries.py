@@ -33,7 +33,6 @@ from tracker.model.specifiers import satisfiable, specifier_set, version
 from tracker.model.tracked import read_tracked
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
-    ID,
     PARTIAL_ROLES,
     PLATFORMS,
     RELEASED_STATES,
@@ -46,6 +45,7 @@ from tracker.model.vocabulary import (
     State,
     TargetKind,
     entry_label,
+    is_id,
 )
 
 if TYPE_CHECKING:
@@ -197,13 +197,13 @@ class Reader:
             value = entry.get(key)
             if key in entry and (not isinstance(value, str) or not value.strip()):
                 self.problem(line(key), f"{label}.{key}", "must be a non-empty string")
-        if isinstance(raw_id, str) and raw_id and not ID.match(raw_id):
+        if isinstance(raw_id, str) and raw_id and not is_id(raw_id):
             self.problem(line("id"), f"{label}.id", "must be lower-case words joined by '-'")
         platform = entry.get("platform")
         if isinstance(platform, str) and platform not in PLATFORMS:
             self.problem(line("platform"), f"{label}.platform", f"{platform!r} is not one of {', '.join(PLATFORMS)}")
         module = entry.get("module")
-        if isinstance(module, str) and module.strip() and isinstance(raw_id, str) and ID.match(raw_id):
+        if isinstance(module, str) and module.strip() and is_id(raw_id):
             if module != module_of(raw_id):
                 self.problem(line("module"), f"{label}.module",
                              f"the module is derived from the id ({module_of(raw_id)}); remove this key")

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from packaging.specifiers import SpecifierSet
 
 from tracker.model.manifest import Release
-from tracker.model.vocabulary import ID, entry_label
+from tracker.model.vocabulary import entry_label, is_id
 
 _REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
 _FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
@@ -101,12 +101,12 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
     for key in ("id", "title", "file", "marker", "waits_on", "link", "remaining", "note"):
         if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
-    checks = (("id", ID, "must be lower-case words joined by '-'"),
-              ("file", _FILE, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
-              ("waits_on", _REF, "is not OWNER/REPO#NUMBER"))
-    for key, pattern, message in checks:
+    checks = (("id", is_id, "must be lower-case words joined by '-'"),
+              ("file", _FILE.match, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
+              ("waits_on", _REF.match, "is not OWNER/REPO#NUMBER"))
+    for key, well_formed, message in checks:
         value = entry.get(key)
-        if isinstance(value, str) and value.strip() and not pattern.match(value):
+        if isinstance(value, str) and value.strip() and not well_formed(value):
             found.append((at(key), f"{label}.{key}", message))
     link = entry.get("link")
     if isinstance(link, str) and link.strip() and not link.startswith("https://"):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracker.fastpath import head, identity, matches, one_line, still, store_path, valid_record
-from tracker.model.vocabulary import APPLY_REASONS, ID, SKIP_REASONS
+from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
 
 # What no activation runs: the command line's own modules (upstream facts, retirement, the CLI,
@@ -72,7 +72,7 @@ def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] |
 
 def _valid_id(value: object) -> bool:
     """A workaround id as the manifest allows it (the module imported is derived from it)."""
-    return isinstance(value, str) and one_line(value, 256) and ID.match(value) is not None
+    return is_id(value) and one_line(value, 256)
 
 
 def _valid_plan(plan: object) -> bool:
