@@ -339,6 +339,23 @@ def test_metadata_rewritten_in_place_takes_the_full_path(tmp_path):
     assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.28.0"
 
 
+def test_a_metadata_file_created_beside_the_one_read_takes_the_full_path(tmp_path):
+    # The key lists the metadata files a distribution's folder holds, and the folder itself: a
+    # file created in it later (here METADATA, read before PKG-INFO) moves the folder's identity.
+    site = tmp_path / "site"
+    dist = site / "vllm-0.27.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.27.1\n")
+    first, _ = start(tmp_path / "cache", extra_path=site, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert first["report"]["environment"]["versions"]["vllm"] == "0.27.1"
+    assert start(tmp_path / "cache", extra_path=site, XPU_WORKAROUNDS_PLATFORM="cpu")[0]["replayed"]
+    before = site.stat().st_mtime_ns
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.28.0\n")
+    assert site.stat().st_mtime_ns == before  # sys.path's directory does not tell
+    second, _ = start(tmp_path / "cache", extra_path=site, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.28.0"
+
+
 def test_a_same_size_manifest_copied_with_its_mtime_kept_takes_the_full_path(tmp_path):
     manifest = copied_manifest(tmp_path)
     other = tmp_path / "other.toml"

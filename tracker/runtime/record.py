@@ -57,7 +57,9 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
                 folder = os.path.join(entry, name)
                 for inner in ("METADATA", "PKG-INFO"):
                     path = os.path.join(folder, inner)
-                    found.append([path, identity(path)])
+                    inner_identity = identity(path)
+                    if inner_identity is not None:  # one created later moves the folder's identity
+                        found.append([path, inner_identity])
                 found.append([folder, identity(folder)])  # an egg-info file, or the folder itself
     return found
 
