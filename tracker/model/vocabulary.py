@@ -108,7 +108,7 @@ RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.va
 def is_id(value: object) -> TypeGuard[str]:
     """A workaround's (or a tracked inline workaround's) id: lower-case ASCII words of letters
     and digits joined by single hyphens, the first word starting with a letter
-    (``event-blocking-kwarg``; the regular expression ``[a-z][a-z0-9]*(-[a-z0-9]+)*``, which
+    (``some-workaround``; the regular expression ``[a-z][a-z0-9]*(-[a-z0-9]+)*``, which
     tests/test_vocabulary.py checks this against). Written without one: compiling it cost
     0.2 ms in every process that carries out stored plans, which checks each plan's id."""
     return (isinstance(value, str) and value.isascii() and value[:1].isalpha()

@@ -50,7 +50,7 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
     from tracker.model.versions import metadata_entries, normalized_name  # the full path has imported it
 
     wanted = {normalized_name(name) for name in distributions}
-    found = []
+    found: list[list[Any]] = []
     for entry in path_directories():
         for distribution, name, suffix in metadata_entries(entry) or ():
             if suffix != "egg" and distribution in wanted:
