@@ -67,6 +67,7 @@ def mode(python: Path, source: Path, variables: dict[str, str], runs: int, first
                 samples.append(measure_once(python, source, {**variables, "XPU_WORKAROUNDS_CACHE_DIR": cache}))
         else:
             samples.append(measure_once(python, source, variables))
+    split = _split(python, source, variables, samples[0]["added_modules"], runs) if not first else None
     register = statistics.median(s["register_s"] for s in samples)
     baseline = statistics.median(s["import_vllm_s"] for s in samples)
     share = statistics.median(s["register_s"] / s["import_vllm_s"] for s in samples)
@@ -79,7 +80,37 @@ def mode(python: Path, source: Path, variables: dict[str, str], runs: int, first
             "added_modules": samples[0]["added_modules"], "outcomes": samples[0]["outcomes"],
             "environment": samples[0]["environment"], "vllm_platform": samples[0]["vllm_platform"],
             "vllm_file": samples[0]["vllm_file"], "warnings": samples[0]["warnings"],
-            "workarounds": samples[0]["workarounds"]}
+            "workarounds": samples[0]["workarounds"], "split": split}
+
+
+VOCABULARY = "tracker.model.vocabulary"
+
+
+def _split(python: Path, source: Path, variables: dict[str, str], added: list[str], runs: int) -> dict:
+    """The measured reason beside a figure: the same mode again, this package's modules that
+    ``register()`` imported there imported first (each timed; the vocabulary first, alone),
+    then ``register()`` timed for the rest (reading and checking the record, the workaround
+    modules, patching, the log line and the report)."""
+    modules = [name for name in added if name == "tracker" or name.startswith("tracker.")]
+    order = ([VOCABULARY] if VOCABULARY in modules else []) + [name for name in modules if name != VOCABULARY]
+    samples = [measure_once(python, source, {**variables, "XPU_WORKAROUNDS_BENCH_PREIMPORT": ",".join(order)})
+               for _ in range(max(3, runs // 2))]
+    return {"modules": len(modules),
+            "imports_s": statistics.median(sum(s["preimported_s"].values()) for s in samples),
+            "vocabulary_s": statistics.median(s["preimported_s"].get(VOCABULARY, 0.0) for s in samples),
+            "rest_s": statistics.median(s["register_s"] for s in samples),
+            "workaround_modules": sum(name.startswith("workarounds.") for name in added)}
+
+
+def reason(split: dict | None) -> str:
+    if split is None:
+        return ""
+    vocabulary = f", the vocabulary's StrEnums {ms(split['vocabulary_s'])} of it" if split["vocabulary_s"] else ""
+    rest = ["the record read and checked against the files its key lists"]
+    if split["workaround_modules"]:
+        rest += [f"{split['workaround_modules']} workaround modules imported", "their targets patched"]
+    return (f"; measured split: importing its {split['modules']} modules {ms(split['imports_s'])}{vocabulary}; "
+            f"the rest {ms(split['rest_s'])} ({', '.join(rest)}, the log line)")
 
 
 def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped manifest") -> dict:
@@ -126,8 +157,9 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
             f"vLLM resolved '{result['vllm_platform']}'; outcomes: {outcomes}",
             f"    modules register() adds ({len(result['added_modules'])}): {', '.join(result['added_modules'])}",
         ]
+        met = result["register_s"] <= limit
         targets.append({"target": f"{name}: register() median <= {limit * 1e3:g} ms ({before})",
-                        "figure": ms(result["register_s"]), "met": result["register_s"] <= limit})
+                        "figure": ms(result["register_s"]) + ("" if met else reason(result["split"])), "met": met})
         if manifest is None:
             targets.append({"target": f"{name}: register() < 0.5% of import vllm",
                             "figure": f"{result['share_of_import_vllm'] * 100:.2f}%",
