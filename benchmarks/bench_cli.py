@@ -64,9 +64,13 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
 
     # Issue 14 (item 4) for the shipped manifest, with its "today" beside; issue 6's at scale.
     limit, before = (0.300, "issue 6") if manifest else (0.100, "issue 14: today 121 ms")
+    typer_median = samples["python -c import typer"].median
+    reason = (f"; measured in the same run: the interpreter starting {ms(samples['python -c pass'].median)} and "
+              f"importing typer {ms(typer_median)} of it ({typer_median / json_median:.0%}), the rest "
+              f"{ms(json_median - typer_median)}")
     targets = [
-        {"target": f"status --json median <= {limit * 1e3:.0f} ms ({label}; {before})", "figure": ms(json_median),
-         "met": json_median <= limit},
+        {"target": f"status --json median <= {limit * 1e3:.0f} ms ({label}; {before})",
+         "figure": ms(json_median) + ("" if json_median <= limit else reason), "met": json_median <= limit},
         {"target": "status imports neither torch, vllm nor PyGithub", "figure": ", ".join(forbidden) or "none of them",
          "met": not forbidden},
     ]

@@ -67,7 +67,7 @@ def mode(python: Path, source: Path, variables: dict[str, str], runs: int, first
                 samples.append(measure_once(python, source, {**variables, "XPU_WORKAROUNDS_CACHE_DIR": cache}))
         else:
             samples.append(measure_once(python, source, variables))
-    split = _split(python, source, variables, samples[0]["added_modules"], runs) if not first else None
+    split = _split(python, source, variables, samples[0]["added_modules"], runs, first)
     register = statistics.median(s["register_s"] for s in samples)
     baseline = statistics.median(s["import_vllm_s"] for s in samples)
     share = statistics.median(s["register_s"] / s["import_vllm_s"] for s in samples)
@@ -86,30 +86,36 @@ def mode(python: Path, source: Path, variables: dict[str, str], runs: int, first
 VOCABULARY = "tracker.model.vocabulary"
 
 
-def _split(python: Path, source: Path, variables: dict[str, str], added: list[str], runs: int) -> dict:
+def _split(python: Path, source: Path, variables: dict[str, str], added: list[str], runs: int, first: bool) -> dict:
     """The measured reason beside a figure: the same mode again, this package's modules that
     ``register()`` imported there imported first (each timed; the vocabulary first, alone),
-    then ``register()`` timed for the rest (reading and checking the record, the workaround
-    modules, patching, the log line and the report)."""
+    then ``register()`` timed for the rest (reading and checking the record, or deciding from
+    the manifest and writing it; the workaround modules, patching, the log line, the report)."""
     modules = [name for name in added if name == "tracker" or name.startswith("tracker.")]
     order = ([VOCABULARY] if VOCABULARY in modules else []) + [name for name in modules if name != VOCABULARY]
-    samples = [measure_once(python, source, {**variables, "XPU_WORKAROUNDS_BENCH_PREIMPORT": ",".join(order)})
-               for _ in range(max(3, runs // 2))]
-    return {"modules": len(modules),
+    samples = []
+    for _ in range(max(3, runs // 2)):
+        with tempfile.TemporaryDirectory(prefix="xpu-workarounds-bench-split-") as cache:
+            split = {"XPU_WORKAROUNDS_BENCH_PREIMPORT": ",".join(order)} | (
+                {"XPU_WORKAROUNDS_CACHE_DIR": cache} if first else {})
+            samples.append(measure_once(python, source, {**variables, **split}))
+    return {"modules": len(modules), "first": first,
             "imports_s": statistics.median(sum(s["preimported_s"].values()) for s in samples),
             "vocabulary_s": statistics.median(s["preimported_s"].get(VOCABULARY, 0.0) for s in samples),
             "rest_s": statistics.median(s["register_s"] for s in samples),
+            "total_s": statistics.median(s["register_s"] + sum(s["preimported_s"].values()) for s in samples),
+            "processes": len(samples),
             "workaround_modules": sum(name.startswith("workarounds.") for name in added)}
 
 
-def reason(split: dict | None) -> str:
-    if split is None:
-        return ""
+def reason(split: dict) -> str:
     vocabulary = f", the vocabulary's StrEnums {ms(split['vocabulary_s'])} of it" if split["vocabulary_s"] else ""
-    rest = ["the record read and checked against the files its key lists"]
+    rest = (["the manifest read, the stack detected, each workaround decided, the record written"] if split["first"]
+            else ["the record read and checked against the files its key lists"])
     if split["workaround_modules"]:
         rest += [f"{split['workaround_modules']} workaround modules imported", "their targets patched"]
-    return (f"; measured split: importing its {split['modules']} modules {ms(split['imports_s'])}{vocabulary}; "
+    return (f"; measured split ({split['processes']} more processes, {ms(split['total_s'])} in all): importing its "
+            f"{split['modules']} modules {ms(split['imports_s'])}{vocabulary}; "
             f"the rest {ms(split['rest_s'])} ({', '.join(rest)}, the log line)")
 
 
