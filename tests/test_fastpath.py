@@ -433,6 +433,18 @@ def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replay
     assert (again["replayed"], again["full"]) == (replayed, not replayed)
 
 
+def test_a_command_line_name_deeper_down_is_decision_code(tmp_path):
+    # Only the package's top-level command-line modules are left out of the key, not every
+    # module that happens to share one of their names.
+    top = copied_package(tmp_path)
+    add_module(top / "tracker" / "model" / "check.py")
+    assert start_copy(tmp_path, top)["full"]
+    assert start_copy(tmp_path, top)["replayed"]
+    append_line(top / "tracker" / "model" / "check.py")
+    again = start_copy(tmp_path, top)
+    assert (again["replayed"], again["full"]) == (False, True)
+
+
 def test_the_replays_skip_reasons_are_the_vocabularys():
     from tracker.model.vocabulary import SKIP_REASONS
 

@@ -16,10 +16,11 @@ from tracker.fastpath import head, identity, matches, one_line, still, store_pat
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
 
-# What no activation runs: the command line's own modules (upstream facts, retirement, the CLI,
-# its catalogue, lint, upgrade check and cluster status). Anything else is in the key.
-_NOT_DECISION_CODE = ("__pycache__", "upstream", "retire", "cli.py", "catalogue.py", "lint.py", "check.py",
-                      "cluster.py", "cluster_probe.py")
+# What no activation runs, at the package's top: the command line's own modules (upstream facts,
+# retirement, the CLI, its catalogue, lint, upgrade check and cluster status). Anything else is
+# in the key, at any depth (a module of the same name deeper down is not one of these).
+_COMMAND_LINE_ONLY = frozenset({"upstream", "retire", "cli.py", "catalogue.py", "lint.py", "check.py", "cluster.py",
+                                "cluster_probe.py"})
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 
@@ -36,7 +37,7 @@ def _code() -> list[list[Any]]:
         found.append([directory, identity(directory)])
         for name in listing(directory) or ():
             path = os.path.join(directory, name)
-            if name in _NOT_DECISION_CODE:
+            if name == "__pycache__" or (directory == PACKAGE_DIR and name in _COMMAND_LINE_ONLY):
                 continue
             if name.endswith(".py"):
                 found.append([path, identity(path)])
