@@ -14,6 +14,7 @@ import pytest
 from support import own_workaround
 from support.manifests import workaround, write_manifest
 
+import tracker
 from tracker import fastpath
 from tracker.model import reader
 from tracker.paths import shipped_manifest
@@ -286,7 +287,7 @@ def test_the_key_holds_every_variable_a_decision_reads(tmp_path):
         activate.reset()
     read = {name for name in env.asked if name.startswith("XPU_WORKAROUNDS")}
     assert "XPU_WORKAROUNDS_PLATFORM" in read
-    assert read - {fastpath.REPORT_VARIABLE, "XPU_WORKAROUNDS_CACHE_DIR"} <= set(fastpath.DECISION_VARIABLES)
+    assert read - {tracker.REPORT, "XPU_WORKAROUNDS_CACHE_DIR"} <= set(tracker.DECISION_VARIABLES)
 
 
 # ------------------------------------------------------------- stale replays

@@ -8,6 +8,7 @@ import stat
 import platformdirs
 import pytest
 
+import tracker
 from tracker import paths
 
 
@@ -19,14 +20,14 @@ from tracker import paths
 ])
 def test_the_user_cache_dir_is_platformdirs_own_answer_without_importing_it(monkeypatch, variables):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.delenv(paths.CACHE_DIR_VARIABLE, raising=False)
+    monkeypatch.delenv(tracker.CACHE_DIR, raising=False)
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     assert paths.cache_dir(dict(variables)) == paths.Path(platformdirs.user_cache_dir("xpu-workarounds"))
 
 
 def test_the_cache_dir_variable_wins(tmp_path):
-    assert paths.cache_dir({paths.CACHE_DIR_VARIABLE: str(tmp_path), "HOME": "/x"}) == tmp_path
+    assert paths.cache_dir({tracker.CACHE_DIR: str(tmp_path), "HOME": "/x"}) == tmp_path
 
 
 def test_atomic_write_gives_the_mode_and_replaces_a_symlink_instead_of_following_it(tmp_path):

@@ -25,7 +25,8 @@ REPORT = "XPU_WORKAROUNDS_REPORT"
 CACHE_DIR = "XPU_WORKAROUNDS_CACHE_DIR"
 GITHUB_TOKEN = "XPU_WORKAROUNDS_GITHUB_TOKEN"
 
-# Every variable an activation's decisions read (not the token, the cache or the report directory).
+# Every variable an activation's decisions read (not the token, the cache or the report directory;
+# tests/test_fastpath.py checks the list against what an activation asks for).
 DECISION_VARIABLES = (KILL_SWITCH, DISABLE, FORCE, STRICT, PLATFORM, ASSUME, MANIFEST)
 
 STRICT_ON = ("1", "true", "on", "yes")

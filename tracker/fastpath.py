@@ -19,7 +19,7 @@ The key holds what a decision reads, and nothing else (never a token):
   its mtime kept still moves the ctime) and this package's decision code: where the
   package is, and each of its decision directories and ``.py`` files with its identity
   (a directory's moves when a file is added, removed or renamed in it);
-- the variables a decision reads (``DECISION_VARIABLES``);
+- the variables a decision reads (``tracker.DECISION_VARIABLES``);
 - the platform vLLM resolved (when vLLM is imported);
 - the installed distributions: every ``sys.path`` directory (the working directory
   for ``''``) with its inode, mtime and ctime, which installing, upgrading or removing
@@ -63,10 +63,6 @@ from tracker.paths import (
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
 SCHEMA = 5
-REPORT_VARIABLE = tracker.REPORT
-# Every variable an activation's decisions read (tests/test_fastpath.py checks the list
-# against what an activation asks for). Not the token, the cache or the report directory.
-DECISION_VARIABLES = tracker.DECISION_VARIABLES
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
@@ -140,7 +136,7 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     manifest_identity = identity(manifest)
     if manifest_identity is None:
         return None
-    values = [[name, environ[name]] for name in DECISION_VARIABLES if name in environ]
+    values = [[name, environ[name]] for name in tracker.DECISION_VARIABLES if name in environ]
     platform, _ = vllm_platform() if not environ.get(tracker.PLATFORM) else (None, None)
     paths = [[entry, identity(entry)] for entry in path_directories()]
     return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
@@ -274,7 +270,7 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
     for warning in stored["report"]["warnings"]:
         warn(warning)
     log(logging.INFO, stored["line"])
-    directory = env.get(REPORT_VARIABLE)
+    directory = env.get(tracker.REPORT)
     if directory:
         write_report(directory, report())
         if hasattr(os, "register_at_fork"):

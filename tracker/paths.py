@@ -22,7 +22,6 @@ from pathlib import Path
 import tracker
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-CACHE_DIR_VARIABLE = tracker.CACHE_DIR
 APP_NAME = "xpu-workarounds"
 
 
@@ -42,7 +41,7 @@ def shipped_manifest() -> str:
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The one cache-directory rule: ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir."""
     env = os.environ if environ is None else environ
-    configured = env.get(CACHE_DIR_VARIABLE, "").strip()
+    configured = env.get(tracker.CACHE_DIR, "").strip()
     if configured:
         return Path(configured)
     if sys.platform.startswith("linux"):

@@ -104,7 +104,6 @@ TARGET_KINDS: tuple[str, ...] = tuple(k.value for k in TargetKind)
 RELEASED_STATES: frozenset[str] = frozenset({State.MERGED.value, State.LANDED.value})
 
 
-
 def is_id(value: object) -> TypeGuard[str]:
     """A workaround's (or a tracked inline workaround's) id: lower-case ASCII words of letters
     and digits joined by single hyphens, the first word starting with a letter

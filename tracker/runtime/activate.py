@@ -179,7 +179,7 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     """Carry out the plans an earlier process made on the same inputs (``fastpath``'s key)."""
     # Strict mode from this environment (its raw value is in the key), never from the record.
-    _state.strict, _state.report_dir = tracker.strict(env), env.get(fastpath.REPORT_VARIABLE) or None
+    _state.strict, _state.report_dir = tracker.strict(env), env.get(tracker.REPORT) or None
     _state.environment = stored["environment"]
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:
