@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import PROCESS, child_environment, start
 
-from tracker import fastpath, paths
+from tracker import paths, plugin
 from tracker.model import reader
 from tracker.runtime import activate
 
@@ -45,11 +45,11 @@ def activation(cache: Path, **variables: str) -> tuple[dict[str, str], Path]:
 
 
 def replays(env: dict[str, str]) -> bool:
-    fastpath.forget()
+    plugin.forget()
     try:
-        return fastpath.replay(env)
+        return plugin.replay(env)
     finally:
-        fastpath.forget()
+        plugin.forget()
 
 
 # ------------------------------------------------------------ the cache directory
@@ -112,7 +112,7 @@ def test_a_record_that_is_a_symlink_is_not_followed(tmp_path):
 def test_a_fifo_in_place_of_the_record_never_blocks_start_up(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    record = Path(fastpath.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)}))
+    record = Path(plugin.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)}))
     os.mkfifo(record, 0o600)
     result = subprocess.run([sys.executable, "-c", PROCESS], capture_output=True, text=True, timeout=30,
                             env={**os.environ, "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_PLATFORM": "cpu"})
@@ -191,12 +191,12 @@ FIELDS = st.sampled_from([("key",), ("report",), ("line",), ("report", "environm
 @given(where=FIELDS, value=JSON)
 def test_no_record_of_any_shape_makes_replay_raise(tmp_path_factory, where, value):
     env = forged(tmp_path_factory, activation, where, value)
-    fastpath.forget()
+    plugin.forget()
     try:
-        if fastpath.replay(env):  # only a record of the right shape: the report must then be usable
-            assert fastpath._valid_report(fastpath._replayed) and fastpath.report()["pid"] == os.getpid()
+        if plugin.replay(env):  # only a record of the right shape: the report must then be usable
+            assert plugin._valid_report(plugin._replayed) and plugin.report()["pid"] == os.getpid()
     finally:
-        fastpath.forget()
+        plugin.forget()
 
 
 FORCED = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": reader.load().workarounds[0].id}
@@ -210,11 +210,11 @@ def planned_activation(cache: Path) -> tuple[dict[str, str], Path]:
 
 
 def carries_out_plans(env: dict[str, str]) -> bool:
-    fastpath.forget()
+    plugin.forget()
     try:
-        return not fastpath.replay(env) and fastpath.take_planned() is not None
+        return not plugin.replay(env) and plugin.take_planned() is not None
     finally:
-        fastpath.forget()
+        plugin.forget()
 
 
 def applied_plan(document: dict) -> dict:
@@ -264,7 +264,7 @@ def test_no_stored_plans_of_any_shape_make_register_raise(tmp_path_factory, wher
     env = forged(tmp_path_factory, planned_activation, where, value)
     activate.reset()
     try:
-        fastpath.replay(env)
+        plugin.replay(env)
         activate.register(env)  # must not raise, whatever the record holds
         document = activate.report()
         assert document["environment"] is not None and document["workarounds"]  # a full path or the plans
@@ -280,7 +280,7 @@ def report_document(pid: int = 424242) -> dict:
 
 
 def test_a_new_report_directory_is_0700_and_the_report_0600(tmp_path):
-    fastpath.write_report(str(tmp_path / "reports"), report_document())
+    plugin.write_report(str(tmp_path / "reports"), report_document())
     assert mode(tmp_path / "reports") == 0o700 and mode(tmp_path / "reports" / "424242.json") == 0o600
 
 
@@ -291,7 +291,7 @@ def test_a_planted_symlink_at_the_old_temporary_name_is_not_followed(tmp_path):
     reports.mkdir(mode=0o700)
     (reports / ".424242.tmp").symlink_to(victim)
     (reports / "424242.json.tmp").symlink_to(victim)
-    fastpath.write_report(str(reports), report_document())
+    plugin.write_report(str(reports), report_document())
     assert victim.read_text() == "precious\n"
     assert json.loads((reports / "424242.json").read_text())["pid"] == 424242
 
@@ -301,7 +301,7 @@ def test_a_planted_symlink_beside_the_store_is_not_followed(tmp_path):
     victim.write_text("precious\n")
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    store = fastpath.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)})
+    store = plugin.store_path({"XPU_WORKAROUNDS_CACHE_DIR": str(cache)})
     Path(f"{store}.{os.getpid()}.tmp").symlink_to(victim)
     activation(cache)
     assert victim.read_text() == "precious\n"
@@ -312,7 +312,7 @@ def test_a_report_directory_of_another_user_is_not_written(tmp_path, caplog):
     reports = tmp_path / "reports"
     reports.mkdir(mode=0o755)
     os.chown(reports, OTHER_UID, OTHER_UID)
-    fastpath.write_report(str(reports), report_document())
+    plugin.write_report(str(reports), report_document())
     assert list(reports.iterdir()) == []
     assert "belongs to uid 65534" in caplog.text
 
@@ -321,7 +321,7 @@ def test_a_report_directory_others_may_write_is_not_written(tmp_path, caplog):
     reports = tmp_path / "reports"
     reports.mkdir()
     os.chmod(reports, 0o777)
-    fastpath.write_report(str(reports), report_document())
+    plugin.write_report(str(reports), report_document())
     assert list(reports.iterdir()) == []
     assert len(caplog.records) == 1 and "writable by other users (mode 777)" in caplog.text
 
@@ -330,8 +330,8 @@ WRITE_ERROR = (
     "import os, resource, signal, sys\n"
     "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
     "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))  # a write error after 64 bytes\n"
-    "from tracker import fastpath\nfrom tracker.runtime import activate\n"
-    "fastpath.write_report(sys.argv[1], {'schema': 1, 'pid': 7, 'environment': None, 'warnings': ['x' * 500],\n"
+    "from tracker import plugin\nfrom tracker.runtime import activate\n"
+    "plugin.write_report(sys.argv[1], {'schema': 1, 'pid': 7, 'environment': None, 'warnings': ['x' * 500],\n"
     "                                    'workarounds': []})\n"
     "activate.register({'XPU_WORKAROUNDS_PLATFORM': 'cpu', 'XPU_WORKAROUNDS_CACHE_DIR': sys.argv[2]})\n"
 )

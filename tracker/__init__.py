@@ -3,9 +3,9 @@
 The package's top holds one thing more: the names of the ``XPU_WORKAROUNDS*`` environment
 variables (README "Environment variables") and the one reading the plugin's two paths share.
 They are here rather than in a module of their own because every vLLM process imports this
-package, and each further module its replay imports costs it about 0.2 ms (``-X importtime``).
+package, and each further module its replay imports costs it about 0.1 ms.
 The values are read and parsed once per activation, by ``tracker.model.environment.Settings``
-(the fast path hashes the raw decision variables into its key without parsing them);
+(the fast path keeps the raw decision variables in its key without parsing them);
 ``strict`` is the one reading both share, so that a process carrying out stored plans knows
 strict mode from its own environment, as the key does. Stdlib only.
 """

@@ -35,7 +35,7 @@ class Context(NamedTuple):
 
     Plain data, built by the engine from the manifest entry and the environment
     (``Context.of``), or from the fast path's record of an earlier activation with the
-    same inputs (``tracker.fastpath``), so that a module never needs the manifest.
+    same inputs (``tracker.plugin``), so that a module never needs the manifest.
     """
 
     id: str

@@ -1,21 +1,314 @@
-"""vLLM's entry point (``vllm.general_plugins``: ``xpu_workarounds = tracker.plugin:register``).
+"""vLLM's entry point, and the fast path every vLLM process takes first.
 
-vLLM calls ``register()`` with no arguments in every process it starts. It never
-raises unless ``XPU_WORKAROUNDS_STRICT=1`` and a needed workaround failed or drifted,
-never touches the network, and does its work once per process (later calls return
-at once); see ``tracker.runtime`` for what it does and the report it leaves, and
-``tracker.fastpath`` for how a process whose inputs an earlier one already decided on
-skips most of the work (the answer replayed, or the stored plans carried out).
+``vllm.general_plugins``: ``xpu_workarounds = tracker.plugin:register``. vLLM calls
+``register()`` with no arguments in every process it starts. It replays the last
+activation's answer where the key of its inputs still matches, else hands over to
+``tracker.runtime``; it never raises unless ``XPU_WORKAROUNDS_STRICT=1`` and a needed
+workaround failed or drifted, never touches the network, and does its work once per
+process (later calls return at once). README "At run time" (Fast path) says what the key
+holds and what is replayed, "Security" what is trusted.
+
+The entry point and the fast path are one module, and with ``tracker`` and
+``tracker.paths`` the only ones a replay imports: each module more costs every vLLM
+process about 0.1 ms. Stdlib only, no dataclasses.
+
+- Where nothing applied (``kind: skipped``), the answer itself is replayed: the log line
+  and the report. Where something applies (``kind: planned``), ``tracker.runtime.activate``
+  carries out the stored plans (``tracker.runtime.plan``): no manifest read, no decision made.
+- The key (``tracker.runtime.record.key``) is taken before a full activation reads anything
+  and checked again (``matches``) before its answer is stored; a later process takes the
+  cheap part (``head``) afresh and looks at each file and directory the rest lists again
+  (``still``: one ``stat`` each, no listing).
+- The store, ``activation-<prefix hash>.json`` in the per-user cache directory
+  (``tracker.paths.cache_dir``), is 0600 in a 0700 directory of this user, written under a
+  random name and renamed, and read as untrusted data: a file not owned by this user,
+  readable or writable by others, too large, or of any unexpected shape means a full
+  activation.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import sys
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import tracker
+from tracker.paths import (
+    PACKAGE_DIR,
+    atomic_write,
+    cache_dir,
+    path_directories,
+    private_dir,
+    read_private,
+    shipped_manifest,
+)
+
+LOGGER = logging.getLogger("vllm.xpu_workarounds")
+SCHEMA = 5
+_STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
+_LINE_LIMIT = 16384
+# tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
+# would cost the replay about a millisecond (tests/test_fastpath.py checks the two agree).
+_SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
+                 "unknown-version")
+
+_replayed: dict[str, Any] | None = None
+_planned: dict[str, Any] | None = None  # a stored activation that applied something: carried out by tracker.runtime
+_tried = False  # replay is tried once per process: after a full activation it must not replay
+
+
+def log(level: int, message: str) -> None:
+    """Log ``message`` through vLLM's logger, or to stderr while nothing is configured.
+
+    Some vLLM releases configure their log handlers only after plugins have run in the
+    front-end process; a record logged before that would be dropped (Python's fallback
+    shows warnings only), and the one line each process owes its user would be lost.
+    """
+    try:
+        if LOGGER.hasHandlers():
+            LOGGER.log(level, message)
+        elif level >= logging.INFO:
+            sys.stderr.write(f"{logging.getLevelName(level)} {message}\n")
+    except Exception:  # noqa: BLE001 - a closed stderr must not stop vLLM either
+        pass
+
+
+def warn(message: str) -> None:
+    """Log one warning line of the activation's: ``message`` under the project's prefix
+    (a message that already carries it, such as an invalid manifest's, keeps its own)."""
+    log(logging.WARNING, message if message.startswith("xpu-workarounds") else f"xpu-workarounds: {message}")
+
+
+def vllm_platform() -> tuple[str | None, str | None]:
+    """(platform vLLM resolved, or None when vLLM is not imported or cannot say; error text)."""
+    if "vllm" not in sys.modules:
+        return None, None
+    try:
+        from vllm.platforms import current_platform
+
+        for name in ("xpu", "rocm", "cuda", "cpu"):
+            if getattr(current_platform, f"is_{name}")():
+                return name, None
+        return "unknown", None
+    except Exception as error:  # noqa: BLE001 - the caller falls back to torch's build label
+        return None, f"could not ask vLLM for its platform ({type(error).__name__}: {error}); using torch's build label"
+
+
+def identity(path: str) -> list[int] | None:
+    """What changes when ``path`` is replaced, rewritten or (a directory) gains or loses an entry."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def head(environ: Mapping[str, str]) -> list[Any] | None:
+    """The part of the key that is taken afresh each time (JSON-shaped: lists, not tuples,
+    so that it compares equal to its stored copy); None when it cannot be told.
+
+    The rest of the key (``tracker.runtime.record.key``) is a list of files and directories
+    with their identities, which a later process checks by looking at each again (``still``).
+    """
+    manifest = environ.get(tracker.MANIFEST) or shipped_manifest()
+    try:
+        manifest = os.path.abspath(manifest)
+    except OSError:
+        return None
+    manifest_identity = identity(manifest)
+    if manifest_identity is None:
+        return None
+    values = [[name, environ[name]] for name in tracker.DECISION_VARIABLES if name in environ]
+    platform, _ = vllm_platform() if not environ.get(tracker.PLATFORM) else (None, None)
+    paths = [[entry, identity(entry)] for entry in path_directories()]
+    return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
+
+
+def matches(stored_key: object, environ: Mapping[str, str]) -> bool:
+    """Whether a key taken earlier (``record.key``) still holds in this process: the same
+    head, and every code file, code directory and metadata file it names as it was."""
+    if not isinstance(stored_key, list) or len(stored_key) < 2:
+        return False
+    current = head(environ)
+    return (current is not None and stored_key[:-2] == current and bool(stored_key[-2])
+            and still(stored_key[-2]) and still(stored_key[-1]))
+
+
+def store_path(environ: Mapping[str, str]) -> str:
+    name = f"activation-{zlib.crc32(sys.prefix.encode()):08x}.json"
+    return os.path.join(cache_dir(environ), name)
+
+
+def one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
+    """A single printable line (nothing that could forge a second log line)."""
+    return isinstance(value, str) and len(value) <= limit and value.isprintable()
+
+
+def _valid_environment(environment: object) -> bool:
+    if not isinstance(environment, dict) or set(environment) != {"platform", "platform_source", "versions"}:
+        return False
+    if not isinstance(environment["versions"], dict):
+        return False
+    if not all(one_line(environment[name], 64) for name in ("platform", "platform_source")):
+        return False
+    return all(one_line(name, 128) and (version is None or one_line(version, 256))
+               for name, version in environment["versions"].items())
+
+
+def _valid_warnings(warnings: object) -> bool:
+    return isinstance(warnings, list) and all(one_line(warning) for warning in warnings)
+
+
+def _valid_report(report: object) -> bool:
+    """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
+    if not isinstance(report, dict) or set(report) != {"schema", "environment", "warnings", "workarounds"}:
+        return False
+    workarounds = report["workarounds"]
+    if report["schema"] != 1 or not _valid_environment(report["environment"]):
+        return False
+    if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
+        return False
+    for entry in workarounds:
+        if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
+                                                         "decided_by", "targets"}:
+            return False
+        if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
+                "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
+            return False
+        if not (one_line(entry["id"], 256) and one_line(entry["detail"]) and isinstance(entry["targets"], list)):
+            return False
+        for target in entry["targets"]:
+            if (not isinstance(target, dict) or set(target) != {"path", "outcome", "detail", "aliases"}
+                    or target["outcome"] != "skipped" or target["aliases"] != []
+                    or not one_line(target["path"], 1024) or not one_line(target["detail"])):
+                return False
+    return True
+
+
+def valid_record(stored: object) -> bool:
+    if not isinstance(stored, dict) or not isinstance(stored.get("key"), list):
+        return False
+    if stored.get("kind") == "skipped" and set(stored) == {"key", "kind", "report", "line"}:
+        # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
+        # cap, not a detail's; being one printable line is what keeps it from forging another.
+        return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
+    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "plans"}:
+        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])):
+            return False
+        from tracker.runtime import record  # only where something applies: the replay stays small
+
+        return record.valid_plans(stored["plans"])
+    return False
+
+
+def still(found: object) -> bool:
+    """Every path named in ``found`` (a stored key's code or metadata part: ``[path, identity]``
+    pairs) has the identity it had."""
+    return isinstance(found, list) and all(
+        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and identity(item[0]) == item[1]
+        for item in found)
+
+
+def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The stored record if it may be trusted and its key matches this process; else None."""
+    path = store_path(env)
+    try:
+        private_dir(os.path.dirname(path))
+    except OSError:
+        return None
+    data = read_private(path, _STORE_LIMIT)
+    if data is None:
+        return None
+    try:
+        stored = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not valid_record(stored) or not matches(stored["key"], env):
+        return None
+    record: dict[str, Any] = stored
+    return record
+
 
 def register() -> None:
-    from tracker import fastpath
-
-    if fastpath.replay():  # the last activation here applied nothing and nothing changed since
+    """vLLM's entry point: replay the stored answer, else a full activation (``tracker.runtime``)."""
+    if replay():  # the last activation here applied nothing and nothing changed since
         return
-    from tracker import runtime
+    from tracker.runtime import activate
 
-    runtime.register()
+    activate.register()
+
+
+def replay(environ: Mapping[str, str] | None = None) -> bool:
+    """Replay the stored activation if its key matches this process; True when it did.
+
+    Never raises: anything unexpected means a full activation.
+    """
+    global _replayed, _planned, _tried
+    env = os.environ if environ is None else environ
+    if _tried:
+        return _replayed is not None
+    _tried = True
+    try:
+        stored = _load(env)
+    except Exception:  # noqa: BLE001 - never stop vLLM: the full path decides instead
+        stored = None
+    if stored is None:
+        return False
+    if stored["kind"] == "planned":
+        _planned = stored  # something applies: tracker.runtime carries the stored plans out
+        return False
+    _replayed = stored["report"]
+    for warning in stored["report"]["warnings"]:
+        warn(warning)
+    log(logging.INFO, stored["line"])
+    directory = env.get(tracker.REPORT)
+    if directory:
+        write_report(directory, report())
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=lambda: write_report(directory, report()))
+    return True
+
+
+def take_planned() -> dict[str, Any] | None:
+    """The stored plans ``replay`` found for this process (once), or None."""
+    global _planned
+    record, _planned = _planned, None
+    return record
+
+
+def no_replay() -> None:
+    """A full activation is under way in this process: never replay after it."""
+    global _tried
+    _tried = True
+
+
+def replayed() -> bool:
+    return _replayed is not None
+
+
+def report() -> dict[str, Any]:
+    """The replayed report, for this process."""
+    assert _replayed is not None
+    return {"schema": _replayed["schema"], "pid": os.getpid(),
+            **{k: v for k, v in _replayed.items() if k not in ("schema", "pid")}}
+
+
+def write_report(directory: str, document: dict[str, Any]) -> None:
+    """Write DIR/<pid>.json (0600, random temporary name, rename) into a directory of
+    this user that no one else can write; never raises."""
+    try:
+        private_dir(directory)
+        atomic_write(os.path.join(directory, f"{int(document['pid'])}.json"), json.dumps(document, indent=2) + "\n")
+    except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
+        log(logging.WARNING, f"xpu-workarounds: could not write the report to {directory}: {reason}")
+
+
+def forget() -> None:
+    """Drop this process's replayed state (tests)."""
+    global _replayed, _planned, _tried
+    _replayed, _planned, _tried = None, None, False

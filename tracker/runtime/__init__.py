@@ -1,4 +1,4 @@
-"""Run time after the fast path (``tracker.fastpath``, what every vLLM process tries first):
+"""Run time after the fast path (``tracker.plugin``, what every vLLM process tries first):
 activation (``activate``), the full path's decisions (``planning``) and the record they leave.
 
 ``tracker.runtime.report()`` (the contract's name) and ``register``/``reset``/``summary``

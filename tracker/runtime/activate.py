@@ -43,16 +43,16 @@ from types import ModuleType
 from typing import Any
 
 import tracker
-from tracker import fastpath
+from tracker import plugin
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
-from tracker.fastpath import log
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import listings_shared
+from tracker.plugin import log
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 
-LOGGER = fastpath.LOGGER
+LOGGER = plugin.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = tuple(Outcome)
 _BAD = (Outcome.FAILED, Outcome.DRIFTED)
@@ -120,11 +120,11 @@ def register(environ: Mapping[str, str] | None = None) -> None:
     """
     env = os.environ if environ is None else environ
     with _state.lock:
-        if _state.registered or fastpath.replayed():
+        if _state.registered or plugin.replayed():
             return
         _state.registered = True
-        stored = fastpath.take_planned()  # plans an earlier process made on these very inputs
-        fastpath.no_replay()
+        stored = plugin.take_planned()  # plans an earlier process made on these very inputs
+        plugin.no_replay()
         try:
             if stored is not None:
                 _replay(env, stored)
@@ -177,13 +177,13 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
 
 
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
-    """Carry out the plans an earlier process made on the same inputs (``fastpath``'s key)."""
+    """Carry out the plans an earlier process made on the same inputs (``tracker.plugin``'s key)."""
     # Strict mode from this environment (its raw value is in the key), never from the record.
     _state.strict, _state.report_dir = tracker.strict(env), env.get(tracker.REPORT) or None
     _state.environment = stored["environment"]
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:
-        fastpath.warn(warning)
+        plugin.warn(warning)
     _carry_out([Plan.from_json(plan, stored["environment"]) for plan in stored["plans"]])
 
 
@@ -279,7 +279,7 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
     except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
         message = f"{plan.id}: probe failed ({type(error).__name__}: {error}); the version gate decides"
         _state.warnings.append(message)
-        fastpath.warn(message)
+        plugin.warn(message)
         return None
     return finding
 
@@ -354,8 +354,8 @@ def _target_json(entry: _Entry) -> list[dict[str, Any]]:
 
 def report() -> dict[str, Any]:
     """This process's report (shape in the module docstring)."""
-    if not _state.registered and fastpath.replayed():
-        return fastpath.report()
+    if not _state.registered and plugin.replayed():
+        return plugin.report()
     with _state.lock:
         document = {
             "schema": SCHEMA,
@@ -408,7 +408,7 @@ def _after_fork() -> None:
 def _write_report() -> None:
     """Write DIR/<pid>.json atomically when XPU_WORKAROUNDS_REPORT=DIR; never raises."""
     if _state.report_dir:
-        fastpath.write_report(_state.report_dir, report())
+        plugin.write_report(_state.report_dir, report())
 
 
 def reset() -> None:
@@ -423,7 +423,7 @@ def reset() -> None:
                     patching.revert(record.path)
         fork_hook = _state.fork_hook
         _state.reset()
-        fastpath.forget()
+        plugin.forget()
         _state.fork_hook = fork_hook
 
 

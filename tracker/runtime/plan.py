@@ -3,7 +3,7 @@
 A ``Plan`` is one workaround's decision (made by ``tracker.runtime.planning`` from the
 manifest, the environment and the settings) with what carrying it out needs: the
 module, the targets and the module's ``Context``. The full path makes plans; the fast
-path (``tracker.fastpath``) stores them with the key of their inputs, and a
+path (``tracker.plugin``) stores them with the key of their inputs, and a
 later process with the same inputs carries the stored plans out without reading the
 manifest, the distribution metadata or deciding again. Patching, the module's own
 probe and the outcomes are always this process's own.

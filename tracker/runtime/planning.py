@@ -1,6 +1,6 @@
 """The full path's decisions: manifest -> settings -> environment -> decision -> source probe -> plans.
 
-Imported only when an activation cannot be replayed (``tracker.fastpath``): this is
+Imported only when an activation cannot be replayed (``tracker.plugin``): this is
 where the manifest is read, the distribution metadata consulted and every decision made
 (``tracker.model.decision``), with the engine's source probe (``tracker.runtime.probe``),
 which may only turn an ``affected`` apply into a skip on evidence that vLLM carries the fix.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from tracker import fastpath
+from tracker import plugin
 from tracker.api import Context
 from tracker.engine import source
 from tracker.model.decision import Decision, decide
@@ -38,7 +38,7 @@ def plan(settings: Settings) -> Planned:
 
     def warn(message: str) -> None:
         warnings.append(message)
-        fastpath.warn(message)
+        plugin.warn(message)
 
     try:
         manifest = load(settings.manifest)
@@ -84,14 +84,14 @@ def _sources(workaround: Workaround) -> list[list[Any]] | None:
         path = source.module_source(module)
         if path is None:
             return None
-        found.append([str(path), fastpath.identity(str(path))])
+        found.append([str(path), plugin.identity(str(path))])
     return found
 
 
 def _environment(settings: Settings, warn: Any) -> Environment:
     if settings.platform is not None:
         return build(platform=settings.platform, platform_source="override", assume=settings.assume)
-    platform, error = fastpath.vllm_platform()  # the platform vLLM resolved, when vLLM is imported
+    platform, error = plugin.vllm_platform()  # the platform vLLM resolved, when vLLM is imported
     if error is not None:
         warn(error)
     if platform is not None:

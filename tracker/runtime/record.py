@@ -1,4 +1,4 @@
-"""The fast path's record (``tracker.fastpath``): its key, writing it, and checking stored plans.
+"""The fast path's record (``tracker.plugin``): its key, writing it, and checking stored plans.
 
 Only a full activation takes a whole key and writes a record, and only a record of stored
 plans needs its plans checked, so none of this is imported where a process replays an
@@ -12,9 +12,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tracker.fastpath import head, identity, matches, one_line, still, store_path, valid_record
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
+from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record
 
 # What no activation runs, at the package's top: the command line's own modules (upstream facts,
 # retirement, the CLI, its catalogue, lint, upgrade check and cluster status). Anything else is
@@ -29,7 +29,7 @@ def _code() -> list[list[Any]]:
     """Every directory and ``.py`` file of this package a decision may run, absolute path
     and identity, in a fixed order. A directory's identity moves when a file in it is
     added, removed or renamed, a file's when it is rewritten: a later process checks these
-    with one ``stat`` each (``fastpath.still``) instead of listing the package again."""
+    with one ``stat`` each (``plugin.still``) instead of listing the package again."""
     found: list[list[Any]] = []
     pending = [PACKAGE_DIR]
     while pending:
@@ -66,7 +66,7 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
 
 
 def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] | None:
-    """Everything a decision reads (``fastpath``'s docstring): ``fastpath.head``, then this
+    """Everything a decision reads (``tracker.plugin``'s docstring): ``plugin.head``, then this
     package's code and the metadata files of ``distributions``, each with its identity;
     None when it cannot be told."""
     first = head(environ)
