@@ -3,7 +3,7 @@
 The package's top holds one thing more: the names of the ``XPU_WORKAROUNDS*`` environment
 variables (README "Environment variables") and the one reading the plugin's two paths share.
 They are here rather than in a module of their own because every vLLM process imports this
-package, and each further module its replay imports costs it about 0.1 ms.
+package, and pays for each module its replay imports (``tracker.plugin``).
 The values are read and parsed once per activation, by ``tracker.model.environment.Settings``
 (the fast path keeps the raw decision variables in its key without parsing them);
 ``strict`` is the one reading both share, so that a process carrying out stored plans knows
