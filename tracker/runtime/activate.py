@@ -48,7 +48,6 @@ from tracker.api import Finding
 from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import listings_shared
-from tracker.plugin import log
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 
@@ -135,7 +134,7 @@ def register(environ: Mapping[str, str] | None = None) -> None:
         except Exception as error:  # noqa: BLE001 - the plugin must not stop vLLM
             message = f"xpu-workarounds: could not activate: {type(error).__name__}: {error}"
             _state.warnings.append(message)
-            log(logging.WARNING, message)
+            plugin.log(logging.WARNING, message)
             if _state.strict:
                 raise StrictModeError(message) from None
 
@@ -191,7 +190,7 @@ def _carry_out(plans: list[Plan]) -> None:
     with source.memoized():  # one look-up per module, however many targets it holds
         for plan in plans:
             _state.entries.append(_handle(plan))
-    log(logging.INFO, summary())
+    plugin.log(logging.INFO, summary())
     _write_report()
     if not _state.fork_hook and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork)  # forked children inherit patches: report them too
@@ -295,7 +294,7 @@ def _after_import(workaround_id: str, outcome: Outcome, detail: str | None) -> N
     """Something changed on an import: a failure or a drift is a warning line, the report is
     rewritten, and in strict mode a failure or drift stops that import."""
     if outcome in _BAD:
-        log(logging.WARNING, f"xpu-workarounds: {workaround_id} {outcome} on import: {detail}")
+        plugin.log(logging.WARNING, f"xpu-workarounds: {workaround_id} {outcome} on import: {detail}")
     _write_report()
     if _state.strict and outcome in _BAD:
         _stop(f"xpu-workarounds: strict mode: {workaround_id} {outcome}: {detail}")
@@ -303,7 +302,7 @@ def _after_import(workaround_id: str, outcome: Outcome, detail: str | None) -> N
 
 def _stop(message: str) -> None:
     """Strict mode: say why in vLLM's log (a traceback's last line is easy to miss), then stop."""
-    log(logging.ERROR, message)
+    plugin.log(logging.ERROR, message)
     raise StrictModeError(message)
 
 

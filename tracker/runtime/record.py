@@ -66,7 +66,7 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
 
 
 def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] | None:
-    """Everything a decision reads (``tracker.plugin``'s docstring): ``plugin.head``, then this
+    """Everything a decision reads (README "At run time", Fast path): ``plugin.head``, then this
     package's code and the metadata files of ``distributions``, each with its identity;
     None when it cannot be told."""
     first = head(environ)
