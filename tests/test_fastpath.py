@@ -30,7 +30,7 @@ PROCESS = (
     "full = 'tracker.runtime.activate' in sys.modules\n"
     "ours = sorted(m for m in sys.modules if m.partition('.')[0] == 'tracker')\n"
     "from tracker import runtime\n"
-    "print(json.dumps({'replayed': tracker.plugin.replayed(), 'full': full, 'ours': ours, 'report': runtime.report(),\n"
+    "print(json.dumps({'replayed': tracker.plugin.replayed is not None, 'full': full, 'ours': ours, 'report': runtime.report(),\n"
     "                  'package': tracker.plugin.__file__}))\n"
 )
 

@@ -45,11 +45,11 @@ def activation(cache: Path, **variables: str) -> tuple[dict[str, str], Path]:
 
 
 def replays(env: dict[str, str]) -> bool:
-    plugin.forget()
+    activate.reset()
     try:
         return plugin.replay(env)
     finally:
-        plugin.forget()
+        activate.reset()
 
 
 # ------------------------------------------------------------ the cache directory
@@ -191,12 +191,12 @@ FIELDS = st.sampled_from([("key",), ("report",), ("line",), ("report", "environm
 @given(where=FIELDS, value=JSON)
 def test_no_record_of_any_shape_makes_replay_raise(tmp_path_factory, where, value):
     env = forged(tmp_path_factory, activation, where, value)
-    plugin.forget()
+    activate.reset()
     try:
         if plugin.replay(env):  # only a record of the right shape: the report must then be usable
-            assert plugin._valid_report(plugin._replayed) and plugin.report()["pid"] == os.getpid()
+            assert plugin._valid_report(plugin.replayed) and plugin.report()["pid"] == os.getpid()
     finally:
-        plugin.forget()
+        activate.reset()
 
 
 FORCED = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": reader.load().workarounds[0].id}
@@ -210,11 +210,11 @@ def planned_activation(cache: Path) -> tuple[dict[str, str], Path]:
 
 
 def carries_out_plans(env: dict[str, str]) -> bool:
-    plugin.forget()
+    activate.reset()
     try:
-        return not plugin.replay(env) and plugin.take_planned() is not None
+        return not plugin.replay(env) and plugin.planned is not None
     finally:
-        plugin.forget()
+        activate.reset()
 
 
 def applied_plan(document: dict) -> dict:

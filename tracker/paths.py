@@ -12,20 +12,16 @@ untrusted data (``read_private``: regular files of this user only, under a size 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import tracker
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 APP_NAME = "xpu-workarounds"
-
-
-_listings: dict[str, list[str] | None] | None = None  # set inside ``listings_shared()``
 
 
 class UnsafeLocation(OSError):
@@ -38,24 +34,27 @@ def shipped_manifest() -> str:
     return packaged if os.path.isfile(packaged) else os.path.join(os.path.dirname(PACKAGE_DIR), "workarounds.toml")
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The one cache-directory rule: ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir."""
+def cache_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The one cache-directory rule: ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir.
+
+    A string, not a ``Path``: the fast path builds no ``pathlib`` objects.
+    """
     env = os.environ if environ is None else environ
     configured = env.get(tracker.CACHE_DIR, "").strip()
     if configured:
-        return Path(configured)
+        return configured
     if sys.platform.startswith("linux"):
         # platformdirs' XDG rule, without its ~18 ms of imports in every vLLM process
         # (tests/test_paths.py checks that both agree).
         xdg = env.get("XDG_CACHE_HOME", "")
         if os.path.isabs(xdg):
-            return Path(xdg, APP_NAME)
+            return os.path.join(xdg, APP_NAME)
         home = env.get("HOME", "")
         if os.path.isabs(home):
-            return Path(home, ".cache", APP_NAME)
+            return os.path.join(home, ".cache", APP_NAME)
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir(APP_NAME))
+    return platformdirs.user_cache_dir(APP_NAME)
 
 
 def path_directories() -> list[str]:
@@ -70,45 +69,14 @@ def path_directories() -> list[str]:
     return entries
 
 
-def listing(directory: str) -> list[str] | None:
-    """The names in ``directory``, sorted; None when it cannot be listed (absent, not a
-    directory, unreadable). Inside ``listings_shared()`` each directory is listed once."""
-    memo = _listings
-    if memo is not None and directory in memo:
-        return memo[directory]
-    names: list[str] | None
-    try:
-        with os.scandir(directory) as entries:
-            names = sorted(entry.name for entry in entries)
-    except OSError:
-        names = None
-    if memo is not None:
-        memo[directory] = names
-    return names
-
-
-@contextlib.contextmanager
-def listings_shared() -> Iterator[None]:
-    """Within this block each directory is listed once: a first activation lists every
-    ``sys.path`` directory for the fast path's key and again to find distribution metadata;
-    the key holds each directory's identity, so both must see one listing anyway."""
-    global _listings
-    outer = _listings
-    _listings = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _listings = outer
-
-
-def private_dir(path: Path | str) -> Path:
+def private_dir(path: str | os.PathLike[str]) -> str:
     """``path`` as a directory only this user can write: created 0700 when absent.
 
     Raises ``UnsafeLocation`` when it is not a directory, belongs to another user, or
     group or others may write it (they could plant or swap files); ``OSError`` when it
     cannot be created.
     """
-    directory = Path(path)
+    directory = os.fspath(path)
     try:
         info = os.stat(directory)  # present: the common case, without makedirs' exceptions
     except FileNotFoundError:

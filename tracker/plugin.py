@@ -29,6 +29,7 @@ Stdlib only, no dataclasses.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -57,9 +58,11 @@ _LINE_LIMIT = 16384
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
 
-_replayed: dict[str, Any] | None = None
-_planned: dict[str, Any] | None = None  # a stored activation that applied something: carried out by tracker.runtime
-_tried = False  # replay is tried once per process: after a full activation it must not replay
+# This process's state, read and reset by ``tracker.runtime.activate`` as module attributes (an
+# accessor function each would be one more code object for every vLLM process to load).
+replayed: dict[str, Any] | None = None  # the report replayed in this process (without its pid)
+planned: dict[str, Any] | None = None  # a stored activation that applied something: carried out by tracker.runtime
+tried = False  # replay is tried once per process: after a full activation it must not replay
 
 
 def log(level: int, message: str) -> None:
@@ -123,9 +126,14 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     manifest_identity = identity(manifest)
     if manifest_identity is None:
         return None
-    values = [[name, environ[name]] for name in tracker.DECISION_VARIABLES if name in environ]
+    values = []
+    for name in tracker.DECISION_VARIABLES:  # loops, not comprehensions: each of those is a code object to load
+        if name in environ:
+            values.append([name, environ[name]])
     platform, _ = vllm_platform() if not environ.get(tracker.PLATFORM) else (None, None)
-    paths = [[entry, identity(entry)] for entry in path_directories()]
+    paths = []
+    for entry in path_directories():
+        paths.append([entry, identity(entry)])
     return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
 
 
@@ -152,16 +160,14 @@ def one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
 def _valid_environment(environment: object) -> bool:
     if not isinstance(environment, dict) or set(environment) != {"platform", "platform_source", "versions"}:
         return False
-    if not isinstance(environment["versions"], dict):
+    versions = environment["versions"]
+    if not (one_line(environment["platform"], 64) and one_line(environment["platform_source"], 64)
+            and isinstance(versions, dict)):
         return False
-    if not all(one_line(environment[name], 64) for name in ("platform", "platform_source")):
-        return False
-    return all(one_line(name, 128) and (version is None or one_line(version, 256))
-               for name, version in environment["versions"].items())
-
-
-def _valid_warnings(warnings: object) -> bool:
-    return isinstance(warnings, list) and all(one_line(warning) for warning in warnings)
+    for name, version in versions.items():
+        if not (one_line(name, 128) and (version is None or one_line(version, 256))):
+            return False
+    return True
 
 
 def _valid_report(report: object) -> bool:
@@ -171,7 +177,8 @@ def _valid_report(report: object) -> bool:
     workarounds = report["workarounds"]
     if report["schema"] != 1 or not _valid_environment(report["environment"]):
         return False
-    if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
+    warnings = report["warnings"]
+    if not (isinstance(warnings, list) and all(map(one_line, warnings)) and isinstance(workarounds, list)):
         return False
     for entry in workarounds:
         if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
@@ -198,7 +205,9 @@ def valid_record(stored: object) -> bool:
         # cap, not a detail's; being one printable line is what keeps it from forging another.
         return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
     if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "plans"}:
-        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])):
+        warnings = stored["warnings"]
+        if not (_valid_environment(stored["environment"]) and isinstance(warnings, list)
+                and all(map(one_line, warnings))):
             return False
         from tracker.runtime import record  # only where something applies: the replay stays small
 
@@ -209,9 +218,13 @@ def valid_record(stored: object) -> bool:
 def still(found: object) -> bool:
     """Every path named in ``found`` (a stored key's code or metadata part: ``[path, identity]``
     pairs) has the identity it had."""
-    return isinstance(found, list) and all(
-        isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and identity(item[0]) == item[1]
-        for item in found)
+    if not isinstance(found, list):
+        return False
+    for item in found:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                and identity(item[0]) == item[1]):
+            return False
+    return True
 
 
 def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -248,11 +261,11 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
 
     Never raises: anything unexpected means a full activation.
     """
-    global _replayed, _planned, _tried
+    global replayed, planned, tried
     env = os.environ if environ is None else environ
-    if _tried:
-        return _replayed is not None
-    _tried = True
+    if tried:
+        return replayed is not None
+    tried = True
     try:
         stored = _load(env)
     except Exception:  # noqa: BLE001 - never stop vLLM: the full path decides instead
@@ -260,56 +273,34 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
     if stored is None:
         return False
     if stored["kind"] == "planned":
-        _planned = stored  # something applies: tracker.runtime carries the stored plans out
+        planned = stored  # something applies: tracker.runtime carries the stored plans out
         return False
-    _replayed = stored["report"]
+    replayed = stored["report"]
     for warning in stored["report"]["warnings"]:
         warn(warning)
     log(logging.INFO, stored["line"])
     directory = env.get(tracker.REPORT)
     if directory:
-        write_report(directory, report())
+        write_report(directory)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: write_report(directory, report()))
+            os.register_at_fork(after_in_child=functools.partial(write_report, directory))
     return True
-
-
-def take_planned() -> dict[str, Any] | None:
-    """The stored plans ``replay`` found for this process (once), or None."""
-    global _planned
-    record, _planned = _planned, None
-    return record
-
-
-def no_replay() -> None:
-    """A full activation is under way in this process: never replay after it."""
-    global _tried
-    _tried = True
-
-
-def replayed() -> bool:
-    return _replayed is not None
 
 
 def report() -> dict[str, Any]:
     """The replayed report, for this process."""
-    assert _replayed is not None
-    return {"schema": _replayed["schema"], "pid": os.getpid(),
-            **{k: v for k, v in _replayed.items() if k not in ("schema", "pid")}}
+    assert replayed is not None
+    return {"schema": replayed["schema"], "pid": os.getpid(), **replayed}
 
 
-def write_report(directory: str, document: dict[str, Any]) -> None:
+def write_report(directory: str, document: dict[str, Any] | None = None) -> None:
     """Write DIR/<pid>.json (0600, random temporary name, rename) into a directory of
-    this user that no one else can write; never raises."""
+    this user that no one else can write; never raises. ``document``: the replayed report
+    when None."""
     try:
+        document = report() if document is None else document
         private_dir(directory)
         atomic_write(os.path.join(directory, f"{int(document['pid'])}.json"), json.dumps(document, indent=2) + "\n")
     except Exception as error:  # noqa: BLE001 - a report must never stop vLLM
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
         log(logging.WARNING, f"xpu-workarounds: could not write the report to {directory}: {reason}")
-
-
-def forget() -> None:
-    """Drop this process's replayed state (tests)."""
-    global _replayed, _planned, _tried
-    _replayed, _planned, _tried = None, None, False

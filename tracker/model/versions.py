@@ -16,16 +16,18 @@ Version policy (written down in the README, tested in tests/test_versions.py):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.specifiers import version as parse_version
-from tracker.paths import listing, path_directories
+from tracker.paths import path_directories
 
 # Component name -> distribution names it may be installed under, in order of preference.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -92,6 +94,40 @@ def normalized_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_listings: dict[str, list[str] | None] | None = None  # set inside ``listings_shared()``
+
+
+def listing(directory: str) -> list[str] | None:
+    """The names in ``directory``, sorted; None when it cannot be listed (absent, not a
+    directory, unreadable). Inside ``listings_shared()`` each directory is listed once."""
+    memo = _listings
+    if memo is not None and directory in memo:
+        return memo[directory]
+    names: list[str] | None
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(entry.name for entry in entries)
+    except OSError:
+        names = None
+    if memo is not None:
+        memo[directory] = names
+    return names
+
+
+@contextlib.contextmanager
+def listings_shared() -> Iterator[None]:
+    """Within this block each directory is listed once: a first activation lists every
+    ``sys.path`` directory for the fast path's key and again to find distribution metadata;
+    the key holds each directory's identity, so both must see one listing anyway."""
+    global _listings
+    outer = _listings
+    _listings = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _listings = outer
+
+
 # Where a folder keeps its metadata. An egg-info that is a file, not a folder, is read by
 # importlib.metadata (the file named here does not exist); so is an egg.
 _METADATA_FILE = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
@@ -101,7 +137,7 @@ _METADATA_SUFFIXES = (*_METADATA_FILE, "egg")
 def metadata_entries(directory: str) -> list[tuple[str, str, str]] | None:
     """(normalized distribution name, entry name, suffix) of each ``*.dist-info``,
     ``*.egg-info`` and ``*.egg`` in ``directory``, in name order; None when it cannot be
-    listed (within ``tracker.paths.listings_shared()``, one listing serves every caller)."""
+    listed (within ``listings_shared()``, one listing serves every caller)."""
     names = listing(directory)
     if names is None:
         return None

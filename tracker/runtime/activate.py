@@ -47,7 +47,6 @@ from tracker import plugin
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
-from tracker.paths import listings_shared
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 
@@ -119,11 +118,11 @@ def register(environ: Mapping[str, str] | None = None) -> None:
     """
     env = os.environ if environ is None else environ
     with _state.lock:
-        if _state.registered or plugin.replayed():
+        if _state.registered or plugin.replayed is not None:
             return
         _state.registered = True
-        stored = plugin.take_planned()  # plans an earlier process made on these very inputs
-        plugin.no_replay()
+        stored = plugin.planned  # plans an earlier process made on these very inputs
+        plugin.planned, plugin.tried = None, True  # a full activation is under way: never replay after it
         try:
             if stored is not None:
                 _replay(env, stored)
@@ -141,6 +140,7 @@ def register(environ: Mapping[str, str] | None = None) -> None:
 
 def _activate(env: Mapping[str, str]) -> None:
     """The full path: decide from the manifest (``tracker.runtime.planning``), then carry out."""
+    from tracker.model.versions import listings_shared
     from tracker.runtime import record
 
     with listings_shared():  # the key and the version detection see one listing of each directory
@@ -353,7 +353,7 @@ def _target_json(entry: _Entry) -> list[dict[str, Any]]:
 
 def report() -> dict[str, Any]:
     """This process's report (shape in the module docstring)."""
-    if not _state.registered and plugin.replayed():
+    if not _state.registered and plugin.replayed is not None:
         return plugin.report()
     with _state.lock:
         document = {
@@ -422,7 +422,7 @@ def reset() -> None:
                     patching.revert(record.path)
         fork_hook = _state.fork_hook
         _state.reset()
-        plugin.forget()
+        plugin.replayed, plugin.planned, plugin.tried = None, None, False
         _state.fork_hook = fork_hook
 
 

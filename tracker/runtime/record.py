@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
-from tracker.paths import PACKAGE_DIR, atomic_write, listing, path_directories, private_dir
+from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
 from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record
 
 # What no activation runs, at the package's top: the command line's own modules (upstream facts,
@@ -30,6 +30,8 @@ def _code() -> list[list[Any]]:
     and identity, in a fixed order. A directory's identity moves when a file in it is
     added, removed or renamed, a file's when it is rewritten: a later process checks these
     with one ``stat`` each (``plugin.still``) instead of listing the package again."""
+    from tracker.model.versions import listing  # the full path has imported it
+
     found: list[list[Any]] = []
     pending = [PACKAGE_DIR]
     while pending:

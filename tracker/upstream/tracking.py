@@ -96,7 +96,7 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
         client = ClientSettings.from_env()
     graphql = _graphql_wanted(graphql)
     at = now or _now()
-    cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
+    cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE:
         if not cache.usable:
             raise NoUsableCache(f"no cached upstream facts in {cache.path}; run `xpu-workarounds upstream` "
@@ -144,7 +144,7 @@ def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None 
     is saved only after a run that succeeded. ``graphql`` as for ``track``."""
     mode = Mode(mode)
     at = at or _now()
-    cache = Cache.load(cache_dir or environment_cache_dir(), client.base_url)
+    cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE and not cache.usable:
         raise NoUsableCache(f"no cached upstream facts in {cache.path}")
     source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
