@@ -170,6 +170,10 @@ def _valid_environment(environment: object) -> bool:
     return True
 
 
+def _valid_warnings(warnings: object) -> bool:
+    return isinstance(warnings, list) and all(map(one_line, warnings))
+
+
 def _valid_report(report: object) -> bool:
     """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
     if not isinstance(report, dict) or set(report) != {"schema", "environment", "warnings", "workarounds"}:
@@ -177,8 +181,7 @@ def _valid_report(report: object) -> bool:
     workarounds = report["workarounds"]
     if report["schema"] != 1 or not _valid_environment(report["environment"]):
         return False
-    warnings = report["warnings"]
-    if not (isinstance(warnings, list) and all(map(one_line, warnings)) and isinstance(workarounds, list)):
+    if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
         return False
     for entry in workarounds:
         if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
@@ -205,9 +208,7 @@ def valid_record(stored: object) -> bool:
         # cap, not a detail's; being one printable line is what keeps it from forging another.
         return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
     if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "plans"}:
-        warnings = stored["warnings"]
-        if not (_valid_environment(stored["environment"]) and isinstance(warnings, list)
-                and all(map(one_line, warnings))):
+        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])):
             return False
         from tracker.runtime import record  # only where something applies: the replay stays small
 
