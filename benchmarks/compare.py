@@ -52,7 +52,7 @@ def plugin(python: Path, source: Path, root: Path, mode: str) -> float:
 
 def status(root: Path) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tracker.cli", "status", "--json"], env=child_env({"PYTHONPATH": str(root)}),
+    subprocess.run([sys.executable, "-m", "tracker.commands", "status", "--json"], env=child_env({"PYTHONPATH": str(root)}),
                    cwd=root, capture_output=True, check=True)
     return time.perf_counter() - started
 

@@ -23,8 +23,8 @@ from support import vllm_harness
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker import check
-from tracker.cli import app
+from tracker.commands import check
+from tracker.commands.app import app
 from tracker.model import reader
 
 MANIFEST = reader.load()
@@ -133,7 +133,7 @@ def test_a_release_pip_cannot_fetch_exits_4_in_one_line(tmp_path):
     # No index and no links: pip fails as it would with no network. The real command, in its own process.
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
            "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
-    done = subprocess.run([sys.executable, "-m", "tracker.cli", "check", "vllm==0.34.0"], env=env,
+    done = subprocess.run([sys.executable, "-m", "tracker.commands", "check", "vllm==0.34.0"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 4, done.stderr
     assert done.stderr.startswith("xpu-workarounds: error: pip download vllm==0.34.0 failed: ")

@@ -11,7 +11,7 @@ from support.manifests import workaround, write_manifest
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker.cli import app
+from tracker.commands.app import app
 from tracker.model import reader
 from tracker.model.decision import decide, retirement
 from tracker.model.environment import Settings
@@ -173,7 +173,7 @@ def test_retire_check_exits_3_when_something_is_retirable(tmp_path):
 
 
 def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
-    probe = ("import sys\nfrom tracker.cli import app\n"
+    probe = ("import sys\nfrom tracker.commands.app import app\n"
              "try:\n    app(['status', '--json'])\nexcept SystemExit:\n    pass\n"
              "heavy = sorted(m for m in ('torch', 'vllm', 'github', 'ray') if m in sys.modules)\n"
              "print('HEAVY', heavy, file=sys.stderr)")

@@ -21,8 +21,8 @@ from support import own_workaround, vllm_harness
 from support.manifests import workaround, write_manifest
 from support.raycluster import LocalRayCluster, free_port
 
-from tracker import cluster
-from tracker.cluster import Node, compare, live_reports, node_answer
+from tracker.commands import cluster
+from tracker.commands.cluster import Node, compare, live_reports, node_answer
 from tracker.model import reader
 
 SCRIPT = Path(sys.executable).parent / "xpu-workarounds"
@@ -197,7 +197,7 @@ def test_a_ray_address_variable_nobody_serves_is_unreachable_exit_4_at_once():
 
 
 def test_without_ray_installed_cluster_says_how_to_get_it():
-    code = ("import sys; sys.modules['ray'] = None\nfrom tracker.cli import main\nsys.argv = "
+    code = ("import sys; sys.modules['ray'] = None\nfrom tracker.commands.app import main\nsys.argv = "
             "['xpu-workarounds', 'status', '--cluster']\nmain()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env())
     assert result.returncode == 4

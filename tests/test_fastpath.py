@@ -425,8 +425,8 @@ def add_module(path: Path) -> None:
 @pytest.mark.parametrize(("changes", "replayed"), [
     pytest.param([(append_line, "model/decision.py")], False, id="decision-code-rewritten-in-place"),
     pytest.param([(add_module, "engine/added.py")], False, id="module-added-to-decision-code"),
-    pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py"), (append_line, "cli.py"),
-                  (append_line, "lint.py"), (append_line, "cluster.py")], True,
+    pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py"), (append_line, "commands/app.py"),
+                  (append_line, "commands/lint.py"), (add_module, "commands/added.py")], True,
                  id="command-line-code-is-not-in-the-key"),
     pytest.param([(append_line, "runtime/activate.py")], False, id="activation-code-rewritten-in-place"),
 ])
@@ -442,8 +442,8 @@ def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replay
 
 
 def test_a_command_line_name_deeper_down_is_decision_code(tmp_path):
-    # Only the package's top-level command-line modules are left out of the key, not every
-    # module that happens to share one of their names.
+    # The key covers the run-time packages whole: a module there is decision code whatever
+    # its name, even one named like a command.
     top = copied_package(tmp_path)
     add_module(top / "tracker" / "model" / "check.py")
     assert start_copy(tmp_path, top)["full"]

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tracker.cli import app
+from tracker.commands.app import app
 from tracker.model import reader
 from tracker.retire.bot import check_repository
 
@@ -181,7 +181,7 @@ def test_repositories_github_allows_pass(repo):
 @pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["docs"], ["retire", "--json"], ["lint"]])
 def test_a_failed_write_of_stdout_is_one_line_and_exit_1(args):
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "tracker.cli", *args], stdout=full, stderr=subprocess.PIPE,
+        result = subprocess.run([sys.executable, "-m", "tracker.commands", *args], stdout=full, stderr=subprocess.PIPE,
                                 text=True, timeout=60,
                                 env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
     assert result.returncode == 1

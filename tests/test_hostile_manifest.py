@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tracker.cli import app
+from tracker.commands.app import app
 from tracker.model import reader
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate
@@ -63,7 +63,7 @@ def test_a_directory_is_one_problem(tmp_path):
 def test_a_fifo_neither_blocks_lint_nor_vllm_start_up(tmp_path):
     fifo = tmp_path / "workarounds.toml"
     os.mkfifo(fifo)
-    for code in ("from tracker.cli import main; main()",
+    for code in ("from tracker.commands.app import main; main()",
                  "import tracker.plugin; tracker.plugin.register(); from tracker import runtime; "
                  "print(runtime.report()['warnings'])"):
         env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}

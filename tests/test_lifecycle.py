@@ -233,7 +233,7 @@ def retire_json(world: World) -> dict:
            if not key.startswith(("XPU_WORKAROUNDS", "GITHUB")) and "proxy" not in key.lower()}
     env.update({"GITHUB_API_URL": world.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
                 "XPU_WORKAROUNDS_CACHE_DIR": str(world.cache)})
-    result = subprocess.run([sys.executable, "-m", "tracker.cli", "retire", "--open-prs", "--repo", REPOSITORY,
+    result = subprocess.run([sys.executable, "-m", "tracker.commands", "retire", "--open-prs", "--repo", REPOSITORY,
                              "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)

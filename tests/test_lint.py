@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tracker.lint import protocol_problems
+from tracker.commands.lint import protocol_problems
 
 GOOD = '''
     """``Symptom`` a user saw."""

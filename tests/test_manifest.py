@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.repository import FROZEN_MANIFEST
 
-from tracker.lint import lint
+from tracker.commands.lint import lint
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 
@@ -202,13 +202,13 @@ def test_load_raises_manifest_error_carrying_the_problems(tmp_path):
 def test_lint_cli_prints_one_line_per_problem_and_exits_1(tmp_path):
     text = TEXT.replace('state = "open"', 'state = "pending"').replace('role = "cause"', 'role = "x"', 1)
     path, problems = lint_text(tmp_path, text)
-    run = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(path)], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "tracker.commands", "lint", str(path)], capture_output=True, text=True)
     assert run.returncode == 1 and run.stderr == ""
     assert run.stdout.splitlines() == [str(p) for p in problems] and len(problems) == 2
 
 
 def test_lint_cli_accepts_the_shipped_manifest():
-    run = subprocess.run([sys.executable, "-m", "tracker.cli", "lint"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "tracker.commands", "lint"], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip().endswith(": ok")
 
 

@@ -13,7 +13,7 @@ from support.manifests import workaround, write_manifest
 import tracker.plugin
 from tracker.model import reader
 
-HEAVY = ("typer", "github", "torch", "vllm", "tracker.cli", "tracker.catalogue", "tracker.upstream",
+HEAVY = ("typer", "github", "torch", "vllm", "tracker.commands", "tracker.model.catalogue", "tracker.upstream",
          "tracker.upstream.client", "requests")
 
 

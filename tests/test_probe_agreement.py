@@ -51,7 +51,7 @@ def decisions(entries: list[dict]) -> dict[str, tuple[str, str, str]]:
 
 def both(tmp_path: Path, release: str, assume: str, own: bool = False) -> tuple[dict, dict]:
     env = stack_env(tmp_path, str(vllm_harness.release_source(release)), assume, own)
-    cli = subprocess.run([sys.executable, "-m", "tracker.cli", "status", "--json"], env=env, capture_output=True,
+    cli = subprocess.run([sys.executable, "-m", "tracker.commands", "status", "--json"], env=env, capture_output=True,
                          text=True, timeout=120, cwd=tmp_path)
     plugin = subprocess.run([sys.executable, "-c", PLUGIN], env=env, capture_output=True, text=True, timeout=120,
                             cwd=tmp_path)
@@ -88,7 +88,7 @@ def test_cli_and_plugin_both_see_a_backport_in_the_source(tmp_path):
 
 def test_status_says_not_probed_for_a_described_vllm_it_does_not_have(tmp_path):
     env = stack_env(tmp_path, str(vllm_harness.release_source("0.28.0")), "torch==2.13.0", own=True)
-    cli = subprocess.run([sys.executable, "-m", "tracker.cli", "status", "--json", "--assume", "vllm==0.24.0"],
+    cli = subprocess.run([sys.executable, "-m", "tracker.commands", "status", "--json", "--assume", "vllm==0.24.0"],
                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     (entry,) = json.loads(cli.stdout)["workarounds"]
     assert (entry["id"], entry["decision"], entry["reason"], entry["decided_by"]) == (OWN, "apply", "affected",

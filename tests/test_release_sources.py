@@ -1,9 +1,9 @@
 """The manifest against the released source of every vLLM release from the support floor to the newest.
 
 Each release's source distribution is fetched once from PyPI the way ``xpu-workarounds check``
-fetches it (``tracker.check.fetch``: pip, nothing of it installed or run) and cached with only
+fetches it (``tracker.commands.check.fetch``: pip, nothing of it installed or run) and cached with only
 the files the check reads (tests/support/vllm_harness.py ``release_tree``). Each test asks
-``tracker.check.check_tree``, the function the command runs, one question per release: the
+``tracker.commands.check.check_tree``, the function the command runs, one question per release: the
 targets are there with the manifest's fingerprint (or declared absent in that release), the
 source probes agree with ``vllm_carries_fix``, and the decision at the release's own XPU pins
 (its ``requirements/xpu.txt``) agrees with what its source shows.
@@ -15,7 +15,7 @@ import pytest
 from packaging.version import Version
 from support import vllm_harness
 
-from tracker import check
+from tracker.commands import check
 from tracker.model import reader
 from tracker.runtime.probe import markers
 

@@ -28,9 +28,9 @@ from support.fakegithub_git import close_by_person, deny, install, merge_by_pers
 from support.repository import frozen, lint_problems
 from typer.testing import CliRunner
 
-from tracker.catalogue import markdown
-from tracker.cli import app
+from tracker.commands.app import app
 from tracker.model import reader
+from tracker.model.catalogue import markdown
 from tracker.retire import (
     BRANCH_PREFIX,
     DASHBOARD_LABEL,

@@ -14,8 +14,8 @@ import tomllib
 import pytest
 from support import repository
 
-from tracker.catalogue import markdown
 from tracker.model import reader
+from tracker.model.catalogue import markdown
 from tracker.model.decision import retirement
 from tracker.retire import (
     DOCS_PATH,
@@ -151,7 +151,7 @@ def test_the_expected_tree_is_the_base_minus_deleted_plus_written():
     expected = removal.expected_blobs(base)
     assert "workarounds/static_launcher_uva.py" not in expected
     assert expected[MANIFEST_PATH] == blob_sha(removal.written[MANIFEST_PATH])
-    assert expected["tracker/cli.py"] == base.blobs["tracker/cli.py"]
+    assert expected["tracker/commands/app.py"] == base.blobs["tracker/commands/app.py"]
 
 
 def test_blob_sha_is_gits_object_id():

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from tracker import catalogue, check
+from tracker.commands import check
 from tracker.model import reader
+from tracker.model.catalogue import markdown
 from tracker.upstream.audit import tracked_verdict
 
 SHIPPED = reader.default_path().read_text(encoding="utf-8")
@@ -101,7 +102,7 @@ def test_check_finds_a_marker_where_the_manifest_says_and_notes_one_vllm_removed
 
 
 def test_docs_show_the_workarounds_and_the_tracked_entries():
-    text = catalogue.markdown(MANIFEST)
+    text = markdown(MANIFEST)
     assert all(f"## {w.id}\n" in text for w in MANIFEST.workarounds)
     assert "## vLLM's own XPU workarounds (tracked, not patched)" in text
     assert "| `vllm-ec-uint64-pointers` |" in text and "`torch>=2.14.0`" in text

@@ -15,7 +15,7 @@ from support.fakegithub import FakeGitHub
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker.cli import app
+from tracker.commands.app import app
 from tracker.model import reader
 
 TOKEN = "ghp_clitoken9876543210"

@@ -31,10 +31,10 @@ def test_wheel_contains_the_manifest_the_packages_and_the_entry_point(wheel):
         names = set(archive.namelist())
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "tracker/workarounds.toml" in names
-    assert {"tracker/cli.py", "workarounds/__init__.py"} <= names
+    assert {"tracker/commands/app.py", "workarounds/__init__.py"} <= names
     assert not any(name.startswith("tests/") for name in names)
     assert "[vllm.general_plugins]\nxpu_workarounds = tracker.plugin:register" in entry_points
-    assert "xpu-workarounds = tracker.cli:main" in entry_points
+    assert "xpu-workarounds = tracker.commands.app:main" in entry_points
 
 
 def test_installed_wheel_runs_status_outside_the_checkout(wheel, tmp_path):

@@ -245,7 +245,7 @@ def test_the_answer_cache_is_restored_before_the_run_and_is_where_the_command_lo
 
 
 def test_the_cli_accepts_every_option_the_workflow_and_action_pass():
-    help_text = subprocess.run([sys.executable, "-m", "tracker.cli", "retire", "--help"],
+    help_text = subprocess.run([sys.executable, "-m", "tracker.commands", "retire", "--help"],
                                capture_output=True, text=True, check=True).stdout
     calls = "\n".join(line for line in (WORKFLOW.read_text() + ACTION.read_text()).splitlines() if "pip install" not in line)
     used = set(re.findall(r"(--[a-z][a-z-]+)", calls)) - {"--refresh"}

@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tracker.catalogue import markdown
 from tracker.model import reader
+from tracker.model.catalogue import markdown
 from tracker.retire import DOCS_PATH, MANIFEST_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +88,6 @@ def lint_problems(files: dict[str, str]) -> list[str]:
             (tree / path).parent.mkdir(parents=True, exist_ok=True)
             (tree / path).write_text(files[path], encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        result = subprocess.run([sys.executable, "-m", "tracker.cli", "lint", str(tree / MANIFEST_PATH)],
+        result = subprocess.run([sys.executable, "-m", "tracker.commands", "lint", str(tree / MANIFEST_PATH)],
                                 capture_output=True, text=True, cwd=tree, env=env)
         return [] if result.returncode == 0 else (result.stdout + result.stderr).splitlines()

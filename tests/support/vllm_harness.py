@@ -280,9 +280,9 @@ def release_source(version: str) -> Path:
 
 def release_tree(version: str, needed: set[str]) -> Path:
     """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` fetches it
-    (``tracker.check.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
+    (``tracker.commands.check.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
     relative to the tree). A tree kept for fewer files than now needed is fetched again."""
-    from tracker import check
+    from tracker.commands import check
 
     dest = cache_root() / "vllm-sdist" / version
     marker = dest / MARKER

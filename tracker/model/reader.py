@@ -40,7 +40,7 @@ def check(path: Path | str | None = None) -> list[Problem]:
     """Every problem in the manifest at ``path``; empty when it is valid.
 
     The manifest alone: whether each workaround's module exists and has what
-    ``tracker.api`` asks of it is ``tracker.lint``'s part.
+    ``tracker.api`` asks of it is ``tracker.commands.lint``'s part.
     """
     return read(Path(path) if path is not None else default_path())[1]
 

@@ -24,7 +24,7 @@ from github.GitCommit import GitCommit
 from github.GitTree import GitTree
 from github.Repository import Repository
 
-from tracker.catalogue import markdown
+from tracker.model.catalogue import markdown
 from tracker.model.decision import Retirement, retirement
 from tracker.model.manifest import Manifest, Workaround
 from tracker.retire.dashboard import dashboard_body, keep_dashboard, pr_cell

@@ -23,9 +23,9 @@ from pathlib import Path, PurePosixPath
 
 import tomlkit
 
-from tracker.catalogue import markdown
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
+from tracker.model.catalogue import markdown
 from tracker.model.manifest import Manifest, Workaround
 
 MANIFEST_PATH = "workarounds.toml"

@@ -16,20 +16,20 @@ from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
 from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record
 
-# What no activation runs, at the package's top: the command line's own modules (upstream facts,
-# retirement, the CLI, its catalogue, lint, upgrade check and cluster status). Anything else is
-# in the key, at any depth (a module of the same name deeper down is not one of these).
-_COMMAND_LINE_ONLY = frozenset({"upstream", "retire", "cli.py", "catalogue.py", "lint.py", "check.py", "cluster.py",
-                                "cluster_probe.py"})
+# What an activation runs, and so what its key covers: this package's top-level modules and these
+# packages, at any depth. Anything else (the command line, upstream facts, retirement) no vLLM
+# process runs, and a change to it must not cost the next process its replay.
+RUN_TIME_PACKAGES = ("decision", "engine", "model", "runtime")
 _PLAN_KEYS = frozenset({"id", "decision", "reason", "detail", "decided_by", "targets", "released"})
 _STEP_KEYS = frozenset({"path", "kind", "params", "optional"})
 
 
 def _code() -> list[list[Any]]:
-    """Every directory and ``.py`` file of this package a decision may run, absolute path
-    and identity, in a fixed order. A directory's identity moves when a file in it is
-    added, removed or renamed, a file's when it is rewritten: a later process checks these
-    with one ``stat`` each (``plugin.still``) instead of listing the package again."""
+    """Every directory and ``.py`` file of this package a decision may run (``RUN_TIME_PACKAGES``
+    and the top-level modules), absolute path and identity, in a fixed order. A directory's
+    identity moves when a file in it is added, removed or renamed, a file's when it is
+    rewritten: a later process checks these with one ``stat`` each (``plugin.still``) instead of
+    listing the package again."""
     from tracker.model.versions import listing  # the full path has imported it
 
     found: list[list[Any]] = []
@@ -39,11 +39,10 @@ def _code() -> list[list[Any]]:
         found.append([directory, identity(directory)])
         for name in listing(directory) or ():
             path = os.path.join(directory, name)
-            if name == "__pycache__" or (directory == PACKAGE_DIR and name in _COMMAND_LINE_ONLY):
-                continue
             if name.endswith(".py"):
                 found.append([path, identity(path)])
-            elif "." not in name and os.path.isdir(path):
+            elif ("." not in name and name != "__pycache__" and (directory != PACKAGE_DIR or name in RUN_TIME_PACKAGES)
+                  and os.path.isdir(path)):
                 pending.append(path)
     return found
 

@@ -13,6 +13,7 @@ never runs. The test suite's release matrix calls ``check_tree`` for every relea
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
@@ -25,10 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from packaging.version import InvalidVersion, Version
 
+from tracker.commands.context import JsonOption, fail, load_manifest
 from tracker.engine.source import definition, file_under
 from tracker.model.decision import decide
 from tracker.model.environment import Settings, build
@@ -377,3 +380,23 @@ def render(result: ReleaseCheck) -> str:
     lines += [f"note: {problem}" for problem in result.tracked_problems]
     return "\n".join(lines)
 
+
+
+def check_release(
+    release: Annotated[str, typer.Argument(metavar="vllm==X | PATH",
+                                           help="A vLLM release (fetched with pip, never installed or run), or a "
+                                                "wheel, source distribution or source tree.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Before an upgrade: per workaround, its targets in that release (same fingerprint?), whether
+    the release carries its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
+    manifest = load_manifest()
+    try:
+        result = check(manifest, release)
+    except CheckInputError as error:
+        fail(str(error))
+    except NotFetchable as error:
+        fail(str(error), EXIT_NOT_FETCHABLE)
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
+    if result.problems:
+        raise typer.Exit(EXIT_DRIFT)

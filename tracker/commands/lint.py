@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
+from tracker.commands import context
+from tracker.commands.context import one_line
 from tracker.engine import source
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
@@ -88,3 +93,14 @@ def _tracker_imports(tree: ast.Module) -> set[str]:
 
 
 __all__ = ["lint", "module_problems", "protocol_problems"]
+
+
+def lint_command(path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
+                                                             show_default=False)] = None) -> None:
+    """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
+    problems = lint(path if path is not None else context.state["manifest"])
+    for problem in problems:
+        typer.echo(one_line(str(problem)))  # a path quoted from input cannot break the line
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(one_line(f"{path or context.state['manifest'] or default_path()}: ok"))

@@ -2,8 +2,8 @@
 
 Two halves:
 
-- on each node (``node_answer``, called by ``tracker.cluster_probe.probe``, which Ray
-  ships by value): the node's own ``status`` document (``tracker.catalogue``), its
+- on each node (``node_answer``, called by ``tracker.commands.cluster_probe.probe``, which Ray
+  ships by value): the node's own ``status`` document (``tracker.commands.views``), its
   xpu-workarounds version and manifest digest, and what the node's running processes
   applied, read from their ``XPU_WORKAROUNDS_REPORT`` files;
 - on the caller (``gather``, ``compare``, ``render``): connect with ``ray.init``, run
@@ -51,7 +51,7 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     process's ``XPU_WORKAROUNDS_REPORT`` (a Ray worker inherits its raylet's
     environment, so the variable set for a node's vLLM processes is seen here too).
     """
-    from tracker.catalogue import status_document
+    from tracker.commands.views import status_document
     from tracker.model import manifest as manifest_module
     from tracker.model import reader
     from tracker.model.environment import InputError, Settings, build
@@ -239,7 +239,7 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
     except ImportError:
         raise ClusterUnreachable("--cluster needs Ray in this environment: "
                                  "pip install 'xpu-workarounds[ray]'") from None
-    from tracker import cluster_probe
+    from tracker.commands import cluster_probe
 
     source = "--address"
     if address == "auto" and os.environ.get("RAY_ADDRESS", "").strip():

@@ -1,10 +1,10 @@
 """What ``status --cluster`` runs on each Ray node: self-contained, standard library only.
 
 Ray ships this function to every node by value (cloudpickle's pickle-by-value, set
-up in ``tracker.cluster``), so unpickling it imports nothing of this package: a node
+up in ``tracker.commands.cluster``), so unpickling it imports nothing of this package: a node
 without xpu-workarounds still runs it, and answers that the package is missing
 instead of failing to deserialize the task. Only then does it import the node's own
-installed ``tracker`` and ask it for its status (``tracker.cluster.node_answer``).
+installed ``tracker`` and ask it for its status (``tracker.commands.cluster.node_answer``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ def probe(caller_paths: list[str], reports_dir: str | None) -> dict[str, Any]:
         answer["note"] = (f"xpu-workarounds was imported from {location}, the caller's directory, which Ray puts "
                           "on its workers' sys.path; vLLM on this node may not see it")
     try:
-        from tracker.cluster import node_answer
-    except ImportError as error:
-        return {**answer, "state": "error", "xpu_workarounds_version": installed,
-                "detail": f"xpu-workarounds {installed or '(unknown version)'} in {location} cannot answer "
-                          f"--cluster ({error})"}
+        from tracker.commands.cluster import node_answer
+    except ImportError:
+        try:  # a node with a release from before the command line moved into tracker.commands
+            from tracker.cluster import node_answer  # type: ignore[import-untyped,no-redef,unused-ignore]
+        except ImportError as error:
+            return {**answer, "state": "error", "xpu_workarounds_version": installed,
+                    "detail": f"xpu-workarounds {installed or '(unknown version)'} in {location} cannot answer "
+                              f"--cluster ({error})"}
     return {**answer, **node_answer(reports_dir)}

@@ -1,0 +1,28 @@
+"""``docs``: the workaround catalogue in Markdown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracker.commands.context import fail, load_manifest
+
+
+def docs(output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
+                                                        show_default=False)] = None) -> None:
+    """The workaround catalogue in Markdown, generated from the manifest."""
+    from tracker.model.catalogue import markdown
+
+    text = markdown(load_manifest())
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror or error}")
+    typer.echo(f"wrote {output}")
+

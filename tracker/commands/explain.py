@@ -1,0 +1,27 @@
+"""``explain ID``: everything about one workaround, with its decision here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tracker.commands.context import AssumeOption, PlatformOption, environment_for, fail, load_manifest, settings_for
+
+
+def explain(
+    workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.")],
+    platform: PlatformOption = None,
+    assume: AssumeOption = None,
+) -> None:
+    """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
+    from tracker.commands.views import decision_here, explain_text
+
+    manifest = load_manifest()
+    if workaround_id not in manifest.by_id:
+        fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
+    settings = settings_for(manifest)
+    env, not_probed = environment_for(settings, platform, assume)
+    w = manifest.get(workaround_id)
+    typer.echo(explain_text(w, *decision_here(w, env, settings, not_probed), manifest))
+

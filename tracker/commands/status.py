@@ -1,0 +1,68 @@
+"""``status``: each workaround's decision here or for a described stack, or on every node of a Ray cluster."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from tracker.commands.context import (
+    EXIT_CLUSTER_UNREACHABLE,
+    EXIT_NODES_DISAGREE,
+    AssumeOption,
+    JsonOption,
+    PlatformOption,
+    environment_for,
+    fail,
+    load_manifest,
+    settings_for,
+)
+
+
+def status(
+    json_output: JsonOption = False,
+    platform: PlatformOption = None,
+    assume: AssumeOption = None,
+    cluster: Annotated[bool, typer.Option("--cluster", help="The same on every alive node of a Ray cluster, "
+                                                            "differing nodes flagged (needs the [ray] extra).")] = False,
+    address: Annotated[str | None, typer.Option("--address", metavar="ADDR", show_default=False,
+                                                   help="With --cluster: the cluster (default: auto).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS",
+                                           help="With --cluster: how long to wait for each node.")] = 60.0,
+    reports: Annotated[str | None, typer.Option("--reports", metavar="DIR", show_default=False,
+                                                   help="With --cluster: where running processes write their "
+                                                        "reports on every node (default: each node's "
+                                                        "XPU_WORKAROUNDS_REPORT).")] = None,
+) -> None:
+    """Each workaround's decision for this environment, or for a described stack."""
+    from tracker.commands.views import status_document, status_table
+
+    if cluster:
+        _cluster_status(json_output, platform, assume, address, timeout, reports)
+        return
+    if address is not None or reports is not None:
+        fail("--address and --reports go with --cluster")
+    manifest = load_manifest()
+    settings = settings_for(manifest)
+    env, not_probed = environment_for(settings, platform, assume)
+    document = status_document(manifest, env, settings, not_probed)
+    typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
+
+
+def _cluster_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,
+                    timeout: float, reports: str | None) -> None:
+    from tracker.commands import cluster as cluster_module
+
+    if platform is not None or assume:
+        fail("--platform and --assume describe one stack; with --cluster every node answers for its own")
+    if not 0 < timeout <= 3600:
+        fail(f"--timeout {timeout:g}: give a number of seconds above 0 and at most 3600")
+    try:
+        result = cluster_module.gather(address or "auto", timeout, reports)
+    except cluster_module.ClusterUnreachable as error:
+        fail(str(error), EXIT_CLUSTER_UNREACHABLE)
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))
+    if not result.agree:
+        raise typer.Exit(EXIT_NODES_DISAGREE)
+

@@ -1,0 +1,65 @@
+"""``upstream``: the state of every upstream reference, and vLLM's dead inline workarounds."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest
+
+
+def upstream(
+    json_output: JsonOption = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Answer from the cache only, and say how old it "
+                                                            "is.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Revalidate every cached answer now (conditional "
+                                                            "requests) and fail rather than fall back to the "
+                                                            "cache.")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Write the state, commit and release learned into the "
+                                                        "manifest, keeping its formatting and comments.")] = False,
+) -> None:
+    """State of every upstream reference, its landed commit and first release, and which of
+    vLLM's inline workarounds are dead at vLLM's current pins."""
+    from tracker import upstream as upstream_module
+    from tracker.upstream.client import GitHubError
+
+    if offline and refresh:
+        fail("--offline and --refresh exclude each other")
+    manifest = load_manifest()
+    mode = "offline" if offline else "refresh" if refresh else "normal"
+    try:
+        report = upstream_module.track(manifest, mode=mode)
+    except (upstream_module.NoUsableCache, GitHubError) as error:
+        if isinstance(error, GitHubError):
+            fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", EXIT_UPSTREAM)
+        fail(str(error), EXIT_UPSTREAM)
+    except OSError as error:
+        fail(f"cannot use the upstream cache: {error.strerror or error}", EXIT_UPSTREAM)
+    failed = [facts for facts in report.references if facts.error]
+    if failed and len(failed) == len(report.references):
+        fail(f"no upstream reference could be learned ({failed[0].error}"
+             f"{f'; and {len(failed) - 1} more' if len(failed) > 1 else ''})", EXIT_UPSTREAM)
+    if report.warning:
+        typer.echo(f"xpu-workarounds: warning: {report.warning}", err=True)
+    for facts in failed:
+        typer.echo(f"xpu-workarounds: warning: {facts.error}", err=True)
+    if json_output:
+        if report.source == "cache":
+            typer.echo(f"upstream facts from the cache of {report.as_json()['checked_at']} "
+                       f"({upstream_module.age_text(report.checked_at)} old)", err=True)
+        typer.echo(json.dumps(report.as_json(), indent=2))
+    else:
+        typer.echo(upstream_module.render(report))
+    if refresh and failed:  # --refresh promises every fact checked now
+        fail(f"{len(failed)} of {len(report.references)} upstream references could not be learned (see the "
+             f"warnings above)", EXIT_UPSTREAM)
+    if write:
+        try:
+            changes = upstream_module.write_back(manifest.path, report)
+        except (ValueError, OSError) as error:
+            fail(f"{manifest.path} not written: {error}")
+        for line in changes or [f"{manifest.path}: already up to date"]:
+            typer.echo(line, err=json_output)
+
