@@ -336,6 +336,42 @@ def test_the_working_directory_on_sys_path_is_part_of_the_key(tmp_path):
     assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.27.1"
 
 
+def test_a_busy_working_directory_keeps_the_replay(tmp_path):
+    # python -c puts the working directory on sys.path; a server writing its logs there changes
+    # that directory between processes, and nothing in it decides anything.
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")
+    before = busy.stat().st_mtime_ns
+    (busy / "server.log").write_text("started\n")
+    (busy / "nohup.out").write_text("")
+    assert busy.stat().st_mtime_ns != before
+    second, _ = start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert second["replayed"]
+    (busy / "server.log").unlink()
+    assert start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")[0]["replayed"]
+
+
+@pytest.mark.parametrize("created", ["vllm-0.28.0.dist-info", "vllm_xpu_kernels-0.1.15.1.dist-info", "workarounds",
+                                     "vllm"])
+def test_a_watched_entry_created_in_a_path_directory_takes_the_full_path(tmp_path, created):
+    # A distribution's metadata (read for its version) or a package this project imports,
+    # appearing in a directory ahead of the installed ones: the next process must look again.
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")[0]["replayed"]
+    if created.endswith(".dist-info"):
+        name, version = created.removesuffix(".dist-info").split("-")
+        make_distribution(busy, name, version)
+    else:
+        (busy / created).mkdir()
+    again, _ = start(tmp_path / "cache", cwd=busy, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert not again["replayed"]
+    if created.startswith("vllm-"):
+        assert again["report"]["environment"]["versions"]["vllm"] == "0.28.0"
+
+
 def test_metadata_rewritten_in_place_takes_the_full_path(tmp_path):
     site = tmp_path / "site"
     dist = make_distribution(site, "vllm", "0.27.1")

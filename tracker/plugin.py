@@ -50,7 +50,7 @@ from tracker.paths import (
 )
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 5
+SCHEMA = 6
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
@@ -116,7 +116,8 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     so that it compares equal to its stored copy); None when it cannot be told.
 
     The rest of the key (``tracker.runtime.record.key``) is a list of files and directories
-    with their identities, which a later process checks by looking at each again (``still``).
+    with their identities, which a later process checks by looking at each again (``still``),
+    and the watched entries of each ``sys.path`` directory (``_same_paths``).
     """
     manifest = environ.get(tracker.MANIFEST) or shipped_manifest()
     try:
@@ -137,14 +138,53 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
 
 
+def watched(name: str, watch: object) -> bool:
+    """Whether a ``sys.path`` directory's entry ``name`` could change a decision: its stem
+    (before the first ``-`` and ``.``, normalized as distribution names are) is one of ``watch``,
+    the detected distributions and the packages a process imports from this project
+    (``tracker.runtime.record.key``). A directory's other entries (a working directory's
+    logs) do not matter: a change among them keeps the replay."""
+    stem = name.split("-", 1)[0].split(".", 1)[0].lower()
+    return isinstance(watch, list) and stem in watch
+
+
+def watched_names(directory: str, watch: object) -> list[str] | None:
+    """The sorted entries of ``directory`` that ``watched``; None when it cannot be listed."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        if watched(name, watch):
+            found.append(name)
+    found.sort()
+    return found
+
+
+def _same_paths(stored: object, current: list[Any], watch: object) -> bool:
+    """Whether ``sys.path`` holds what it held: the same directories in order, each with the
+    identity it had or, where that moved (an entry added or removed), the same watched entries."""
+    if not (isinstance(stored, list) and isinstance(watch, list) and len(watch) == 2
+            and isinstance(watch[1], list) and len(stored) == len(current) == len(watch[1])):
+        return False
+    for (entry, found), before, names in zip(current, stored, watch[1], strict=True):
+        if before != [entry, found] and (not isinstance(before, list) or before[:1] != [entry]
+                                         or names is None or watched_names(entry, watch[0]) != names):
+            return False
+    return True
+
+
 def matches(stored_key: object, environ: Mapping[str, str]) -> bool:
     """Whether a key taken earlier (``record.key``) still holds in this process: the same
-    head, and every code file, code directory and metadata file it names as it was."""
-    if not isinstance(stored_key, list) or len(stored_key) < 2:
+    head (``sys.path`` compared by ``_same_paths``), and every code file, code directory and
+    metadata file it names as it was."""
+    if not isinstance(stored_key, list) or len(stored_key) != 11:
         return False
     current = head(environ)
-    return (current is not None and stored_key[:-2] == current and bool(stored_key[-2])
-            and still(stored_key[-2]) and still(stored_key[-1]))
+    return (current is not None and stored_key[:7] == current[:7]
+            and _same_paths(stored_key[7], current[7], stored_key[10]) and bool(stored_key[8])
+            and still(stored_key[8]) and still(stored_key[9]))
 
 
 def store_path(environ: Mapping[str, str]) -> str:

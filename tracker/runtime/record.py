@@ -14,7 +14,7 @@ from typing import Any
 
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
-from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record
+from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record, watched_names
 
 # What an activation runs, and so what its key covers: this package's top-level modules and these
 # packages, at any depth. Anything else (the command line, upstream facts, retirement) no vLLM
@@ -66,12 +66,23 @@ def _metadata(distributions: Iterable[str]) -> list[list[Any]]:
     return found
 
 
+# Packages a process imports from this project, beside the detected distributions: one of these
+# appearing earlier on sys.path would be imported instead.
+_OWN_PACKAGES = ("tracker", "workarounds")
+
+
 def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] | None:
     """Everything a decision reads (README "At run time", Fast path): ``plugin.head``, then this
-    package's code and the metadata files of ``distributions``, each with its identity;
-    None when it cannot be told."""
+    package's code and the metadata files of ``distributions``, each with its identity, and the
+    watched entries of every ``sys.path`` directory (``plugin.watched``); None when it cannot be told."""
+    from tracker.model.versions import normalized_name  # the full path has imported it
+
     first = head(environ)
-    return None if first is None else [*first, _code(), _metadata(distributions)]
+    if first is None:
+        return None
+    watch = sorted({*(normalized_name(name).replace("-", "_") for name in distributions), *_OWN_PACKAGES})
+    names = [watched_names(entry, watch) for entry, _ in first[7]]
+    return [*first, _code(), _metadata(distributions), [watch, names]]
 
 
 def _valid_id(value: object) -> bool:
@@ -121,7 +132,7 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
         if sources:
             if not still(sources):
                 return
-            before = [*before[:-1], [*before[-1], *sources]]
+            before = [*before[:9], [*before[9], *sources], before[10]]
         record = {"key": before, **body}
         if body.get("kind") == "skipped":
             record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
