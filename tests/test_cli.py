@@ -12,9 +12,10 @@ from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
 from tracker.commands.app import app
+from tracker.decision.gates import decide
 from tracker.model import reader
-from tracker.model.decision import decide, retirement
 from tracker.model.environment import Settings
+from tracker.model.retirement import retirement
 
 # The stack of the first report (tests/support/decisions.py ISSUE_STACK), as command-line options.
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",

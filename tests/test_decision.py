@@ -11,8 +11,9 @@ import pytest
 from support.decisions import MANIFEST, one, stack, synthetic
 from support.manifests import workaround
 
-from tracker.model.decision import decide, retirement
+from tracker.decision.gates import decide
 from tracker.model.environment import Settings
+from tracker.model.retirement import retirement
 
 # affected on vllm >=0.23.0,<0.25.0 (and torch below 2.14.0), vLLM carries the fix from 0.25.0
 ENTRY = one(id="synthetic-fix", affected=[{"vllm": ">=0.23.0,<0.25.0", "torch": "<2.14.0"}])

@@ -459,7 +459,7 @@ def add_module(path: Path) -> None:
 
 
 @pytest.mark.parametrize(("changes", "replayed"), [
-    pytest.param([(append_line, "model/decision.py")], False, id="decision-code-rewritten-in-place"),
+    pytest.param([(append_line, "decision/gates.py")], False, id="decision-code-rewritten-in-place"),
     pytest.param([(add_module, "engine/added.py")], False, id="module-added-to-decision-code"),
     pytest.param([(add_module, "upstream/added.py"), (append_line, "retire/bot.py"), (append_line, "commands/app.py"),
                   (append_line, "commands/lint.py"), (add_module, "commands/added.py")], True,

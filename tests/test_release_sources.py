@@ -16,8 +16,8 @@ from packaging.version import Version
 from support import vllm_harness
 
 from tracker.commands import check
+from tracker.decision.probe import markers
 from tracker.model import reader
-from tracker.runtime.probe import markers
 
 pytestmark = pytest.mark.release_matrix
 

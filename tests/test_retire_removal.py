@@ -16,7 +16,7 @@ from support import repository
 
 from tracker.model import reader
 from tracker.model.catalogue import markdown
-from tracker.model.decision import retirement
+from tracker.model.retirement import retirement
 from tracker.retire import (
     DOCS_PATH,
     MANIFEST_PATH,

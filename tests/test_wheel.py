@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support.decisions import stack
 
+from tracker.decision.gates import decide
 from tracker.model import reader
-from tracker.model.decision import decide
 from tracker.model.environment import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

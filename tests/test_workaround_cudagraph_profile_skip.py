@@ -11,7 +11,7 @@ from support.decisions import ISSUE_STACK, MANIFEST, reason
 
 from tracker.engine import patching
 from tracker.model import reader
-from tracker.model.decision import retirement
+from tracker.model.retirement import retirement
 from workarounds.cudagraph_profile_skip import make_wrapper
 
 RUNNER = """

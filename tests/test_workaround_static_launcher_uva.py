@@ -18,7 +18,7 @@ from support.decisions import ISSUE_STACK, MANIFEST, decision, reason, stack
 from support.retarget import carried, context_at
 from support.vllm_harness import decided
 
-from tracker.model.decision import retirement
+from tracker.model.retirement import retirement
 from workarounds.static_launcher_uva import make_wrapper
 
 PIECEWISE = 3  # CompilationMode.VLLM_COMPILE; NONE is 0

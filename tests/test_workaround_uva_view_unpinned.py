@@ -24,9 +24,9 @@ from support.vllm_harness import decided
 
 from tracker.api import Context
 from tracker.model import reader
-from tracker.model.decision import retirement
 from tracker.model.environment import build
 from tracker.model.manifest import Release
+from tracker.model.retirement import retirement
 from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper
 
 WORKAROUND = reader.load().get("uva-view-unpinned")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from support.manifests import workaround, write_manifest
+from tracker.decision.gates import Decision, decide
 from tracker.model import reader
-from tracker.model.decision import Decision, decide
 from tracker.model.environment import Environment, Settings
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.versions import ComponentVersion

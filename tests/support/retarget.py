@@ -5,10 +5,10 @@ from __future__ import annotations
 import textwrap
 
 from tracker.api import Context, Finding
+from tracker.decision.probe import carried_fix
 from tracker.model import reader
 from tracker.model.environment import build
 from tracker.model.manifest import Workaround
-from tracker.runtime.probe import carried_fix
 
 
 class Retargeted(Context):

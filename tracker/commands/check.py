@@ -32,14 +32,15 @@ import typer
 from packaging.version import InvalidVersion, Version
 
 from tracker.commands.context import JsonOption, fail, load_manifest
+from tracker.decision.gates import Decision
+from tracker.decision.probe import carried_fix, markers
+from tracker.decision.stack import decide_stack
 from tracker.engine.source import definition, file_under
-from tracker.model.decision import decide
-from tracker.model.environment import Settings, build
+from tracker.model.environment import Settings
 from tracker.model.manifest import Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
 from tracker.model.tracked import InlineWorkaround
 from tracker.model.vocabulary import SCHEMA
-from tracker.runtime.probe import carried_fix, markers
 
 EXIT_DRIFT = 3
 EXIT_BAD_INPUT = 2
@@ -273,15 +274,12 @@ def _probe(w: Workaround, root: Path) -> tuple[bool | None, str]:
     return False, "no inline fix's marker in the targets' source" if read else "no target's source to read"
 
 
-def check_workaround(w: Workaround, root: Path, version: Version | None, pins: dict[str, Version]) -> WorkaroundCheck:
+def check_workaround(w: Workaround, root: Path, version: Version | None, decided: Decision | None) -> WorkaroundCheck:
+    """``decided``: the version gates' decision at the release's XPU pins; None when they are unknown."""
     targets = [check_target(t, root) for t in w.targets]
     carries = version is not None and w.vllm_carries_fix is not None and w.vllm_carries_fix.contains(
         version, prereleases=True)
-    assume = {"vllm": str(version)} if version is not None else {}
-    assume |= {name: str(pin) for name, pin in pins.items()}
-    env = build(platform="xpu", platform_source="assumed", assume=assume, detected={})
     source_fix, said = _probe(w, root)
-    decided = decide(w, env, Settings()) if version is not None and pins else None
     result = WorkaroundCheck(w.id, targets, carries, source_fix, said,
                              {"decision": decided.decision, "reason": decided.reason, "detail": decided.detail}
                              if decided else None)
@@ -325,7 +323,15 @@ def check_tree(manifest: Manifest, root: Path, *, label: str | None = None) -> R
     requirements = root / XPU_REQUIREMENTS
     pins = xpu_pins(requirements.read_text(encoding="utf-8", errors="replace")) if requirements.is_file() else {}
     pins = {name: pins[name] for name in ("torch", "vllm-xpu-kernels") if name in pins}
-    checks = [check_workaround(w, root, version, pins) for w in manifest.workarounds]
+    decisions: list[Decision | None] = [None] * len(manifest.workarounds)
+    if version is not None and pins:
+        # The version gates alone at the release's XPU pins (the settings' defaults, not this
+        # environment's): the source probe on the release's tree is reported beside them (``_probe``).
+        described = {"vllm": str(version), **{name: str(pin) for name, pin in pins.items()}}
+        decisions = [*decide_stack(manifest, Settings(), described=described, platform=("xpu", "assumed"),
+                                   detected={}, probe=False).decisions]
+    checks = [check_workaround(w, root, version, decided)
+              for w, decided in zip(manifest.workarounds, decisions, strict=True)]
     tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
     return ReleaseCheck(raw, label or str(root), pins, checks, tracked)
 

@@ -52,9 +52,10 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     environment, so the variable set for a node's vLLM processes is seen here too).
     """
     from tracker.commands.views import status_document
+    from tracker.decision.stack import decide_stack
     from tracker.model import manifest as manifest_module
     from tracker.model import reader
-    from tracker.model.environment import InputError, Settings, build
+    from tracker.model.environment import InputError, Settings
 
     try:
         installed: str | None = version("xpu-workarounds")
@@ -71,20 +72,17 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
         return {**answer, "state": "error", "detail": f"cannot read the manifest: {error.strerror or error}"}
     settings = Settings.from_env(known_ids=manifest.ids)
     try:
-        if settings.platform is not None:
-            environment = build(platform=settings.platform, platform_source="override", assume=settings.assume)
-        else:
-            environment = build(assume=settings.assume)
+        decided = decide_stack(manifest, settings)
     except InputError as error:
         return {**answer, "state": "error", "detail": str(error)}
-    document = status_document(manifest, environment, settings)
+    document = status_document(manifest, decided)
     directory = reports_dir or os.environ.get("XPU_WORKAROUNDS_REPORT") or None
     return {
         **answer,
         "state": "ok",
         "manifest": str(manifest.path),
         "manifest_digest": manifest_digest(manifest.path),
-        "warnings": list(settings.problems),
+        "warnings": [*settings.problems, *decided.warnings],
         "status": document,
         "live": live_reports(directory) if directory else None,
     }

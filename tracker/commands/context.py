@@ -4,15 +4,17 @@ and the settings, the stack to decide for, and failing with one line and the doc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 import tracker
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.model.environment import Environment, InputError, Settings, assumptions, build, parse_platform
-from tracker.model.versions import detect_versions
+from tracker.model.environment import InputError, Settings, assumptions, parse_platform
+
+if TYPE_CHECKING:
+    from tracker.decision.stack import StackDecisions
 
 EXIT_BAD_INPUT = 2
 
@@ -68,31 +70,23 @@ def load_manifest() -> manifest_module.Manifest:
         fail("the manifest is invalid (see above); run `xpu-workarounds lint` for the full list")
 
 
-def settings_for(manifest: manifest_module.Manifest) -> Settings:
+def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
+                assume: list[str] | None = None) -> StackDecisions:
+    """Every workaround's decision (``tracker.decision.stack.decide_stack``) under the
+    ``XPU_WORKAROUNDS*`` settings, for the stack ``--platform``/``--assume`` describe (default:
+    this one); a probe that failed is said on stderr, one line each."""
+    from tracker.decision.stack import decide_stack
+
     settings = Settings.from_env(known_ids=manifest.ids)
     if settings.problems:
         fail("; ".join(settings.problems))
-    return settings
-
-
-def environment_for(settings: Settings, platform: str | None, assume: list[str] | None) -> tuple[Environment, str | None]:
-    """The stack to decide for, and why the installed vLLM's source cannot be probed for it (or None)."""
     try:
         described = assumptions(assume or [], "--assume")
-        assumed = {**settings.assume, **described}
-        detected = detect_versions()
         if platform is not None:
-            env = build(platform=parse_platform(platform, "--platform"), platform_source="override",
-                        assume=assumed, detected=detected)
-        elif settings.platform is not None:
-            env = build(platform=settings.platform, platform_source="override", assume=assumed, detected=detected)
-        else:
-            env = build(assume=assumed, detected=detected)
+            settings = settings._replace(platform=parse_platform(platform, "--platform"))
     except InputError as error:
         fail(str(error))
-    installed = detected["vllm"].raw
-    if "vllm" in described and described["vllm"] != installed:
-        where = f"the installed vLLM is {installed}" if installed else "vLLM is not installed here"
-        return env, f"vllm=={described['vllm']} is described by --assume; {where}"
-    return env, None
-
+    decided = decide_stack(manifest, settings, described=described)
+    for warning in decided.warnings:
+        typer.echo(f"xpu-workarounds: warning: {one_line(warning)}", err=True)
+    return decided

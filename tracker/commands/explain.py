@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from tracker.commands.context import AssumeOption, PlatformOption, environment_for, fail, load_manifest, settings_for
+from tracker.commands.context import AssumeOption, PlatformOption, decided_for, fail, load_manifest
 
 
 def explain(
@@ -15,13 +15,12 @@ def explain(
     assume: AssumeOption = None,
 ) -> None:
     """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
-    from tracker.commands.views import decision_here, explain_text
+    from tracker.commands.views import explain_text
 
     manifest = load_manifest()
     if workaround_id not in manifest.by_id:
         fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
-    settings = settings_for(manifest)
-    env, not_probed = environment_for(settings, platform, assume)
+    decided = decided_for(manifest, platform, assume)
     w = manifest.get(workaround_id)
-    typer.echo(explain_text(w, *decision_here(w, env, settings, not_probed), manifest))
+    typer.echo(explain_text(w, decided.decisions[manifest.workarounds.index(w)], manifest))
 

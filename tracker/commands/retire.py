@@ -37,7 +37,7 @@ def retire(
                         "answers younger than an hour reused), not only the manifest's.")] = False,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence and the floors."""
-    from tracker.model.decision import retirement
+    from tracker.model.retirement import retirement
 
     if open_prs:
         if fresh:

@@ -13,10 +13,9 @@ from tracker.commands.context import (
     AssumeOption,
     JsonOption,
     PlatformOption,
-    environment_for,
+    decided_for,
     fail,
     load_manifest,
-    settings_for,
 )
 
 
@@ -44,9 +43,7 @@ def status(
     if address is not None or reports is not None:
         fail("--address and --reports go with --cluster")
     manifest = load_manifest()
-    settings = settings_for(manifest)
-    env, not_probed = environment_for(settings, platform, assume)
-    document = status_document(manifest, env, settings, not_probed)
+    document = status_document(manifest, decided_for(manifest, platform, assume))
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
 
 

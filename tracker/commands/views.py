@@ -1,6 +1,6 @@
 """What the CLI shows: the status document and one workaround explained (the Markdown catalogue is `tracker.model.catalogue`).
 
-Reads a manifest, an environment and settings; writes nothing. The JSON shapes are
+Reads a manifest and its decisions on one stack (``tracker.decision``); writes nothing. The JSON shapes are
 the README's ("Command line").
 """
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.model.decision import Decision, decide, removal_condition, retirement
-from tracker.model.environment import Environment, Settings
+from tracker.decision.gates import Decision
+from tracker.decision.stack import StackDecisions
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround
-from tracker.model.vocabulary import SCHEMA, DecidedBy, Reason
+from tracker.model.retirement import removal_condition, retirement
+from tracker.model.vocabulary import SCHEMA
 
 
 def upstream_json(ref: UpstreamRef) -> dict[str, Any]:
@@ -23,20 +24,7 @@ def upstream_json(ref: UpstreamRef) -> dict[str, Any]:
     }
 
 
-def decision_here(w: Workaround, env: Environment, settings: Settings,
-                  not_probed: str | None = None) -> tuple[Decision, DecidedBy]:
-    """The plugin's decision for ``env``: the version gates, then the same source probe
-    (``tracker.runtime.probe``), and what decided it (``version`` or ``probe``).
-    ``not_probed``: why the installed vLLM's source is not the described stack's."""
-    decision = decide(w, env, settings)
-    if decision.reason != Reason.AFFECTED:
-        return decision, DecidedBy.VERSION
-    from tracker.runtime.probe import probed  # reads source (ast): only where a window says affected
-
-    return probed(decision, w, not_probed)
-
-
-def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> dict[str, Any]:
+def workaround_json(w: Workaround, decision: Decision, manifest: Manifest) -> dict[str, Any]:
     verdict = retirement(w, manifest.support)
     return {
         "id": w.id,
@@ -44,18 +32,17 @@ def workaround_json(w: Workaround, decision: Decision, decided_by: str, manifest
         "decision": decision.decision,
         "reason": decision.reason,
         "detail": decision.detail,
-        "decided_by": decided_by,
+        "decided_by": decision.decided_by,
         "retirement": {"verdict": verdict.verdict, "detail": verdict.detail},
         "upstream": [upstream_json(ref) for ref in w.upstream],
     }
 
 
-def status_document(manifest: Manifest, env: Environment, settings: Settings, not_probed: str | None = None) -> dict[str, Any]:
+def status_document(manifest: Manifest, decided: StackDecisions) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "environment": env.as_json(),
-        "workarounds": [workaround_json(w, *decision_here(w, env, settings, not_probed), manifest)
-                        for w in manifest.workarounds],
+        "environment": decided.environment.as_json(),
+        "workarounds": [workaround_json(w, decision, manifest) for w, decision in decided.pairs(manifest)],
     }
 
 
@@ -73,7 +60,7 @@ def status_table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def explain_text(w: Workaround, decision: Decision, decided_by: str, manifest: Manifest) -> str:
+def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
     verdict = retirement(w, manifest.support)
     out = [
         f"{w.id}: {w.title}",
@@ -94,7 +81,7 @@ def explain_text(w: Workaround, decision: Decision, decided_by: str, manifest: M
           f"{'; leaves: ' + ref.remaining if ref.remaining else ''}"
           f"{'; marker: ' + str(ref.marker) if ref.marker else ''}" for ref in w.upstream],
         f"  decision here: {decision.decision} ({decision.reason}): {decision.detail}",
-        f"  decided by: {decided_by}",
+        f"  decided by: {decision.decided_by}",
         f"  retirement: {verdict.verdict}: {verdict.detail}",
         f"  removal condition: {removal_condition(w)}",
     ]

@@ -3,8 +3,8 @@ regenerates), rendered from the manifest alone."""
 
 from __future__ import annotations
 
-from tracker.model.decision import removal_condition, retirement
 from tracker.model.manifest import Manifest
+from tracker.model.retirement import removal_condition, retirement
 
 
 def markdown(manifest: Manifest) -> str:

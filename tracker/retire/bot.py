@@ -25,8 +25,8 @@ from github.GitTree import GitTree
 from github.Repository import Repository
 
 from tracker.model.catalogue import markdown
-from tracker.model.decision import Retirement, retirement
 from tracker.model.manifest import Manifest, Workaround
+from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.proposal import LABEL, Plan, Proposer

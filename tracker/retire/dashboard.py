@@ -8,8 +8,8 @@ from typing import Any
 
 from github.PullRequest import PullRequest
 
-from tracker.model.decision import Retirement
 from tracker.model.manifest import Manifest
+from tracker.model.retirement import Retirement
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.removal import MANIFEST_PATH, Snapshot
 from tracker.retire.results import Action, ActionKind, DashboardResult

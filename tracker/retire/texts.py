@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from tracker.model.decision import Retirement, removal_condition
 from tracker.model.manifest import Manifest, Workaround
+from tracker.model.retirement import Retirement, removal_condition
 from tracker.retire.removal import DOCS_PATH, MANIFEST_PATH, Removal, Snapshot, module_name
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors

@@ -1,8 +1,9 @@
 """Activation inside a vLLM process: decide, patch, log one line, report.
 
-Data flows one way: manifest -> environment -> decision (``tracker.model.decision``, the
-only place gating lives) -> probe (may only turn an ``affected`` apply into a skip,
-on evidence that the bug is absent) -> plans (``tracker.runtime.planning``) -> patch
+Data flows one way: manifest -> environment -> decision (``tracker.decision``, the only
+place gating lives: the version gates, then the source probe, which may only turn an
+``affected`` apply into a skip on evidence that the bug is absent) -> plans
+(``tracker.runtime.planning``) -> patch
 (``tracker.engine.patching``) -> report. Where the fast path holds the plans an earlier
 process made on the same inputs, they are carried out without the first four steps,
 which this module imports only when it needs them.

@@ -1,9 +1,10 @@
-"""The full path's decisions: manifest -> settings -> environment -> decision -> source probe -> plans.
+"""The full path's plans: the manifest and settings -> every decision (``tracker.decision``) -> plans.
 
-Imported only when an activation cannot be replayed (``tracker.plugin``): this is
-where the manifest is read, the distribution metadata consulted and every decision made
-(``tracker.model.decision``), with the engine's source probe (``tracker.runtime.probe``),
-which may only turn an ``affected`` apply into a skip on evidence that vLLM carries the fix.
+Imported only when an activation cannot be replayed (``tracker.plugin``): this is where
+the manifest is read and every decision made, by ``tracker.decision.stack.decide_stack``
+(the version gates, then the source probe, which may only turn an ``affected`` apply into a
+skip on evidence that vLLM carries the fix), on the platform vLLM resolved where vLLM is
+imported. What is added here is what the fast path needs to replay the plans later.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import Any, NamedTuple
 
 from tracker import plugin
 from tracker.api import Context
+from tracker.decision.gates import Decision
+from tracker.decision.stack import decide_stack
 from tracker.engine import source
-from tracker.model.decision import Decision, decide
-from tracker.model.environment import Environment, Settings, build
+from tracker.model.environment import Environment, Settings
 from tracker.model.manifest import ManifestError, Workaround
 from tracker.model.reader import load
-from tracker.model.vocabulary import DecidedBy, Reason
+from tracker.model.vocabulary import DecidedBy
 from tracker.runtime.plan import Plan, Step
-from tracker.runtime.probe import markers, probed
 
 
 class Planned(NamedTuple):
@@ -49,31 +50,34 @@ def plan(settings: Settings) -> Planned:
     settings = settings.for_ids(manifest.ids)
     for problem in settings.problems:
         warn(problem)
-    environment = _environment(settings, warn)
-    plans: list[Plan] = []
+    resolved = None
+    if settings.platform is None:
+        platform, trouble = plugin.vllm_platform()  # the platform vLLM resolved, when vLLM is imported
+        if trouble is not None:
+            warn(trouble)
+        resolved = (platform, "detected") if platform is not None else None
     sources: list[list[Any]] = []
-    replayable = True
-    with source.memoized():  # one look-up per module, however many targets it holds
-        for workaround in manifest.workarounds:
-            decision = decide(workaround, environment, settings)
-            try:
-                if decision.reason == Reason.AFFECTED and markers(workaround):
-                    read = _sources(workaround)
-                    replayable = replayable and read is not None
-                    sources += read or []
-                decision, decided_by = probed(decision, workaround)
-            except Exception as error:  # noqa: BLE001 - a probe is evidence, never a reason to fail
-                warn(f"{workaround.id}: probe failed ({type(error).__name__}: {error}); the version gate decides")
-                decided_by, replayable = DecidedBy.VERSION, False
-            replayable = replayable and decided_by == DecidedBy.VERSION
-            plans.append(_plan(workaround, decision, decided_by, environment))
-    return Planned(environment.as_json(), warnings, plans, replayable, sources)
+    located = True
+
+    def before_probe(workaround: Workaround) -> None:
+        nonlocal located
+        read = _sources(workaround)
+        located = located and read is not None
+        sources.extend(read or [])
+
+    decided = decide_stack(manifest, settings, platform=resolved, before_probe=before_probe)
+    for warning in decided.warnings:
+        warn(warning)
+    plans = [_plan(workaround, decision, decided.environment) for workaround, decision in decided.pairs(manifest)]
+    replayable = located and not decided.warnings and all(p.decided_by == DecidedBy.VERSION for p in plans)
+    return Planned(decided.environment.as_json(), warnings, plans, replayable, sources)
 
 
-def _plan(workaround: Workaround, decision: Decision, decided_by: DecidedBy, environment: Environment) -> Plan:
+def _plan(workaround: Workaround, decision: Decision, environment: Environment) -> Plan:
     targets = tuple(Step(t.path, t.kind, t.params, t.optional) for t in workaround.targets)
     context = Context.of(workaround, environment) if decision.apply else None
-    return Plan(workaround.id, decision.decision, decision.reason, decision.detail, decided_by, targets, context)
+    return Plan(workaround.id, decision.decision, decision.reason, decision.detail, decision.decided_by, targets,
+                context)
 
 
 def _sources(workaround: Workaround) -> list[list[Any]] | None:
@@ -86,17 +90,6 @@ def _sources(workaround: Workaround) -> list[list[Any]] | None:
             return None
         found.append([str(path), plugin.identity(str(path))])
     return found
-
-
-def _environment(settings: Settings, warn: Any) -> Environment:
-    if settings.platform is not None:
-        return build(platform=settings.platform, platform_source="override", assume=settings.assume)
-    platform, error = plugin.vllm_platform()  # the platform vLLM resolved, when vLLM is imported
-    if error is not None:
-        warn(error)
-    if platform is not None:
-        return build(platform=platform, platform_source="detected", assume=settings.assume)
-    return build(assume=settings.assume)
 
 
 __all__ = ["Planned", "plan"]

@@ -3,10 +3,12 @@
 Where a decision is ``affected``, each inline fix's ``marker`` (``workarounds.toml``) is
 looked for in the targets' source, read without importing it (``tracker.engine.source``).
 Found, the workaround is skipped as ``vllm-carries-fix`` (``decided_by: "probe"``): a
-source build or backport has the fix whatever its version says. The plugin and the
-``status``/``explain`` commands run this same function, so they agree on the same stack;
-where the source cannot be read (vLLM not installed, or a described stack whose vLLM is
-not the installed one) the decision stands and its detail says the source was not probed.
+source build or backport has the fix whatever its version says. Every view of a decision
+(the plugin, ``status``, ``explain``, the cluster probe) runs it through
+``tracker.decision.stack.decide_stack``, so they agree on the same stack; where the source
+cannot be read (vLLM not installed, or a described stack whose vLLM is not the installed
+one) the decision stands and its detail says the source was not probed. ``check`` reads a
+release's own tree with ``carried_fix(w, root)``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracker.api import Finding
+from tracker.decision.gates import Decision
 from tracker.engine import source
-from tracker.model.decision import Decision
 from tracker.model.manifest import Marker, UpstreamRef, Workaround
 from tracker.model.vocabulary import Choice, DecidedBy, Reason, Role
 
@@ -43,23 +45,22 @@ def carried_fix(w: Workaround, root: Path | None = None) -> tuple[bool, Finding 
     return read, None
 
 
-def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> tuple[Decision, DecidedBy]:
-    """``decision`` after the source probe, and what decided it (``version`` or ``probe``).
+def probed(decision: Decision, w: Workaround, not_probed: str | None = None) -> Decision:
+    """``decision`` after the source probe (``decided_by`` says whether the probe changed it).
 
     Only an ``affected`` decision of a workaround with a marker is probed. ``not_probed``:
     why the installed source is not the stack's own (the CLI describing another stack).
     """
     if decision.reason != Reason.AFFECTED or not markers(w):
-        return decision, DecidedBy.VERSION
+        return decision
     if not_probed is None:
         read, finding = carried_fix(w)
         if finding is not None:
-            return Decision(w.id, Choice.SKIP, Reason(finding.reason), finding.detail), DecidedBy.PROBE
+            return Decision(w.id, Choice.SKIP, Reason(finding.reason), finding.detail, DecidedBy.PROBE)
         if read:
-            return decision, DecidedBy.VERSION
+            return decision
         not_probed = "the targets' source is not installed here"
-    return decision._replace(detail=f"{decision.detail} vLLM's own source not probed ({not_probed})."), \
-        DecidedBy.VERSION
+    return decision._replace(detail=f"{decision.detail} vLLM's own source not probed ({not_probed}).")
 
 
 __all__ = ["carried_fix", "markers", "probed"]
