@@ -170,7 +170,7 @@ def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) 
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--address", "127.0.0.1:1"], "--address and --reports go with --cluster"),
+    (["--address", "127.0.0.1:1"], "--address goes with --cluster"),
     (["--cluster", "--platform", "xpu"], "with --cluster every node answers for its own"),
     (["--cluster", "--timeout", "0"], "--timeout 0: give a number of seconds"),
     (["--cluster", "--address", "nowhere"], "is not HOST:PORT"),

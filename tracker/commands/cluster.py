@@ -17,11 +17,9 @@ Ray is imported only by ``gather``: importing this module costs nothing more tha
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import socket
-import stat
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +27,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from tracker.model.vocabulary import SCHEMA, Outcome
+from tracker.model.vocabulary import SCHEMA
+from tracker.runtime.reports import OUTCOMES, read_report, report_files, running
 
-# The order a node's row lists them in (Outcome's own order is worst first).
-OUTCOMES = (Outcome.APPLIED, Outcome.WAITING, Outcome.SKIPPED, Outcome.FAILED, Outcome.DRIFTED)
-REPORT_LIMIT = 1 << 20  # bytes; a report is a few KiB, anything bigger is not one
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
 
 
@@ -103,18 +99,15 @@ def live_reports(directory: str) -> dict[str, Any]:
     processes: list[dict[str, Any]] = []
     ended = ignored = 0
     try:
-        names = sorted(os.listdir(directory))
+        files = report_files(directory)
     except OSError as error:
         return {"dir": directory, "error": f"cannot read: {error.strerror or error}", "processes": [],
                 "ended": 0, "ignored": 0}
-    for name in names:
-        stem, dot, suffix = name.partition(".")
-        if not (dot and suffix == "json" and stem.isdigit()):
-            continue
-        report = _read_report(os.path.join(directory, name), int(stem))
+    for name, pid in files:
+        report = _read_report(os.path.join(directory, name), pid)
         if report is None:
             ignored += 1
-        elif not _running(report["pid"]):
+        elif not running(report["pid"]):
             ended += 1
         else:
             processes.append(report)
@@ -123,44 +116,13 @@ def live_reports(directory: str) -> dict[str, Any]:
 
 def _read_report(path: str, pid: int) -> dict[str, Any] | None:
     """The report's pid and workaround outcomes, or None when it is not a well-formed report."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        with os.fdopen(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                return None
-            raw = stream.read(REPORT_LIMIT + 1)
-    except OSError:
-        return None
-    if len(raw) > REPORT_LIMIT:
-        return None
-    try:
-        document = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(document, dict) or document.get("pid") != pid or type(pid) is not int:
-        return None
-    entries = document.get("workarounds")
-    if not isinstance(entries, list):
+    document = read_report(path, pid)
+    if document is None:
         return None
     outcomes: dict[str, list[str]] = {outcome: [] for outcome in OUTCOMES}
-    for entry in entries:
-        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry.get("outcome") in OUTCOMES):
-            return None
+    for entry in document["workarounds"]:
         outcomes[entry["outcome"]].append(entry["id"])
     return {"pid": pid, **{outcome: sorted(ids) for outcome, ids in outcomes.items() if outcome != "skipped"}}
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: it exists
-    return True
 
 
 # ------------------------------------------------------------------ on the caller
@@ -336,18 +298,10 @@ def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
     "node 5c1d9e0a (10.0.0.2): vllm-xpu-kernels 0.1.12.3 needs uva-view-unpinned; the other 3 nodes have 0.1.13.2"
     """
     model = reference[0]
-    mine, theirs = [], []
-    if node.platform != model.platform:
-        mine.append(f"platform {node.platform}")
-        theirs.append(f"platform {model.platform}")
-    for name in sorted(set(node.versions) | set(model.versions)):
-        if node.versions.get(name) != model.versions.get(name):
-            mine.append(f"{name} {node.versions.get(name) or 'not installed'}")
-            theirs.append(f"{name} {model.versions.get(name) or 'not installed'}")
-    for key, what in (("xpu_workarounds_version", "xpu-workarounds"), ("manifest_digest", "manifest")):
-        if node.answer.get(key) != model.answer.get(key):
-            mine.append(f"{what} {node.answer.get(key)}")
-            theirs.append(f"{what} {model.answer.get(key)}")
+    mine, theirs = stack_differences(
+        (node.platform, node.versions, node.answer.get("xpu_workarounds_version"), node.answer.get("manifest_digest")),
+        (model.platform, model.versions, model.answer.get("xpu_workarounds_version"),
+         model.answer.get("manifest_digest")))
     applies, reference_applies = node.applies, model.applies
     extra = sorted(set(applies) - set(reference_applies))
     lacking = sorted(set(reference_applies) - set(applies))
@@ -367,6 +321,26 @@ def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
     else:
         tail = f"{others} {'do' if plural else 'does'}{' not' if extra and not lacking else ''}"
     return f"{node.label}: {' '.join(clauses)}; {tail}"
+
+
+Stack = tuple[str, dict[str, str | None], object, object]  # platform, versions, tool version, manifest digest
+
+
+def stack_differences(one: Stack, other: Stack) -> tuple[list[str], list[str]]:
+    """What ``one`` has where ``other`` differs, and what ``other`` has there, in words."""
+    mine, theirs = [], []
+    if one[0] != other[0]:
+        mine.append(f"platform {one[0]}")
+        theirs.append(f"platform {other[0]}")
+    for name in sorted(set(one[1]) | set(other[1])):
+        if one[1].get(name) != other[1].get(name):
+            mine.append(f"{name} {one[1].get(name) or 'not installed'}")
+            theirs.append(f"{name} {other[1].get(name) or 'not installed'}")
+    for index, what in ((2, "xpu-workarounds"), (3, "manifest")):
+        if one[index] != other[index]:
+            mine.append(f"{what} {one[index]}")
+            theirs.append(f"{what} {other[index]}")
+    return mine, theirs
 
 
 def _applying(workaround: str, reason: str) -> str:

@@ -30,9 +30,10 @@ def status(
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS",
                                            help="With --cluster: how long to wait for each node.")] = 60.0,
     reports: Annotated[str | None, typer.Option("--reports", metavar="DIR", show_default=False,
-                                                   help="With --cluster: where running processes write their "
-                                                        "reports on every node (default: each node's "
-                                                        "XPU_WORKAROUNDS_REPORT).")] = None,
+                                                   help="The reports this machine's vLLM processes wrote "
+                                                        "(their XPU_WORKAROUNDS_REPORT), by process; with "
+                                                        "--cluster: where they are on every node (default: "
+                                                        "each node's XPU_WORKAROUNDS_REPORT).")] = None,
 ) -> None:
     """Each workaround's decision for this environment, or for a described stack."""
     from tracker.commands.views import status_document, status_table
@@ -40,11 +41,31 @@ def status(
     if cluster:
         _cluster_status(json_output, platform, assume, address, timeout, reports)
         return
-    if address is not None or reports is not None:
-        fail("--address and --reports go with --cluster")
+    if reports is not None:
+        _machine_status(json_output, platform, assume, address, reports)
+        return
+    if address is not None:
+        fail("--address goes with --cluster")
     manifest = load_manifest()
     document = status_document(manifest, decided_for(manifest, platform, assume))
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
+
+
+def _machine_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,
+                    reports: str) -> None:
+    from tracker.commands import machine
+
+    if platform is not None or assume:
+        fail("--platform and --assume describe one stack; with --reports every process answers for its own")
+    if address is not None:
+        fail("--address goes with --cluster")
+    try:
+        result = machine.gather(reports)
+    except machine.ReportsUnreadable as error:
+        fail(str(error))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result))
+    if not result.agree:
+        raise typer.Exit(EXIT_NODES_DISAGREE)
 
 
 def _cluster_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,

@@ -1,0 +1,211 @@
+"""``status --reports DIR``: the processes of this machine, from the reports they wrote, and where they differ.
+
+Each vLLM process started with ``XPU_WORKAROUNDS_REPORT=DIR`` writes ``DIR/<pid>.json``
+(rewritten when an outcome changes). This reads them as untrusted data
+(``tracker.runtime.reports``), groups them by process (its role, its parent), names the
+processes that are gone, and flags what ``status --cluster`` flags between nodes, here
+between the running processes: a different platform, component version, xpu-workarounds
+version, manifest or decision; and, in any one process, a workaround that failed or drifted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracker.commands.cluster import stack_differences
+from tracker.commands.context import one_line
+from tracker.model.vocabulary import SCHEMA
+from tracker.runtime.reports import read_report, report_files, running
+
+SHOWN = ("applied", "waiting", "failed", "drifted")
+
+
+@dataclass
+class Process:
+    """One report: the process that wrote it and what it says."""
+
+    pid: int
+    running: bool
+    report: dict[str, Any]
+
+    @property
+    def role(self) -> str | None:
+        role = self.report.get("process")
+        return role if isinstance(role, str) else None
+
+    @property
+    def parent(self) -> int | None:
+        parent = self.report.get("parent")
+        return parent if type(parent) is int else None
+
+    @property
+    def label(self) -> str:
+        return f"process {self.pid}" + (f" ({one_line(self.role)})" if self.role else "")
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        environment = self.report.get("environment")
+        return environment if isinstance(environment, dict) else {}
+
+    @property
+    def platform(self) -> str:
+        platform = self.environment.get("platform")
+        return platform if isinstance(platform, str) else "?"
+
+    @property
+    def versions(self) -> dict[str, str | None]:
+        versions = self.environment.get("versions")
+        if not isinstance(versions, dict):
+            return {}
+        return {str(name): value if isinstance(value, str) else None for name, value in versions.items()}
+
+    @property
+    def tool(self) -> dict[str, str | None]:
+        """The xpu-workarounds version and manifest digest the report names (None where it names none)."""
+        tool = self.report.get("tool")
+        tool = tool if isinstance(tool, dict) else {}
+        return {key: tool[key] if isinstance(tool.get(key), str) else None for key in ("version", "manifest_sha256")}
+
+    @property
+    def workarounds(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self.report["workarounds"]
+        return entries
+
+    def ids(self, outcome: str) -> list[str]:
+        return [entry["id"] for entry in self.workarounds if entry["outcome"] == outcome]
+
+    def decisions(self) -> tuple[tuple[str, str, str], ...]:
+        return tuple(sorted((entry["id"], str(entry.get("decision", "?")), str(entry.get("reason", "?")))
+                            for entry in self.workarounds))
+
+    def signature(self) -> tuple[Any, ...]:
+        """What every running process of one deployment should share."""
+        return (self.platform, tuple(sorted(self.versions.items())), tuple(sorted(self.tool.items())),
+                self.decisions())
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "process": self.role, "parent": self.parent,
+                "state": "running" if self.running else "gone", "platform": self.platform,
+                "versions": self.versions, "tool": self.tool,
+                "workarounds": [{"id": entry["id"], "decision": entry.get("decision"), "reason": entry.get("reason"),
+                                 "outcome": entry["outcome"],
+                                 "error": entry["error"] if isinstance(entry.get("error"), str) else None}
+                                for entry in self.workarounds]}
+
+
+@dataclass
+class Machine:
+    directory: str
+    processes: list[Process]
+    ignored: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def running(self) -> list[Process]:
+        return [process for process in self.processes if process.running]
+
+    @property
+    def gone(self) -> list[Process]:
+        return [process for process in self.processes if not process.running]
+
+    @property
+    def agree(self) -> bool:
+        return not self.differences
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "dir": self.directory, "agree": self.agree,
+                "processes": [process.as_json() for process in self.processes],
+                "gone": [process.pid for process in self.gone], "ignored": self.ignored,
+                "differences": self.differences}
+
+
+class ReportsUnreadable(Exception):
+    """The directory cannot be listed: one sentence for the user."""
+
+
+def gather(directory: str) -> Machine:
+    """Every report in ``directory``, compared; raises ReportsUnreadable."""
+    if not os.path.isdir(directory):
+        raise ReportsUnreadable(f"--reports {directory}: not a directory")
+    try:
+        files = report_files(directory)
+    except OSError as error:
+        raise ReportsUnreadable(f"--reports {directory}: cannot read: {error.strerror or error}") from None
+    processes, ignored = [], []
+    for name, pid in files:
+        report = read_report(os.path.join(directory, name), pid)
+        if report is None:
+            ignored.append(name)
+        else:
+            processes.append(Process(pid, running(pid), report))
+    machine = Machine(directory, processes, ignored)
+    machine.differences = compare(machine.running)
+    return machine
+
+
+def compare(processes: list[Process]) -> list[str]:
+    """One sentence per running process that differs from the largest group of equal ones (ties: the
+    lowest pid's group, the first process started), then one per failed or drifted workaround."""
+    groups: dict[tuple[Any, ...], list[Process]] = {}
+    for process in sorted(processes, key=lambda process: process.pid):
+        groups.setdefault(process.signature(), []).append(process)
+    ranked = sorted(groups.values(), key=len, reverse=True)  # stable: the lowest pid's group first among equals
+    differences = [describe(process, ranked[0]) for group in ranked[1:] for process in group]
+    for process in processes:
+        for entry in process.workarounds:
+            if entry["outcome"] in ("failed", "drifted"):
+                error = entry.get("error")
+                because = f": {one_line(error)}" if isinstance(error, str) and error else ""
+                differences.append(f"{process.label}: {one_line(entry['id'])} {entry['outcome']}{because}")
+    return differences
+
+
+def describe(process: Process, reference: list[Process]) -> str:
+    """What ``process`` has that the reference group does not, in words."""
+    model = reference[0]
+    mine, theirs = stack_differences(
+        (process.platform, process.versions, process.tool["version"] or "?", process.tool["manifest_sha256"] or "?"),
+        (model.platform, model.versions, model.tool["version"] or "?", model.tool["manifest_sha256"] or "?"))
+    own, other = dict((i, (d, r)) for i, d, r in process.decisions()), dict((i, (d, r)) for i, d, r in model.decisions())
+    for workaround in sorted(set(own) | set(other)):
+        if own.get(workaround) != other.get(workaround):
+            mine.append(f"{workaround} {_decision(own.get(workaround))}")
+            theirs.append(f"{_decision(other.get(workaround))}")
+    count = len(reference)
+    others = f"the other {count} processes" if count > 1 else f"process {model.pid}"
+    return one_line(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
+                    f"{', '.join(theirs)}")
+
+
+def _decision(decision: tuple[str, str] | None) -> str:
+    return f"{decision[0]} ({decision[1]})" if decision else "not in its manifest"
+
+
+def render(machine: Machine) -> str:
+    """The text ``status --reports`` prints: one row per process, then the differences and the gone."""
+    counts = Counter(process.running for process in machine.processes)
+    verdict = "they agree" if machine.agree else "they disagree"
+    lines = [f"Reports in {one_line(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
+             + (f"; {verdict}" if counts[True] else ""), ""]
+    rows = [("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN))]
+    for process in machine.processes:
+        rows.append((str(process.pid), one_line(process.role or "-"), str(process.parent or "-"),
+                     "running" if process.running else "gone", one_line(process.platform),
+                     *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
+    if len(rows) > 1:
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    else:
+        lines.append("no reports (is XPU_WORKAROUNDS_REPORT set for the vLLM processes?)")
+    if machine.differences:
+        lines += ["", "Differences:", *(f"  {difference}" for difference in machine.differences)]
+    if machine.gone:
+        lines += ["", "Gone (reports of processes no longer running; not compared):",
+                  *(f"  {process.label}" for process in machine.gone)]
+    if machine.ignored:
+        lines += ["", f"Ignored (not a readable report): {one_line(', '.join(machine.ignored))}"]
+    return "\n".join(lines)
+
