@@ -12,6 +12,7 @@ untrusted data (``read_private``: regular files of this user only, under a size 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -100,20 +101,38 @@ def read_private(path: Path | str, limit: int) -> bytes | None:
 
     Never follows a symlink, never blocks on a FIFO, never raises.
     """
+    try:
+        return private_file(path, limit)
+    except OSError:
+        return None
+
+
+def private_file(path: Path | str, limit: int) -> bytes:
+    """``read_private`` saying why not: ``FileNotFoundError`` when ``path`` is absent,
+    ``UnsafeLocation`` (one line, the reason) when it is there but not a private regular
+    file of this user of at most ``limit`` bytes, ``OSError`` when it cannot be read."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         handle = os.open(path, flags)
-    except OSError:
-        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UnsafeLocation(f"{os.fspath(path)} is a symlink") from None
+        raise
     try:
         info = os.fstat(handle)
-        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077
-                or info.st_size > limit):
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeLocation(f"{os.fspath(path)} is not a regular file")
+        if info.st_uid != os.geteuid():
+            raise UnsafeLocation(f"{os.fspath(path)} belongs to uid {info.st_uid}, not to this user")
+        if info.st_mode & 0o077:
+            raise UnsafeLocation(f"{os.fspath(path)} is readable or writable by other users "
+                                 f"(mode {stat.S_IMODE(info.st_mode):o})")
+        if info.st_size > limit:
+            raise UnsafeLocation(f"{os.fspath(path)} is larger than {limit} bytes")
         data = os.read(handle, limit + 1)
-        return data if len(data) <= limit else None
-    except OSError:
-        return None
+        if len(data) > limit:
+            raise UnsafeLocation(f"{os.fspath(path)} is larger than {limit} bytes")
+        return data
     finally:
         os.close(handle)
 

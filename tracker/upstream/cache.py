@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -22,6 +21,7 @@ from urllib.parse import urlparse
 
 from requests.utils import parse_header_links
 
+from tracker import paths
 from tracker.upstream import client as github_client
 from tracker.upstream.client import ClientSettings
 from tracker.upstream.clock import iso, now, parse_iso
@@ -32,6 +32,9 @@ CACHE_SCHEMA = 1
 MAX_AGE = timedelta(hours=1)
 
 _KEPT_HEADERS = ("etag", "last-modified", "link")
+
+# The largest cache file read (a full refresh of the shipped manifest writes well under 1 MB).
+CACHE_LIMIT = 64 * 1024 * 1024
 
 
 class Mode(StrEnum):
@@ -63,19 +66,48 @@ class Cache:
     checked_at: datetime | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
 
+    # Why the stored answers were not used (an unsafe directory, a file that is not a private
+    # regular file, malformed contents): said as a warning; the run goes on without them.
+    problem: str | None = None
+    # False when the directory may not be trusted: nothing is written there either.
+    writable: bool = True
+
     @classmethod
     def load(cls, directory: Path, base_url: str) -> Cache:
+        """The stored answers for ``base_url`` in ``directory``, read as untrusted data: only from
+        a private directory (``paths.private_dir``) and a private regular file of this user
+        (``paths.private_file``), of the shape ``save`` writes; anything else is no cache."""
         slug = re.sub(r"[^A-Za-z0-9]+", "-", urlparse(base_url).netloc + urlparse(base_url).path).strip("-")
         path = directory / f"upstream-{slug or 'github'}.json"
         cache = cls(path, base_url)
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return cache  # absent or unreadable: nothing usable, and nothing to lose
-        if (isinstance(stored, dict) and stored.get("schema") == CACHE_SCHEMA
-                and stored.get("base_url") == base_url and isinstance(stored.get("entries"), dict)):
-            cache.checked_at = parse_iso(stored.get("checked_at"))
-            cache.entries = stored["entries"]
+            if os.path.lexists(directory):
+                paths.private_dir(directory)
+        except OSError as error:
+            cache.problem, cache.writable = f"the upstream cache is not used: {_reason(error)}", False
+            return cache
+        try:
+            stored = json.loads(paths.private_file(path, CACHE_LIMIT))
+        except FileNotFoundError:
+            return cache  # nothing cached yet
+        except OSError as error:
+            cache.problem = f"the upstream cache is not used: {_reason(error)}"
+            return cache
+        except (ValueError, RecursionError):
+            cache.problem = f"the upstream cache is not used: {path} is not JSON"
+            return cache
+        if not (isinstance(stored, dict) and stored.get("schema") == CACHE_SCHEMA):
+            cache.problem = f"the upstream cache is not used: {path} is not a cache of this version"
+            return cache
+        if stored.get("base_url") != base_url:
+            return cache  # another server's answers (the file name is a slug of its URL)
+        checked_at = parse_iso(stored.get("checked_at"))
+        entries = stored.get("entries")
+        if checked_at is None or not isinstance(entries, dict) or not all(
+                isinstance(key, str) and valid_entry(entry) for key, entry in entries.items()):
+            cache.problem = f"the upstream cache is not used: {path} holds malformed entries"
+            return cache
+        cache.checked_at, cache.entries = checked_at, entries
         return cache
 
     @property
@@ -83,19 +115,28 @@ class Cache:
         return self.checked_at is not None and bool(self.entries)
 
     def save(self, entries: dict[str, Entry], checked_at: datetime) -> None:
-        """Replace the file atomically with ``entries`` (what the run that just succeeded used)."""
+        """Replace the file atomically with ``entries`` (what the run that just succeeded used),
+        in a private directory (created 0700); nothing when the directory may not be trusted."""
+        if not self.writable:
+            return
         document = {"schema": CACHE_SCHEMA, "base_url": self.base_url, "checked_at": iso(checked_at),
                     "entries": entries}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".upstream-", dir=self.path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(document, stream, indent=None, separators=(",", ":"), sort_keys=True)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        paths.private_dir(self.path.parent)
+        paths.atomic_write(self.path, json.dumps(document, indent=None, separators=(",", ":"), sort_keys=True))
         self.entries, self.checked_at = entries, checked_at
+
+
+def valid_entry(entry: object) -> bool:
+    """An entry of the shape ``Source`` stores: ``{data, headers: {str: str}, fetched_at, immutable}``.
+    What ``data`` holds is checked where a fact is read from it, as for a live answer."""
+    return (isinstance(entry, dict) and "data" in entry and isinstance(entry.get("immutable"), bool)
+            and parse_iso(entry.get("fetched_at")) is not None and isinstance(entry.get("headers"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in entry["headers"].items()))
+
+
+def _reason(error: OSError) -> str:
+    return str(error) if isinstance(error, paths.UnsafeLocation) or not error.strerror else \
+        f"{error.strerror} ({error.filename})" if error.filename else error.strerror
 
 
 class Source:

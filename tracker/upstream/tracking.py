@@ -99,10 +99,18 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
     cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE:
         if not cache.usable:
-            raise NoUsableCache(f"no cached upstream facts in {cache.path}; run `xpu-workarounds upstream` "
-                                f"while GitHub is reachable first")
+            raise NoUsableCache(f"{cache.problem or f'no cached upstream facts in {cache.path}'}; run "
+                                f"`xpu-workarounds upstream` while GitHub is reachable first")
         return _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
     source = Source(cache, mode, client, at)
+    report = _live(manifest, cache, source, mode, client, graphql, at)
+    if cache.problem:
+        report.warning = "; ".join(filter(None, [cache.problem, report.warning]))
+    return report
+
+
+def _live(manifest: Manifest, cache: Cache, source: Source, mode: Mode, client: ClientSettings, graphql: bool,
+          at: datetime) -> Report:
     try:
         learned = _prefetch(source, client, lambda rehearsal: _run(manifest, rehearsal, "live", at)) \
             if graphql else None
@@ -121,7 +129,10 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
     if not source.sent and cache.usable and source.used:
         report.source, report.checked_at = "cache", cache.checked_at or at
     elif source.sent and learned_any:  # a run that learned nothing leaves the cache as it was
-        cache.save(source.used, at)
+        try:
+            cache.save(source.used, at)
+        except OSError as error:  # the answer stands; only the next run's head start is lost
+            report.warning = f"the upstream cache was not saved: {error.strerror or error} ({cache.path})"
     return report
 
 
@@ -146,7 +157,7 @@ def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None 
     at = at or _now()
     cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE and not cache.usable:
-        raise NoUsableCache(f"no cached upstream facts in {cache.path}")
+        raise NoUsableCache(cache.problem or f"no cached upstream facts in {cache.path}")
     source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
     learned = None
     if mode is not Mode.OFFLINE and _graphql_wanted(graphql):
@@ -157,6 +168,7 @@ def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None 
         cache.save(source.used, at)
     report = Report(label, checked, references, [], source.sent)
     report.graphql = learned
+    report.warning = cache.problem
     return Fresh(report, floors)
 
 
