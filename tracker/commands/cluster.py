@@ -206,7 +206,7 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
         # What ray.init does with "auto", done here first so that an address nobody serves
         # fails fast like an explicit one (ray.init would wait for its GCS for minutes).
         address, source = os.environ["RAY_ADDRESS"].strip(), "RAY_ADDRESS"
-    _check_reachable(address, source)
+    _check_reachable(address, source, timeout)
     try:
         context = ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as error:
@@ -247,17 +247,46 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
     return compare(address_shown, nodes)
 
 
-def _check_reachable(address: str, source: str = "--address") -> None:
-    """Fail fast on an explicit HOST:PORT nobody listens on (ray.init would retry for a minute)."""
-    if address == "auto" or "://" in address:
+# HTTP/2's client preface and an empty SETTINGS frame: a Ray GCS (a gRPC server) answers with
+# its own SETTINGS frame (type 4) at once; a port that is not Ray stays silent or answers other bytes.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_SETTINGS = 4
+
+
+def _check_reachable(address: str, source: str = "--address", timeout: float = 5.0) -> None:
+    """Fail within ``timeout`` on an explicit HOST:PORT (or ray://HOST:PORT) that is not a Ray
+    cluster: nobody listens (ray.init would retry for a minute), or the port accepts but does not
+    speak gRPC's HTTP/2 (ray.init would wait for it for about 14 minutes, warning all along)."""
+    if address == "auto":
         return
-    host, colon, port = address.rpartition(":")
-    if not colon or not port.isdigit():
+    scheme, _, rest = address.rpartition("://")
+    if scheme and scheme != "ray":
         raise ClusterUnreachable(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ClusterUnreachable(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    import time
+
+    deadline = time.monotonic() + timeout
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-    except OSError as error:
-        raise ClusterUnreachable(f"no Ray cluster at {address}: {error.strerror or error}") from None
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as connection:
+            connection.sendall(_HTTP2_PREFACE)
+            header = b""
+            while len(header) < 9:
+                connection.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = connection.recv(9 - len(header))
+                if not chunk:
+                    break
+                header += chunk
+    except TimeoutError:
+        raise ClusterUnreachable(f"no Ray cluster at {address}: the port accepted the connection but did not "
+                                 f"answer as a Ray cluster within {timeout:g} s") from None
+    except (OSError, UnicodeError) as error:
+        raise ClusterUnreachable(f"no Ray cluster at {address}: {getattr(error, 'strerror', None) or error}") \
+            from None
+    if len(header) < 9 or header[3] != _SETTINGS:
+        raise ClusterUnreachable(f"no Ray cluster at {address}: the port answers, but not as a Ray cluster "
+                                 f"(no gRPC handshake)")
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,0 +1,92 @@
+"""``status --cluster --address`` pointed at ports that accept but are not Ray: one line, exit 4,
+within ``--timeout`` (before, ray.init waited about 14 minutes, printing Ray's warnings).
+
+Real sockets on loopback: a port that accepts and says nothing, one that answers HTTP/1.1
+garbage, one that closes at once; the real ``xpu-workarounds`` script in a subprocess.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from test_cluster_status import cli
+
+
+class Listener:
+    """A loopback TCP server that handles each connection with ``behave``."""
+
+    def __init__(self, behave: Callable[[socket.socket], None]) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.behave = behave
+        self.open: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.socket.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.open.append(connection)
+            try:
+                self.behave(connection)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.socket.close()
+        for connection in self.open:
+            connection.close()
+
+
+def silent(connection: socket.socket) -> None:
+    pass  # accepts, keeps the connection open, never answers
+
+
+def http_garbage(connection: socket.socket) -> None:
+    connection.recv(1024)
+    connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nBad Request")
+
+
+def hangs_up(connection: socket.socket) -> None:
+    connection.close()
+
+
+@pytest.fixture(params=[silent, http_garbage, hangs_up], ids=["silent", "http-garbage", "hangs-up"])
+def not_ray(request) -> Iterator[Listener]:
+    listener = Listener(request.param)
+    yield listener
+    listener.close()
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_a_port_that_accepts_but_is_not_ray_is_one_line_exit_4_within_the_timeout(not_ray, scheme):
+    address = scheme + not_ray.address
+
+    result = cli("status", "--cluster", "--address", address, "--timeout", "2")
+
+    assert result.returncode == 4, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"xpu-workarounds: error: no Ray cluster at {address}: "), line
+    if not_ray.behave is silent:
+        assert line.endswith("did not answer as a Ray cluster within 2 s"), line
+    else:
+        assert "not as a Ray cluster" in line or "Connection reset" in line, line
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:80", "127.0.0.1:0", "127.0.0.1:99999", ":6379",
+                                     "ray://", "[::1", "127.0.0.1:\u0666"])
+def test_an_address_that_is_not_host_and_port_is_one_line(address):
+    result = cli("status", "--cluster", "--address", address, "--timeout", "2")
+
+    assert result.returncode in (2, 4), result.stderr
+    (line,) = result.stderr.splitlines()
+    assert "is not HOST:PORT, ray://HOST:PORT or auto" in line or "no Ray cluster at" in line, line
