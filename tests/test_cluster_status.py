@@ -22,7 +22,8 @@ from support.manifests import workaround, write_manifest
 from support.raycluster import LocalRayCluster, free_port
 
 from tracker.commands import cluster
-from tracker.commands.cluster import Node, compare, live_reports, node_answer
+from tracker.commands.cluster import Node, compare
+from tracker.commands.cluster_node import live_reports, node_answer
 from tracker.model import reader
 
 SCRIPT = Path(sys.executable).parent / "xpu-workarounds"

@@ -6,18 +6,27 @@ which is a dummy class on torch builds without CUDA. Wraps
 ``torch.xpu.Event`` while the constructor runs, and is restored afterwards, even on error.
 """
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from tracker.api import Context
+from tracker.api import Context, Wrapper
 
 
-def make_wrapper(context: Context):
+def make_wrapper(context: Context) -> Wrapper:
     def with_xpu_events(init, attention, args, kwargs):
         cuda_event = torch.cuda.Event
-        torch.cuda.Event = torch.xpu.Event
+        torch.cuda.Event = torch.xpu.Event  # type: ignore[misc,assignment]  # the redirect is the workaround
         try:
             return init(*args, **kwargs)
         finally:
-            torch.cuda.Event = cuda_event
+            torch.cuda.Event = cuda_event  # type: ignore[misc]
 
     return with_xpu_events
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import WorkaroundModule
+    from workarounds import cuda_event_redirect as this_module
+
+    _checked: WorkaroundModule = this_module

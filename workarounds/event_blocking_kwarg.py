@@ -10,10 +10,11 @@ import contextlib
 import functools
 import inspect
 import logging
+from typing import TYPE_CHECKING
 
 import torch
 
-from tracker.api import Context, Finding
+from tracker.api import Context, Finding, Wrapper
 
 
 def probe(context: Context) -> Finding | None:
@@ -54,11 +55,18 @@ def event_shim(event_class):
     return event
 
 
-def make_wrapper(context: Context):
+def make_wrapper(context: Context) -> Wrapper:
     @contextlib.contextmanager
     def with_event_shim(torch_cuda_wrapper, instance, args, kwargs):
         with torch_cuda_wrapper(*args, **kwargs) as value:
-            torch.cuda.Event = event_shim(torch.xpu.Event)
+            torch.cuda.Event = event_shim(torch.xpu.Event)  # type: ignore[misc]  # the shim is the workaround
             yield value
 
     return with_event_shim
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import ProbingWorkaroundModule
+    from workarounds import event_blocking_kwarg as this_module
+
+    _checked: ProbingWorkaroundModule = this_module

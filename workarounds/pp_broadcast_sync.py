@@ -6,12 +6,21 @@ Wraps ``PPHandler.broadcast``: ``self.main_stream.synchronize()`` first, as vllm
 does. Runs every decode step: the wrapper does nothing else.
 """
 
-from tracker.api import Context
+from typing import TYPE_CHECKING
+
+from tracker.api import Context, Wrapper
 
 
-def make_wrapper(context: Context):
+def make_wrapper(context: Context) -> Wrapper:
     def synchronize_first(broadcast, handler, args, kwargs):
         handler.main_stream.synchronize()
         return broadcast(*args, **kwargs)
 
     return synchronize_first
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import WorkaroundModule
+    from workarounds import pp_broadcast_sync as this_module
+
+    _checked: WorkaroundModule = this_module

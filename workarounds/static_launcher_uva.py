@@ -6,16 +6,18 @@ through UVA and compilation is on, Inductor's ``use_static_cuda_launcher`` is se
 False with ``setdefault``, so a user's explicit setting wins (as vllm#51770 does).
 """
 
-from tracker.api import Context
+from typing import TYPE_CHECKING
+
+from tracker.api import Context, Wrapper
 
 
 def uva_offloading(offload_config) -> bool:
     """vLLM's own rule (0.19.0-0.28.0 share these fields): UVA explicitly, or auto with only UVA configured."""
-    return offload_config.offload_backend == "uva" or (
+    return bool(offload_config.offload_backend == "uva" or (
         offload_config.offload_backend == "auto"
         and offload_config.prefetch.offload_group_size == 0
         and offload_config.uva.cpu_offload_gb > 0
-    )
+    ))
 
 
 def uva_disabled() -> bool:
@@ -26,7 +28,7 @@ def uva_disabled() -> bool:
     return bool(envs.VLLM_WEIGHT_OFFLOADING_DISABLE_UVA)
 
 
-def make_wrapper(context: Context):
+def make_wrapper(context: Context) -> Wrapper:
     def static_launcher_off(check_and_update_config, platform, args, kwargs):
         result = check_and_update_config(*args, **kwargs)
         vllm_config = args[0] if args else kwargs["vllm_config"]
@@ -37,3 +39,10 @@ def make_wrapper(context: Context):
         return result
 
     return static_launcher_off
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import WorkaroundModule
+    from workarounds import static_launcher_uva as this_module
+
+    _checked: WorkaroundModule = this_module

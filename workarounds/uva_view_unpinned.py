@@ -9,9 +9,11 @@ empty XPU tensor (as vLLM 0.28.0 does) and a non-pinned tensor is copied once, s
 kept, into pinned memory, held for the process's life where the view does not own it.
 """
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from tracker.api import Context
+from tracker.api import Context, Wrapper
 
 KERNEL_FIX = "vllm-project/vllm-xpu-kernels#513"  # empty and non-pinned input
 STRIDE_FIX = "vllm-project/vllm-xpu-kernels#564"  # ... with its strides kept
@@ -27,7 +29,7 @@ def pinned_copy(cpu_tensor: torch.Tensor) -> torch.Tensor:
     return pinned.copy_(cpu_tensor)
 
 
-def make_wrapper(context: Context):
+def make_wrapper(context: Context) -> Wrapper:
     if context.installed_contains(KERNEL_FIX) and context.installed_contains(STRIDE_FIX):
         def to_kernel_as_is(view, instance, args, kwargs):
             cpu_tensor = args[0] if args else kwargs["cpu_tensor"]
@@ -51,3 +53,10 @@ def make_wrapper(context: Context):
         return accelerator_view
 
     return pin_first
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import WorkaroundModule
+    from workarounds import uva_view_unpinned as this_module
+
+    _checked: WorkaroundModule = this_module

@@ -37,9 +37,8 @@ from tracker.decision.probe import carried_fix, markers
 from tracker.decision.stack import decide_stack
 from tracker.engine.source import definition, file_under
 from tracker.model.environment import Settings
-from tracker.model.manifest import Manifest, Target, Workaround
+from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
-from tracker.model.tracked import InlineWorkaround
 from tracker.model.vocabulary import SCHEMA
 
 EXIT_DRIFT = 3

@@ -4,11 +4,12 @@ Ray ships this function to every node by value (cloudpickle's pickle-by-value, s
 up in ``tracker.commands.cluster``), so unpickling it imports nothing of this package: a node
 without xpu-workarounds still runs it, and answers that the package is missing
 instead of failing to deserialize the task. Only then does it import the node's own
-installed ``tracker`` and ask it for its status (``tracker.commands.cluster.node_answer``).
+installed ``tracker`` and ask it for its status (``tracker.commands.cluster_node.node_answer``).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -37,11 +38,17 @@ def probe(caller_paths: list[str], reports_dir: str | None) -> dict[str, Any]:
         answer["note"] = (f"xpu-workarounds was imported from {location}, the caller's directory, which Ray puts "
                           "on its workers' sys.path; vLLM on this node may not see it")
     try:
-        from tracker.commands.cluster import node_answer
-    except ImportError:
-        try:  # a node with a release from before the command line moved into tracker.commands
-            from tracker.cluster import node_answer  # type: ignore[import-untyped,no-redef,unused-ignore]
-        except ImportError as error:
+        from tracker.commands.cluster_node import node_answer
+    except ImportError as error:
+        # A node with an earlier layout: its own module answers (named by string, so that this
+        # module's imports stay those of this layout).
+        for earlier in ("tracker.commands.cluster", "tracker.cluster"):
+            try:
+                node_answer = importlib.import_module(earlier).node_answer
+                break
+            except (ImportError, AttributeError):
+                continue
+        else:
             return {**answer, "state": "error", "xpu_workarounds_version": installed,
                     "detail": f"xpu-workarounds {installed or '(unknown version)'} in {location} cannot answer "
                               f"--cluster ({error})"}

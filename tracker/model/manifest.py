@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from tracker.model.vocabulary import Platform, Role, State, TargetKind, module_of
-
-if TYPE_CHECKING:
-    from tracker.model.tracked import InlineWorkaround
 
 
 class Target(NamedTuple):
@@ -139,13 +136,32 @@ class SupportPolicy(NamedTuple):
         return self.vllm_minors is not None or self.xpu_pins
 
 
+class InlineWorkaround(NamedTuple):
+    """One of vLLM's own XPU workarounds, as the project tracks it."""
+
+    id: str
+    title: str
+    file: str  # in vLLM's source tree: "vllm/platforms/xpu.py"
+    marker: str  # a line fragment of that file that is there exactly while vLLM carries it
+    carried_in: SpecifierSet  # vLLM releases that carry it
+    waits_on: str | None = None  # OWNER/REPO#N
+    link: str | None = None  # a reference that is not a PR or issue
+    dead_when: Release | None = None  # dead code once vLLM pins a release this new for XPU
+    remaining: str | None = None  # what stays needed even then
+    note: str | None = None
+
+    @property
+    def reference(self) -> str:
+        return self.waits_on or self.link or "no upstream reference named"
+
+
 class Manifest(NamedTuple):
     path: Path
     support: dict[str, Version]
     workarounds: tuple[Workaround, ...]
     by_id: dict[str, Workaround]
     policy: SupportPolicy = SupportPolicy()
-    tracked: tuple[InlineWorkaround, ...] = ()  # vLLM's own inline workarounds (tracker.model.tracked)
+    tracked: tuple[InlineWorkaround, ...] = ()  # vLLM's own inline workarounds (read by tracker.model.tracked)
 
     def get(self, workaround_id: str) -> Workaround:
         return self.by_id[workaround_id]
@@ -175,5 +191,5 @@ class ManifestError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-__all__ = ["Manifest", "ManifestError", "Marker", "Problem", "Release", "SupportPolicy", "Target", "UpstreamRef",
+__all__ = ["InlineWorkaround", "Manifest", "ManifestError", "Marker", "Problem", "Release", "SupportPolicy", "Target", "UpstreamRef",
            "Window", "Workaround", "module_of"]

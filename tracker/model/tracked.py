@@ -14,36 +14,17 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from packaging.specifiers import SpecifierSet
 
-from tracker.model.manifest import Release
+from tracker.model.manifest import InlineWorkaround, Release
 from tracker.model.vocabulary import entry_label, is_id
 
 _REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
 _FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
 _REQUIRED = ("id", "title", "file", "marker", "carried_in")
 _KEYS = frozenset({*_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
-
-
-class InlineWorkaround(NamedTuple):
-    """One of vLLM's own XPU workarounds, as the project tracks it."""
-
-    id: str
-    title: str
-    file: str  # in vLLM's source tree: "vllm/platforms/xpu.py"
-    marker: str  # a line fragment of that file that is there exactly while vLLM carries it
-    carried_in: SpecifierSet  # vLLM releases that carry it
-    waits_on: str | None = None  # OWNER/REPO#N
-    link: str | None = None  # a reference that is not a PR or issue
-    dead_when: Release | None = None  # dead code once vLLM pins a release this new for XPU
-    remaining: str | None = None  # what stays needed even then
-    note: str | None = None
-
-    @property
-    def reference(self) -> str:
-        return self.waits_on or self.link or "no upstream reference named"
 
 
 class _Reader(Protocol):

@@ -9,9 +9,8 @@ from urllib.parse import quote
 
 from packaging.version import Version
 
-from tracker.model.manifest import Manifest, Workaround
+from tracker.model.manifest import InlineWorkaround, Manifest, Workaround
 from tracker.model.pins import xpu_pins
-from tracker.model.tracked import InlineWorkaround
 from tracker.model.vocabulary import RELEASED_STATES
 from tracker.upstream.cache import NotCached, Source
 from tracker.upstream.client import GitHubMissing
