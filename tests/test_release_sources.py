@@ -79,3 +79,42 @@ def test_the_decision_at_the_release_s_xpu_pins_agrees_with_its_source(checked, 
     result = checked(release)
     assert all(w.decision is not None for w in result.workarounds)
     assert result.problems == []
+
+
+@pytest.mark.parametrize("release", vllm_harness.ALL_RELEASES)
+def test_vllms_own_xpu_workarounds_are_in_exactly_the_releases_the_manifest_says(checked, release):
+    result = checked(release)
+    assert result.tracked_problems == []
+    assert all(t.found == t.carried for t in result.tracked), result.tracked
+
+
+def tracked(name: str):
+    return next(inline for inline in MANIFEST.tracked if inline.id == name)
+
+
+def test_the_sleep_mode_allocator_ships_from_the_release_its_note_names():
+    pools = tracked("vllm-sleep-mode-pools")
+    shipped = [release for release in vllm_harness.ALL_RELEASES
+               if (vllm_harness.release_tree(release, NEEDED) / pools.file).is_file()]
+    assert shipped == [r for r in vllm_harness.ALL_RELEASES if Version(r) >= Version(shipped[0])]
+    assert pools.note is not None and f"ships from {shipped[0]}" in pools.note and shipped[0] == "0.23.0"
+    carried = [release for release in shipped if pools.carried_in.contains(release)]
+    assert f"until {shipped[len(shipped) - len(carried) - 1]}" in pools.note  # one pool per tag before the line
+
+
+def test_vllms_uva_copy_keeps_strides_from_the_release_its_note_names():
+    uva = tracked("vllm-uva-view-unpinned")
+    function = "def get_accelerator_view_from_cpu_tensor("
+    copies = {}
+    for release in vllm_harness.ALL_RELEASES:
+        source = (vllm_harness.release_tree(release, NEEDED) / uva.file).read_text()
+        if uva.marker in source:
+            body = source[source.index(function):].split("\ndef ", 1)[0]
+            copies[release] = "empty_strided" if "torch.empty_strided(" in body else \
+                "contiguous" if "cpu_tensor.contiguous()" in body else "?"
+    contiguous = [release for release, how in copies.items() if how == "contiguous"]
+    strided = [release for release, how in copies.items() if how == "empty_strided"]
+    assert contiguous + strided == list(copies)
+    assert uva.note is not None
+    assert f"vLLM {contiguous[0]}-{contiguous[-1]} copy non-pinned input through contiguous()" in uva.note
+    assert f"from {strided[0]} vLLM keeps them" in uva.note

@@ -69,9 +69,18 @@ def test_dead_once_vllm_pins_the_release_that_makes_it_dead():
 
 
 def test_a_fix_that_leaves_part_of_it_makes_it_partly_dead():
+    events = next(inline for inline in MANIFEST.tracked if inline.id == "vllm-xpu-event-keywords")
+    verdict = tracked_verdict(events, "main", pins("2.15.0", "0.1.17"), {})
+    assert (verdict.dead, verdict.partial) == (False, True) and "external keyword" in verdict.evidence
+
+
+@pytest.mark.parametrize(("release", "kernels"), [("v0.31.0", "0.1.15.4"), ("v0.34.0", "0.1.17")])
+def test_vllms_uva_copy_is_wholly_dead_once_its_pins_keep_strides(release, kernels):
+    # vllm-xpu-kernels#564 (strides kept) is first in 0.1.15.1; vLLM pins 0.1.15.4 from 0.31.0.
     uva = next(inline for inline in MANIFEST.tracked if inline.id == "vllm-uva-view-unpinned")
-    verdict = tracked_verdict(uva, "main", pins("2.15.0", "0.1.17"), {})
-    assert (verdict.dead, verdict.partial) == (False, True) and "#564" in verdict.evidence
+    verdict = tracked_verdict(uva, release, pins("2.14.0", kernels), {})
+    assert (verdict.dead, verdict.partial) == (True, False), verdict.evidence
+    assert "#564" in uva.note and "0.1.15.1" in uva.note
 
 
 def test_no_known_release_keeps_it_needed():

@@ -6,10 +6,12 @@ import contextlib
 
 import pytest
 import torch
+from support import vllm_harness
 from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 from support.vllm_harness import report_entry
 
+from tracker.commands.check import needed_files
 from tracker.model import reader
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
 
@@ -162,6 +164,16 @@ def test_the_manifest_records_what_the_root_fix_leaves():
     assert root.ref == "pytorch/pytorch#192495" and "external" in root.remaining
 
 
+def test_the_why_gives_vllm_47081_the_callers_and_the_runner_s_wrapper_the_alias():
+    # vllm#47081 added blocking=True to the GPU runners' events; it did not alias torch.cuda.Event
+    # (the release sources below). torch 2.13.0's device-generic torch.Event accepts blocking.
+    why = " ".join(reader.load().get("event-blocking-kwarg").why.split())
+    assert why.startswith("vllm#47081 made vLLM's GPU model runners create their events with "
+                          "torch.cuda.Event(blocking=True).")
+    assert "vLLM 0.24.0 rebinds it to the device-generic torch.Event, which accepts blocking" in why
+    assert torch.Event(device="cpu", blocking=True).device.type == "cpu"
+
+
 # ------------------------------------------- in real vLLM releases (marker release_matrix)
 # tests/test_release_matrix.py's probe (the session's ``release_probe``), with this
 # workaround's own scenario: tests/fixtures/event_blocking_kwarg/release_scenario.py.
@@ -181,3 +193,14 @@ def test_blocking_is_accepted_inside_the_real_torch_cuda_wrapper_once_the_shim_i
     forced = result["scenarios"]["event_blocking_kwarg"]["after_forcing"]
     assert forced["cuda_event_inside_torch_cuda_wrapper"] == "workarounds.event_blocking_kwarg.event_shim.<locals>.event"
     assert forced["blocking_inside_torch_cuda_wrapper"] == {"returned": "torch.xpu.streams.Event"}
+
+
+@pytest.mark.release_matrix
+def test_the_blocking_callers_came_after_0_24_0_whose_wrapper_rebinds_the_generic_event():
+    needed = needed_files(reader.load())
+    before, after = (vllm_harness.release_tree(release, needed) for release in ("0.24.0", "0.25.0"))
+    runner, gpu_runner = "vllm/v1/worker/xpu_model_runner.py", "vllm/v1/worker/gpu_model_runner.py"
+    assert "    torch.cuda.Event = torch.Event\n" in (before / runner).read_text()
+    assert "Event(blocking=True)" not in (before / gpu_runner).read_text()
+    assert "torch.cuda.Event(blocking=True)" in (after / gpu_runner).read_text()  # vllm#47081
+    assert "return torch.xpu.Event(*args, **kwargs)" in (after / runner).read_text()  # vllm#47868

@@ -25,7 +25,6 @@ from support.vllm_harness import decided
 from tracker.api import Context
 from tracker.model import reader
 from tracker.model.environment import build
-from tracker.model.manifest import Release
 from tracker.model.retirement import retirement
 from workarounds.uva_view_unpinned import KERNEL_FIX, OWNER_FIX, STRIDE_FIX, make_wrapper
 
@@ -38,15 +37,10 @@ def context(kernels: str, workaround=WORKAROUND) -> Context:
     return Context.of(workaround, build(platform="xpu", assume={"vllm": "0.27.1", "vllm-xpu-kernels": kernels}))
 
 
-def learned(ref: str, release: str):
-    """The manifest after ``upstream --write`` recorded ``ref``'s first release."""
-    upstream = tuple(r._replace(state="merged", released_in=Release("vllm-xpu-kernels", Version(release)))
-                     if r.ref == ref else r for r in WORKAROUND.upstream)
-    return WORKAROUND._replace(upstream=upstream)
+STRIDE_RELEASE = next(ref.released_in for ref in WORKAROUND.upstream if ref.ref == STRIDE_FIX).version
 
-
-WITH_FIX = context(str(FIX_RELEASE))  # #513, and #564 not recorded in any release
-WITH_STRIDE_FIX = context("0.1.16.1", learned(STRIDE_FIX, "0.1.16.1"))
+WITH_FIX = context(str(FIX_RELEASE))  # #513 without #564
+WITH_STRIDE_FIX = context(str(STRIDE_RELEASE))
 BEFORE_FIX = context(f"{FIX_RELEASE.major}.{FIX_RELEASE.minor}.{FIX_RELEASE.micro - 1}")
 BEFORE_OWNER_FIX = context("0.1.5")  # vLLM 0.20.x's pin
 
@@ -89,9 +83,13 @@ def test_the_kernel_fix_releases_are_read_from_the_manifest():
     assert str(OWNER_RELEASE) == "0.1.6" and not BEFORE_OWNER_FIX.installed_contains(OWNER_FIX)
 
 
-def test_the_stride_fix_counts_only_once_upstream_recorded_its_release():
-    assert not context("0.1.99").installed_contains(STRIDE_FIX)
-    assert WITH_STRIDE_FIX.installed_contains(STRIDE_FIX)
+def test_the_stride_fix_is_first_in_kernels_0_1_15_1():
+    # The PyPI wheels' get_xpu_view_from_cpu_tensor: 0.1.14.1 copies non-pinned input through
+    # contiguous(); 0.1.15.1 (and 0.1.15.4, vLLM 0.31.0-0.33.0's XPU pin) through empty_strided.
+    assert str(STRIDE_RELEASE) == "0.1.15.1"
+    assert not context("0.1.14.1").installed_contains(STRIDE_FIX)
+    assert WITH_STRIDE_FIX.installed_contains(STRIDE_FIX) and context("0.1.15.4").installed_contains(STRIDE_FIX)
+    assert not WITH_FIX.installed_contains(STRIDE_FIX)
 
 
 def test_with_both_kernel_fixes_an_empty_tensor_goes_to_the_kernel_as_is(kernel):
