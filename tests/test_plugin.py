@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ from importlib import metadata
 
 from support.manifests import workaround, write_manifest
 
+import tracker
 import tracker.plugin
 from tracker.model import reader
 
@@ -84,3 +86,22 @@ def test_the_line_reaches_stderr_before_any_logging_is_configured():
     assert result.returncode == 0
     (line,) = [line for line in result.stderr.splitlines() if "xpu-workarounds: platform" in line]
     assert line.startswith("INFO xpu-workarounds: platform cpu (override); skipped: ")
+
+
+def test_a_replayed_process_names_the_version_and_manifest_the_stored_answer_was_decided_with(tmp_path):
+    # The digest is taken once, where the manifest is read (the full path), and stored with the
+    # answer: the replay reports it and logs it without reading the manifest again.
+    code = ("import os, sys, tracker.plugin; tracker.plugin.register();"
+            "print(tracker.plugin.replayed is not None, 'tracker.model.reader' in sys.modules, os.getpid())")
+    env = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_REPORT": str(tmp_path / "reports"),
+           "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
+    first, second = run(code, **env), run(code, **env)
+    assert first.stdout.split()[:2] == ["False", "True"] and second.stdout.split()[:2] == ["True", "False"]
+    shipped = reader.default_path()
+    expected = {"version": tracker.__version__, "manifest": str(shipped.resolve()),
+                "manifest_sha256": hashlib.sha256(shipped.read_bytes()).hexdigest()}
+    for result in (first, second):
+        report = json.loads((tmp_path / "reports" / f"{result.stdout.split()[2]}.json").read_text())
+        assert report["tool"] == expected
+        (line,) = [line for line in result.stderr.splitlines() if "xpu-workarounds: platform" in line]
+        assert line.endswith(f"; version {tracker.__version__}, manifest {expected['manifest_sha256'][:12]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -12,6 +13,7 @@ import pytest
 from support import own_workaround
 from support.manifests import PP_TARGET, write_manifest
 
+import tracker
 from tracker import runtime
 from tracker.model import reader
 
@@ -160,7 +162,17 @@ def test_one_info_line_names_what_was_applied_and_skipped(tmp_path, package, cap
     runtime.register(env)
     runtime.register(env)
     lines = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
-    assert lines == [f"xpu-workarounds: platform xpu (override); applied: {own_workaround.ID}"]
+    digest = hashlib.sha256(open(env["XPU_WORKAROUNDS_MANIFEST"], "rb").read()).hexdigest()
+    assert lines == [f"xpu-workarounds: platform xpu (override); applied: {own_workaround.ID}; "
+                     f"version {tracker.__version__}, manifest {digest[:12]}"]
+
+
+def test_the_report_names_the_version_and_the_manifest_that_decided(tmp_path, package):
+    env = custom(tmp_path, package, PP_HANDLER)
+    runtime.register(env)
+    manifest = env["XPU_WORKAROUNDS_MANIFEST"]
+    assert runtime.report()["tool"] == {"version": tracker.__version__, "manifest": os.path.abspath(manifest),
+                                        "manifest_sha256": hashlib.sha256(open(manifest, "rb").read()).hexdigest()}
 
 
 # ------------------------------------------------------------- patching real modules

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# The one version: the wheel's metadata reads it from here (pyproject.toml [tool.hatch.version]).
+__version__ = "0.1.0"
+
 KILL_SWITCH = "XPU_WORKAROUNDS"
 DISABLE = "XPU_WORKAROUNDS_DISABLE"
 FORCE = "XPU_WORKAROUNDS_FORCE"

@@ -50,7 +50,7 @@ from tracker.paths import (
 )
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 6
+SCHEMA = 7
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
@@ -210,16 +210,24 @@ def _valid_environment(environment: object) -> bool:
     return True
 
 
+def _valid_tool(tool: object) -> bool:
+    """``{"version", "manifest", "manifest_sha256"}``: computed once by the full path and stored,
+    so that a replay reports which tool and manifest decided without reading the manifest."""
+    return (isinstance(tool, dict) and set(tool) == {"version", "manifest", "manifest_sha256"}
+            and one_line(tool["version"], 128) and one_line(tool["manifest"], 4096)
+            and one_line(tool["manifest_sha256"], 64) and tool["manifest_sha256"].isalnum())
+
+
 def _valid_warnings(warnings: object) -> bool:
     return isinstance(warnings, list) and all(map(one_line, warnings))
 
 
 def _valid_report(report: object) -> bool:
     """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
-    if not isinstance(report, dict) or set(report) != {"schema", "environment", "warnings", "workarounds"}:
+    if not isinstance(report, dict) or set(report) != {"schema", "environment", "tool", "warnings", "workarounds"}:
         return False
     workarounds = report["workarounds"]
-    if report["schema"] != 1 or not _valid_environment(report["environment"]):
+    if report["schema"] != 1 or not _valid_environment(report["environment"]) or not _valid_tool(report["tool"]):
         return False
     if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
         return False
@@ -247,8 +255,9 @@ def valid_record(stored: object) -> bool:
         # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
         # cap, not a detail's; being one printable line is what keeps it from forging another.
         return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
-    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "warnings", "plans"}:
-        if not (_valid_environment(stored["environment"]) and _valid_warnings(stored["warnings"])):
+    if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "tool", "warnings", "plans"}:
+        if not (_valid_environment(stored["environment"]) and _valid_tool(stored["tool"])
+                and _valid_warnings(stored["warnings"])):
             return False
         from tracker.runtime import record  # only where something applies: the replay stays small
 

@@ -9,25 +9,49 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
+import tracker
 from tracker.commands import check, context, docs, explain, lint, retire, status, upstream
 from tracker.commands.context import ManifestOption
 
 app = typer.Typer(
     name="xpu-workarounds",
     help="Intel XPU workarounds for vLLM: what applies here, what upstream fixed, what can be retired.",
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
 
-@app.callback()
-def main_options(manifest: ManifestOption = None) -> None:
+@app.callback(invoke_without_command=True)
+def main_options(
+    ctx: typer.Context,
+    manifest: ManifestOption = None,
+    version: Annotated[bool, typer.Option("--version", "-V", help="Print the version, the manifest's path and the "
+                                                                  "first 12 hex digits of its sha256, and exit.")] = False,
+) -> None:
     context.state["manifest"] = manifest
+    if version:  # not eager: it names the manifest --manifest gives, wherever the two are written
+        _print_version(manifest)
+    if ctx.invoked_subcommand is None:
+        ctx.fail("Missing command.")
+
+
+def _print_version(manifest: os.PathLike[str] | None) -> None:
+    from tracker.model.manifest import short_digest
+    from tracker.model.reader import default_path, digest
+
+    path = os.path.abspath(manifest if manifest is not None else default_path())
+    sha256 = digest(path)
+    typer.echo(context.one_line(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
+    if sha256 is None:
+        context.fail(f"cannot read the manifest {path}")
+    raise typer.Exit(0)
 
 
 

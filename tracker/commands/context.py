@@ -56,6 +56,18 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Exit 2 with the install command when ``module`` (an optional dependency) is not installed."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        fail(f"{what} needs the {extra} extra: pip install 'xpu-workarounds[{extra}]'")
+
+
 def one_line(text: str) -> str:
     """``text`` with control characters escaped: a value quoted from input cannot break the line."""
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracker.commands.context import EXIT_RETIRABLE, EXIT_UPSTREAM, JsonOption, fail, load_manifest
+from tracker.commands.context import EXIT_RETIRABLE, EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra
 from tracker.model import manifest as manifest_module
 from tracker.model.vocabulary import SCHEMA
 
@@ -37,6 +37,7 @@ def retire(
                         "answers younger than an hour reused), not only the manifest's.")] = False,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence and the floors."""
+    require_extra("github", "github", "retire")
     from tracker.model.retirement import retirement
 
     if open_prs:

@@ -16,6 +16,7 @@ from tracker.commands.context import (
     decided_for,
     fail,
     load_manifest,
+    require_extra,
 )
 
 
@@ -76,6 +77,7 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
         fail("--platform and --assume describe one stack; with --cluster every node answers for its own")
     if not 0 < timeout <= 3600:
         fail(f"--timeout {timeout:g}: give a number of seconds above 0 and at most 3600")
+    require_extra("ray", "ray", "status --cluster")
     try:
         result = cluster_module.gather(address or "auto", timeout, reports)
     except cluster_module.ClusterUnreachable as error:

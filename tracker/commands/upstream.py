@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest
+from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra
 
 
 def upstream(
@@ -22,6 +22,7 @@ def upstream(
 ) -> None:
     """State of every upstream reference, its landed commit and first release, and which of
     vLLM's inline workarounds are dead at vLLM's current pins."""
+    require_extra("github", "github", "upstream")
     from tracker import upstream as upstream_module
     from tracker.upstream.client import GitHubError
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from tracker.decision.gates import Decision
 from tracker.decision.stack import StackDecisions
-from tracker.model.manifest import Manifest, UpstreamRef, Workaround
+from tracker.model.manifest import Manifest, UpstreamRef, Workaround, provenance
 from tracker.model.retirement import removal_condition, retirement
 from tracker.model.vocabulary import SCHEMA
 
@@ -42,6 +42,7 @@ def status_document(manifest: Manifest, decided: StackDecisions) -> dict[str, An
     return {
         "schema": SCHEMA,
         "environment": decided.environment.as_json(),
+        "tool": provenance(manifest.path, manifest.sha256),
         "workarounds": [workaround_json(w, decision, manifest) for w, decision in decided.pairs(manifest)],
     }
 

@@ -9,12 +9,14 @@ the benchmark machine, paid by every vLLM process); a named tuple costs a tenth 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+import tracker
 from tracker.model.vocabulary import Platform, Role, State, TargetKind, module_of
 
 
@@ -162,6 +164,7 @@ class Manifest(NamedTuple):
     by_id: dict[str, Workaround]
     policy: SupportPolicy = SupportPolicy()
     tracked: tuple[InlineWorkaround, ...] = ()  # vLLM's own inline workarounds (read by tracker.model.tracked)
+    sha256: str | None = None  # of the file's bytes as read (``tracker.model.reader``)
 
     def get(self, workaround_id: str) -> Workaround:
         return self.by_id[workaround_id]
@@ -169,6 +172,17 @@ class Manifest(NamedTuple):
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(w.id for w in self.workarounds)
+
+
+def provenance(path: Path | str, sha256: str | None) -> dict[str, str | None]:
+    """Which tool and which manifest decided: ``status --json``'s ``tool``, every process
+    report's, and (shortened, ``short_digest``) ``--version`` and the plugin's log line."""
+    return {"version": tracker.__version__, "manifest": os.path.abspath(path), "manifest_sha256": sha256}
+
+
+def short_digest(sha256: str | None) -> str:
+    """The first 12 hex digits of a manifest's sha256 (as ``git`` shortens a commit), or ``unreadable``."""
+    return sha256[:12] if sha256 else "unreadable"
 
 
 class Problem(NamedTuple):
@@ -192,4 +206,5 @@ class ManifestError(Exception):
 
 
 __all__ = ["InlineWorkaround", "Manifest", "ManifestError", "Marker", "Problem", "Release", "SupportPolicy", "Target", "UpstreamRef",
-           "Window", "Workaround", "module_of"]
+           "Window", "Workaround", "module_of", "provenance",
+           "short_digest"]

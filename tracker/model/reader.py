@@ -9,6 +9,7 @@ specifiers and versions it repeats are parsed once each.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -62,7 +63,15 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
         return None, [Problem(path, _first_line(text, r"[\[{]{50}"), "toml", "nested too deeply")]
     except ValueError:  # tomllib converts integers itself: Python refuses more than 4300 digits
         return None, [Problem(path, _first_line(text, r"\d{4300}"), "toml", "a number of more than 4300 digits")]
-    return Reader(path, text, data).read()
+    manifest, problems = Reader(path, text, data).read()
+    return (manifest._replace(sha256=hashlib.sha256(raw).hexdigest()) if manifest is not None else None), problems
+
+
+def digest(path: Path | str | None = None) -> str | None:
+    """The sha256 of the manifest file at ``path`` (default: the shipped one), valid or not; None
+    when it cannot be read (``read`` gives a valid manifest's as ``Manifest.sha256``)."""
+    raw = _read_bytes(Path(path) if path is not None else default_path())
+    return None if isinstance(raw, Problem) else hashlib.sha256(raw).hexdigest()
 
 
 def _read_bytes(path: Path) -> bytes | Problem:
@@ -104,4 +113,4 @@ def _toml_message(message: str) -> str:
     return re.sub(r"\s*\(at line \d+, column \d+\)|\s*\(at end of document\)", "", message) or "invalid TOML"
 
 
-__all__ = ["ManifestError", "check", "default_path", "load", "read"]
+__all__ = ["ManifestError", "check", "default_path", "digest", "load", "read"]

@@ -20,6 +20,7 @@ waiting target is patched on import, and written by forked children too)::
     {"schema": 1, "pid": 123,
      "environment": {"platform": "xpu", "platform_source": "detected | assumed | override",
                      "versions": {"vllm": "0.27.1", "torch": "2.13.0", ...}},
+     "tool": {"version": "0.1.0", "manifest": "/abs/workarounds.toml", "manifest_sha256": "64 hex"},
      "warnings": ["XPU_WORKAROUNDS_FORCE: unknown workaround id(s) ..."],
      "workarounds": [{"id": "uva-view-unpinned", "decision": "apply | skip",
                       "reason": "affected | forced | platform | ...", "detail": "...",
@@ -99,6 +100,7 @@ class _State:
         self.registered = False
         self.strict = False
         self.environment: dict[str, Any] | None = None
+        self.tool: dict[str, Any] | None = None
         self.entries: list[_Entry] = []
         self.warnings: list[str] = []
         self.report_dir: str | None = None
@@ -158,6 +160,7 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
     with source.memoized():  # the probe and the patching locate each module once between them
         planned = planning.plan(settings)
         _state.warnings += planned.warnings
+        _state.tool = planned.tool
         if planned.environment is None:  # the manifest is invalid: its one line is logged
             if settings.strict:
                 raise StrictModeError(planned.warnings[0]) from None
@@ -171,8 +174,8 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
         if all(entry.plan.decided_by == DecidedBy.VERSION for entry in _state.entries):
             record.store(env, {"kind": "skipped", "report": report(), "line": summary()}, before)
         return
-    record.store(env, {"kind": "planned", "environment": planned.environment, "warnings": planned.warnings,
-                         "plans": [plan.as_json() for plan in planned.plans]},
+    record.store(env, {"kind": "planned", "environment": planned.environment, "tool": planned.tool,
+                       "warnings": planned.warnings, "plans": [plan.as_json() for plan in planned.plans]},
                    before, planned.sources)
 
 
@@ -181,6 +184,7 @@ def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     # Strict mode from this environment (its raw value is in the key), never from the record.
     _state.strict, _state.report_dir = tracker.strict(env), env.get(tracker.REPORT) or None
     _state.environment = stored["environment"]
+    _state.tool = stored["tool"]  # hashed by the process that stored it: a replay reads no manifest
     _state.warnings += stored["warnings"]
     for warning in stored["warnings"]:
         plugin.warn(warning)
@@ -361,6 +365,7 @@ def report() -> dict[str, Any]:
             "schema": SCHEMA,
             "pid": os.getpid(),
             "environment": dict(_state.environment) if _state.environment is not None else None,
+            "tool": dict(_state.tool) if _state.tool is not None else None,
             "warnings": list(_state.warnings),
             "workarounds": [
                 {
@@ -397,7 +402,11 @@ def summary() -> str:
               ("skipped", groups[Outcome.SKIPPED]), ("failed", groups[Outcome.FAILED]),
               ("drifted", groups[Outcome.DRIFTED]))
              if ids]
-    return f"{head}; {'; '.join(parts) or 'no workarounds'}"
+    tool = _state.tool
+    # The manifest's digest shortened as ``tracker.model.manifest.short_digest`` does (that module is
+    # not imported where stored plans are carried out).
+    version = f"; version {tool['version']}, manifest {(tool['manifest_sha256'] or 'unreadable')[:12]}" if tool else ""
+    return f"{head}; {'; '.join(parts) or 'no workarounds'}{version}"
 
 
 def _after_fork() -> None:

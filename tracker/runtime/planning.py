@@ -17,8 +17,8 @@ from tracker.decision.gates import Decision
 from tracker.decision.stack import decide_stack
 from tracker.engine import source
 from tracker.model.environment import Environment, Settings
-from tracker.model.manifest import ManifestError, Workaround
-from tracker.model.reader import load
+from tracker.model.manifest import ManifestError, Workaround, provenance
+from tracker.model.reader import default_path, digest, load
 from tracker.model.vocabulary import DecidedBy
 from tracker.runtime.plan import Plan, Step
 
@@ -27,6 +27,7 @@ class Planned(NamedTuple):
     """What the full path decided, and whether a later process may replay it."""
 
     environment: dict[str, Any] | None  # None: the manifest is invalid
+    tool: dict[str, str | None]  # this version and the manifest that decided (``manifest.provenance``)
     warnings: list[str]
     plans: list[Plan]
     replayable: bool  # every decision was made by the version gate on inputs the key holds
@@ -46,7 +47,8 @@ def plan(settings: Settings) -> Planned:
     except ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         warn(f"xpu-workarounds: the manifest is invalid, nothing applied: {first}")
-        return Planned(None, warnings, [], False, [])
+        path = settings.manifest or default_path()
+        return Planned(None, provenance(path, digest(path)), warnings, [], False, [])
     settings = settings.for_ids(manifest.ids)
     for problem in settings.problems:
         warn(problem)
@@ -70,7 +72,8 @@ def plan(settings: Settings) -> Planned:
         warn(warning)
     plans = [_plan(workaround, decision, decided.environment) for workaround, decision in decided.pairs(manifest)]
     replayable = located and not decided.warnings and all(p.decided_by == DecidedBy.VERSION for p in plans)
-    return Planned(decided.environment.as_json(), warnings, plans, replayable, sources)
+    return Planned(decided.environment.as_json(), provenance(manifest.path, manifest.sha256), warnings, plans,
+                   replayable, sources)
 
 
 def _plan(workaround: Workaround, decision: Decision, environment: Environment) -> Plan:

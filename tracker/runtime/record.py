@@ -121,7 +121,7 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
     """Remember a full activation's answer; never raises.
 
     ``body``: ``{"kind": "skipped", "report", "line"}`` (nothing applied: replayed as it is) or
-    ``{"kind": "planned", "environment", "warnings", "plans"}`` (carried out again by
+    ``{"kind": "planned", "environment", "tool", "warnings", "plans"}`` (carried out again by
     ``tracker.runtime``). ``before``: the key taken before the activation read its inputs;
     ``sources``: [path, identity] of the source files a probe read, taken before it read them.
     Stored only when the inputs are still what they were: otherwise the answer may belong to neither.
