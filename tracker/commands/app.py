@@ -1,4 +1,4 @@
-"""``xpu-workarounds``: the command line. Exit codes and JSON shapes are the README's ("Command line").
+"""``xpu-workarounds``: the command line. Exit codes and JSON shapes are docs/commands.md's.
 
 One module per command beside this one; ``status``, ``explain``, ``lint``, ``docs`` and the
 ``retire`` plan answer from distribution metadata and the manifest alone: they import neither

@@ -47,7 +47,7 @@ AssumeOption = Annotated[
                                       show_default=False)]
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (shape: README, \"Command line\").")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (its shape: docs/commands.md).")]
 
 
 

@@ -1,7 +1,7 @@
 """What the CLI shows: the status document and one workaround explained (the Markdown catalogue is `tracker.model.catalogue`).
 
 Reads a manifest and its decisions on one stack (``tracker.decision``); writes nothing. The JSON shapes are
-the README's ("Command line").
+docs/commands.md's.
 """
 
 from __future__ import annotations

@@ -1,0 +1,69 @@
+"""README.md and docs/ are for the people who use the project: no tracker references, links that resolve,
+and the README's test command is the one CI runs."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+# The catalogue is generated from the manifest, whose prose abbreviates upstream pull requests
+# ("vllm-xpu-kernels#513 and #564"): only its "issue N" is checked.
+GENERATED = ROOT / "docs" / "workarounds.md"
+
+# "issue 24", "issues 9 and 14", "Issue #3": this project's tracker, whose history is in git.
+ISSUE = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
+# "#24" on its own; an upstream reference names its repository ("pytorch/pytorch#188240",
+# "vllm#39977") and so has a word character or "/" just before the "#".
+BARE_NUMBER = re.compile(r"(?<![\w/.\-])#\d+\b")
+
+
+def tracker_references(text: str, generated: bool) -> list[str]:
+    patterns = (ISSUE,) if generated else (ISSUE, BARE_NUMBER)
+    return [match.group(0) for pattern in patterns for match in pattern.finditer(text)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_user_docs_name_no_tracker_issue(page):
+    found = tracker_references(page.read_text(encoding="utf-8"), page == GENERATED)
+    assert not found, f"{page.relative_to(ROOT)} refers to the project's tracker: {found}"
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("fixed in issue 24's rework", ["issue 24"]),
+    ("Issues 9 and 14", ["Issues 9"]),
+    ("see #24 for the plan", ["#24"]),
+    ("(#3)", ["#3"]),
+    ("landed in pytorch/pytorch#188240", []),
+    ("vllm#39977 skips the profile", []),
+    ("the PR's `(#N)` title", []),
+    ("an issue titled 'dashboard'", []),
+])
+def test_the_check_tells_tracker_references_from_upstream_ones(text, found):
+    assert tracker_references(text, generated=False) == found
+
+
+LINK = re.compile(r"\]\((?!https?://|mailto:)([^)\s]*)\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """The fragments GitHub gives a page's headings: lower case, punctuation but "-" dropped, spaces to "-"."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(encoding="utf-8"), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_relative_links_resolve_to_a_file_and_heading(page):
+    broken = []
+    for link in LINK.findall(page.read_text(encoding="utf-8")):
+        target, _, fragment = link.partition("#")
+        path = (page.parent / target) if target else page
+        if not path.exists() or (fragment and path.suffix == ".md" and fragment not in anchors(path)):
+            broken.append(link)
+    assert not broken, f"{page.relative_to(ROOT)} links to files or headings that do not exist: {broken}"
+
+
+def test_readme_shows_the_test_command_ci_runs():
+    command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
