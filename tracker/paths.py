@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import tracker
@@ -137,13 +137,15 @@ def private_file(path: Path | str, limit: int) -> bytes:
         os.close(handle)
 
 
-def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600) -> None:
+def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600,
+                 before_replace: Callable[[Path], None] | None = None) -> None:
     """Replace ``path`` with ``data``: a random temporary name in the same directory, then a rename.
 
     The temporary file is created with ``mkstemp`` (O_EXCL, never following a planted
     symlink), given ``mode`` through its descriptor (never by name, which someone
     could swap), and removed again when anything fails; ``path`` is then left as it
-    was. A symlink at ``path`` is replaced, never followed.
+    was. A symlink at ``path`` is replaced, never followed. ``before_replace``: called
+    with the written temporary file just before the rename; raising keeps ``path`` as it was.
     """
     import tempfile  # lazily: the fast path that only reads never needs it
 
@@ -153,6 +155,8 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600) -> N
         with os.fdopen(handle, "wb") as stream:
             os.fchmod(stream.fileno(), mode)
             stream.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if before_replace is not None:
+            before_replace(Path(temporary))
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

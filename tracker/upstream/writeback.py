@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import tomlkit
 
 from tracker.model.reader import check
 from tracker.model.vocabulary import RELEASED_STATES
+from tracker.paths import atomic_write
 from tracker.upstream.facts import Report
 
 
@@ -75,20 +75,16 @@ def write_back(path: Path, report: Report) -> list[str]:
     if crlf:
         updated = updated.replace("\r\n", "\n").replace("\n", "\r\n")
     lines = [str(change) for change in changes]
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            os.fchmod(stream.fileno(), mode)
-            stream.write(updated.encode("utf-8"))
-        problems = check(Path(temporary))
+
+    def checked(temporary: Path) -> None:
+        problems = check(temporary)
         if problems:
             raise ValueError("the updated manifest would not pass lint: " + "; ".join(
-                str(problem).replace(temporary, str(path)) for problem in problems[:3]))
+                str(problem).replace(str(temporary), str(path)) for problem in problems[:3]))
         if target.read_bytes() != original:
             raise ValueError("it changed while upstream ran (someone edited it since it was read); run again")
-        os.replace(temporary, target)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+
+    atomic_write(target, updated.encode("utf-8"), mode=mode, before_replace=checked)
     return lines
 
 
