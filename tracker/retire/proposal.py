@@ -173,8 +173,7 @@ class Proposer:
                 pr.edit(title=edits.get("title", NotSet), body=edits.get("body", NotSet),
                         base=edits.get("base", NotSet))
             if needs_label:
-                self.ensure_label(plan.label, LABEL_DESCRIPTION)
-                pr.add_to_labels(plan.label)
+                self.label(plan, pr)
         return plan.action(ActionKind.UPDATED, pr.number, detail)
 
     def reopen(self, plan: Plan, pr: PullRequest, why: str) -> Action:
@@ -193,9 +192,7 @@ class Proposer:
         with self.step(f"#{pr.number} was reopened and its branch updated, but its description could not "
                        f"be: {{error}}", pr=pr.number):
             pr.edit(title=plan.title, body=plan.body)
-            self.ensure_label(plan.label, LABEL_DESCRIPTION)
-            if plan.label not in {label.name for label in pr.labels}:
-                pr.add_to_labels(plan.label)
+            self.label(plan, pr)
         return plan.action(ActionKind.OPENED, pr.number, f"reopened #{pr.number}: {why}")
 
     def open(self, plan: Plan, note: str = "") -> Action:
@@ -217,8 +214,7 @@ class Proposer:
             raise StepFailed(f"{reason}; {left}") from None
         with self.step(f"#{pr.number} was opened but could not be labelled {plan.label} ({{error}}); the next "
                        f"run labels it", pr=pr.number):
-            if plan.label not in {label.name for label in pr.labels}:
-                pr.add_to_labels(plan.label)
+            self.label(plan, pr)  # the label itself was ensured before anything was pushed
         return plan.action(ActionKind.OPENED, pr.number, f"opened #{pr.number}{note}")
 
     def create_pull(self, plan: Plan) -> PullRequest:
@@ -293,6 +289,13 @@ class Proposer:
         with self.step(f"#{pr.number} should be closed ({why}) but: {{error}}", pr=pr.number):
             pr.create_issue_comment(comment)
             pr.edit(state="closed", body=body)
+
+    def label(self, plan: Plan, pr: PullRequest) -> None:
+        """``pr`` labelled with ``plan``'s label: created in the repository where it is missing
+        (once per run), then added to the PR where the PR lacks it."""
+        self.ensure_label(plan.label, LABEL_DESCRIPTION)
+        if plan.label not in {label.name for label in pr.labels}:
+            pr.add_to_labels(plan.label)
 
     def ensure_label(self, name: str, description: str) -> None:
         if name in self._labels or self.dry_run:
