@@ -1,15 +1,17 @@
-"""``satisfiable`` (tracker.model.specifiers) against brute force over a grid of release versions."""
+"""``satisfiable`` (tracker.model.specifiers) against brute force over a grid of release versions: packaging's
+``is_unsatisfiable`` and the hand-written candidates both, and where they differ."""
 
 from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tracker.model.specifiers import satisfiable, specifier_set, version
+from tracker.model.specifiers import candidates_satisfiable, satisfiable, specifier_set, version
 
 # Every release version with 1 to 3 parts of 0..5, and with 4 parts of 0..2: between any two
 # bounds written with at most two parts of 0..3 (and a few exclusions) there is one of these
@@ -42,6 +44,25 @@ def brute_force(spec: SpecifierSet) -> bool:
 def test_satisfiable_agrees_with_brute_force_over_a_version_grid(clauses):
     spec = SpecifierSet(",".join(clauses))
     assert satisfiable(spec) == brute_force(spec), spec
+    assert candidates_satisfiable(spec) == brute_force(spec), spec
+    if not any(clause.operator == "===" for clause in spec):
+        assert packaging_satisfiable(spec) == brute_force(spec), spec
+
+
+def packaging_satisfiable(spec: SpecifierSet) -> bool:
+    return not SpecifierSet(str(spec), prereleases=False).is_unsatisfiable()
+
+
+def test_arbitrary_equality_with_text_that_is_no_version_is_where_packaging_differs():
+    # packaging: a legacy package could be versioned so; the components here cannot.
+    spec = SpecifierSet("===not-a-version")
+    assert packaging_satisfiable(spec) and not candidates_satisfiable(spec) and not satisfiable(spec)
+
+
+@pytest.mark.parametrize("text", ["==0.10.1.post1", "==2.13.0+xpu", ">=0.10.1.post1,<0.10.1.post2"])
+def test_post_releases_and_local_versions_satisfy_a_window(text):
+    # Beyond the grid: packaging's answer (the candidates never try them).
+    assert satisfiable(SpecifierSet(text))
 
 
 def test_an_empty_range_between_equal_bounds_is_not_satisfiable():

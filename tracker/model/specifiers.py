@@ -51,13 +51,27 @@ def version(text: str) -> Version:
 
 @functools.cache  # a pure function of the specifier, asked for the same windows again and again
 def satisfiable(spec: SpecifierSet) -> bool:
-    """Whether any release version can satisfy ``spec``.
+    """Whether any version that is not a pre-release can satisfy ``spec``.
+
+    packaging's ``is_unsatisfiable`` (its pre-releases excluded) answers, except where a
+    clause is arbitrary equality (``===X``): packaging counts any string ``X`` as a version a
+    legacy package might have, where the components here have PEP 440 versions only, so
+    ``===`` is answered by ``candidates_satisfiable``. (tests/test_specifiers.py checks both
+    against brute force over a version grid, and names the cases where they differ.)
+    """
+    if any(clause.operator == "===" for clause in spec):
+        return candidates_satisfiable(spec)
+    return not SpecifierSet(str(spec), prereleases=False).is_unsatisfiable()
+
+
+def candidates_satisfiable(spec: SpecifierSet) -> bool:
+    """Whether any release version can satisfy ``spec``, by trying candidates.
 
     The candidates are the versions the clauses name and their immediate
     neighbours (one more in the last place, one less, one more place appended):
-    if none of those satisfies every clause, no version does. Arbitrary equality
-    (``===X``) matches the one version spelled exactly ``X``, if ``X`` is one.
-    (tests/test_specifiers.py checks this against brute force over a version grid.)
+    if none of those satisfies every clause, no release version does. Arbitrary equality
+    (``===X``) matches the one version spelled exactly ``X``, if ``X`` is one. Post-releases
+    and local versions are not candidates (packaging's answer covers them: ``satisfiable``).
     """
     candidates: set[Version] = {Version("0")}
     for clause in spec:
