@@ -39,7 +39,7 @@ from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
 from support.repository import frozen
 from test_retire_github import REPOSITORY, TOKEN
-from test_workflow import WORKFLOW, run_scripts
+from test_workflow import ACTION, retire_script
 
 from tracker import upstream
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, DOCS_PATH, FACTS_BRANCH, MANIFEST_PATH, read_marker
@@ -58,10 +58,11 @@ def with_policy(text: str) -> str:
 
 
 def retire_step() -> tuple[str, set[str]]:
-    """The workflow's retire step: its script and the names of the environment it sets."""
-    text = WORKFLOW.read_text()
-    script = textwrap.dedent(next(s for s in run_scripts(WORKFLOW) if "args=(retire" in s))
-    step = text[text.rindex("- name:", 0, text.index("args=(retire")):text.index("args=(retire")]
+    """The action's retire step (the workflow calls the action): its script and the names of the
+    environment it sets."""
+    text = ACTION.read_text()
+    script = textwrap.dedent(retire_script())
+    step = text[text.rindex("- name:", 0, text.index("retire --open-prs")):text.index("retire --open-prs")]
     env_block = step[step.index("env:"):step.index("run:")]
     return script, set(re.findall(r"^\s+([A-Z_]+):", env_block, flags=re.M))
 
@@ -94,15 +95,17 @@ class World:
     def week(self) -> dict:
         """One scheduled run of the workflow's retire step, its JSON outcome and its requests."""
         script, names = retire_step()
-        assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY",
-                         "DRY_RUN", "ONLY"}
+        assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY", "BASE",
+                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY"}
         env = {key: value for key, value in os.environ.items()
                if not key.startswith(("XPU_WORKAROUNDS", "GITHUB")) and "proxy" not in key.lower()}
         env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                     "GITHUB_API_URL": self.server.base_url,  # set by GitHub Actions on every runner
                     "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": "ghs_the-jobs-own-token",
                     "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), "REPOSITORY": REPOSITORY,
-                    "DRY_RUN": "", "ONLY": ""})  # a scheduled run has no inputs
+                    # The workflow's inputs on a scheduled run (which has no dispatch inputs).
+                    "BASE": "", "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md",
+                    "DRY_RUN": "false", "ONLY": ""})
         self.server.settle()
         self.server.reset_log()
         result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=300)

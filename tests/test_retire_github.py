@@ -645,18 +645,19 @@ def test_cli_options_of_open_prs_are_refused_without_it():
     assert "go with --open-prs" in result.stderr
 
 
-def test_the_installed_command_runs_as_the_workflow_runs_it(scenario):
-    # The workflow's own step script, with the console script of this environment first on
-    # PATH, configured only through the environment as the workflow configures it.
-    from test_workflow import WORKFLOW, run_scripts
+def test_the_installed_command_runs_as_the_action_runs_it(scenario):
+    # The action's own step script, with the console script of this environment first on
+    # PATH, configured only through the environment as the action configures it.
+    from test_workflow import retire_script
 
     scenario.seed_upstream()
-    script = textwrap.dedent(next(s for s in run_scripts(WORKFLOW) if "args=(retire" in s))
+    script = textwrap.dedent(retire_script())
     env = {key: value for key, value in os.environ.items()
            if key not in ("GITHUB_TOKEN", "XPU_WORKAROUNDS_MANIFEST") and "proxy" not in key.lower()}
     env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                 "GITHUB_API_URL": scenario.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
-                "REPOSITORY": REPOSITORY, "DRY_RUN": "true", "ONLY": "",
+                "REPOSITORY": REPOSITORY, "DRY_RUN": "true", "ONLY": "", "BASE": "",
+                "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md",
                 "XPU_WORKAROUNDS_CACHE_DIR": str(scenario.cache_dir)})
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
 ACTION = ROOT / "action.yml"
+ACTION_DOCS = ROOT / "docs" / "action.md"
+PLACEHOLDER = "OWNER/xpu-workarounds@FULL_COMMIT_SHA"
 
 
 def tool(name: str) -> str:
@@ -93,7 +95,7 @@ def actionlint_caller(tmp_path: Path, inputs: dict[str, str]) -> subprocess.Comp
 def test_actionlint_accepts_a_call_of_the_action_with_every_input_it_declares(tmp_path):
     inputs = {"repository": "${{ github.repository }}", "base": "main", "dry-run": '"true"',
               "workaround": "example-workaround", "token": "${{ secrets.XPU_WORKAROUNDS_TOKEN }}",
-              "python-version": '"3.12"'}
+              "python-version": '"3.12"', "manifest": "xpu/workarounds.toml", "docs": '""'}
     result = actionlint_caller(tmp_path, inputs)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -111,7 +113,7 @@ def test_zizmor_passes_the_workflow_and_the_action():
 
 
 def test_zizmor_rejects_an_input_spliced_into_a_shell_line(tmp_path):
-    broken = variant(tmp_path, WORKFLOW, 'args+=(--only "$ONLY")', "args+=(--only ${{ inputs.workaround }})")
+    broken = variant(tmp_path, ACTION, 'args+=(--only "$ONLY")', "args+=(--only ${{ inputs.workaround }})")
     result = zizmor(broken)
     assert result.returncode != 0
     assert "template-injection" in result.stdout
@@ -129,6 +131,8 @@ def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comme
         uses = re.findall(r"uses:\s*(\S+)(.*)", path.read_text())
         assert uses, path
         for reference, rest in uses:
+            if reference == "./":  # the workflow runs this repository's own action, at its own commit
+                continue
             assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", reference), reference
             assert re.search(r"#\s*v\d+\.\d+\.\d+", rest), f"{reference}: no version comment"
 
@@ -159,9 +163,8 @@ def test_readme_tells_maintainers_to_limit_the_environment_to_the_default_branch
 REQUIREMENTS = ROOT / ".github" / "requirements" / "retire.txt"
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
-def test_installs_pinned_hashed_requirements_before_any_step_that_holds_a_token(path):
-    text = path.read_text()
+def test_installs_pinned_hashed_requirements_before_any_step_that_holds_a_token():
+    text = ACTION.read_text()
     steps = re.split(r"\n\s+- name: ", text[text.index("steps:"):])
     install = next(index for index, step in enumerate(steps) if "pip install" in step)
     assert "--require-hashes" in steps[install] and ".github/requirements/retire.txt" in steps[install]
@@ -215,40 +218,112 @@ def run_scripts(path: Path) -> list[str]:
 
 
 def test_workflow_and_action_pass_inputs_to_the_shell_only_through_the_environment():
-    for path in (WORKFLOW, ACTION):
-        scripts = run_scripts(path)
-        assert len(scripts) == 2 and "--dry-run" in scripts[-1]
-        for script in scripts:
-            assert "${{" not in script, f"{path.name}: expression spliced into a shell line:\n{script}"
+    assert run_scripts(WORKFLOW) == []  # the workflow calls the action, as an adopter does
+    scripts = run_scripts(ACTION)
+    assert any("--dry-run" in script for script in scripts)
+    for script in scripts:
+        assert "${{" not in script, f"{ACTION.name}: expression spliced into a shell line:\n{script}"
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
-def test_one_command_refreshes_and_acts_on_the_repository_through_the_api(path):
+def retire_script() -> str:
+    [script] = [s for s in run_scripts(ACTION) if "retire --open-prs" in s]
+    return script
+
+
+def test_one_command_refreshes_and_acts_on_the_repository_through_the_api():
     # retire --open-prs refreshes upstream facts itself (it has no --no-refresh here), from the
-    # manifest of the repository it is given: never the checkout's, nor the action's own.
-    text = path.read_text()
-    [script] = [s for s in run_scripts(path) if "xpu-workarounds" in s and "pip install" not in s]
-    assert 'args=(retire --open-prs --repo "$REPOSITORY")' in script
-    assert "--no-refresh" not in text and "--manifest" not in text and "upstream --refresh" not in text
-    assert re.search(r"REPOSITORY: \$\{\{ (github\.repository|inputs\.repository) \}\}", text)
+    # manifest of the repository it is given (--manifest is that manifest's path in it, read
+    # through the API): never the checkout's, nor the action's own.
+    text = ACTION.read_text()
+    assert 'args=(--manifest "$MANIFEST" retire --open-prs --repo "$REPOSITORY")' in retire_script()
+    assert "--no-refresh" not in text and "upstream --refresh" not in text
+    assert "REPOSITORY: ${{ inputs.repository }}" in text and "MANIFEST: ${{ inputs.manifest }}" in text
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, ACTION], ids=["workflow", "action"])
-def test_the_answer_cache_is_restored_before_the_run_and_is_where_the_command_looks(path):
-    text = path.read_text()
+def test_the_workflow_calls_the_action_with_its_own_inputs_as_an_adopter_would():
+    text = WORKFLOW.read_text()
+    assert re.search(r"\n\s+uses: \./ ", text) and "actions/setup-python" not in text and "pip install" not in text
+    step = text[text.index("uses: ./"):]
+    assert "manifest: workarounds.toml" in step and "docs: docs/workarounds.md" in step
+    assert "token: ${{ secrets.XPU_WORKAROUNDS_TOKEN || github.token }}" in step
+    assert "dry-run: ${{ inputs.dry_run && 'true' || 'false' }}" in step
+    assert "persist-credentials: false" in text
+
+
+def test_the_action_declares_its_outputs_from_the_step_that_writes_them():
+    text = ACTION.read_text()
+    for name in ("prs", "retirable", "dashboard"):
+        assert re.search(rf"\n  {name}:\n    description: .+\n    value: \$\{{\{{ steps\.retire\.outputs\.{name} \}}\}}",
+                         text), name
+    assert re.search(r"\n      id: retire\n", text)
+
+
+def test_the_answer_cache_is_restored_before_the_run_and_is_where_the_command_looks():
+    text = ACTION.read_text()
     cache = re.search(r"uses: actions/cache@[0-9a-f]{40}.*\n\s+with:\n\s+path: (?P<path>.+)\n"
                       r"\s+key: (?P<key>.+)\n\s+restore-keys: (?P<prefix>.+)", text)
     assert cache, "no actions/cache step with path, key and restore-keys"
     assert cache["key"].startswith(cache["prefix"]) and "github.run_id" in cache["key"]
     assert f"XPU_WORKAROUNDS_CACHE_DIR: {cache['path']}" in text
-    assert text.index("actions/cache@") < text.index("args=(retire --open-prs")
+    assert text.index("actions/cache@") < text.index("retire --open-prs")
 
 
-def test_the_cli_accepts_every_option_the_workflow_and_action_pass():
-    help_text = subprocess.run([sys.executable, "-m", "tracker.commands", "retire", "--help"],
-                               capture_output=True, text=True, check=True).stdout
-    calls = "\n".join(line for line in (WORKFLOW.read_text() + ACTION.read_text()).splitlines() if "pip install" not in line)
+def test_the_cli_accepts_every_option_the_action_passes():
+    help_text = "".join(subprocess.run([sys.executable, "-m", "tracker.commands", *command, "--help"],
+                                       capture_output=True, text=True, check=True).stdout
+                        for command in ([], ["retire"]))
+    calls = "\n".join(line for line in ACTION.read_text().splitlines() if "pip install" not in line)
     used = set(re.findall(r"(--[a-z][a-z-]+)", calls)) - {"--refresh"}
-    assert used
+    assert {"--manifest", "--docs", "--open-prs"} <= used
     for option in used:
         assert option in help_text, option
+
+
+# ------------------------------------------------------------- docs/action.md's workflows
+
+
+def documented_workflows() -> dict[str, str]:
+    """The YAML blocks of docs/action.md that are workflows, by their name."""
+    blocks = re.findall(r"```yaml\n(.*?)```", ACTION_DOCS.read_text(), flags=re.S)
+    workflows = {re.match(r"name: (.+)", block).group(1): block for block in blocks if block.startswith("name: ")}
+    assert workflows
+    return workflows
+
+
+def write_documented(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / ".github" / "workflows" / f"{re.sub(r'[^a-z]+', '-', name.lower())}.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_the_documented_workflows_pin_the_action_to_a_placeholder_commit():
+    for name, text in documented_workflows().items():
+        assert re.search(rf"uses: {re.escape(PLACEHOLDER)}  # v\d+\.\d+\.\d+\n", text), name
+
+
+@pytest.mark.parametrize("name", sorted(documented_workflows()))
+def test_actionlint_passes_each_documented_workflow_calling_this_action(tmp_path, name):
+    # As "./", so that actionlint checks every input the example passes against action.yml.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "action.yml").write_text(ACTION.read_text())
+    text = documented_workflows()[name].replace(PLACEHOLDER, "./")
+    result = actionlint(write_documented(tmp_path, name, text))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(documented_workflows()))
+def test_zizmor_passes_each_documented_workflow(tmp_path, name):
+    text = documented_workflows()[name].replace("FULL_COMMIT_SHA", "0123456789abcdef0123456789abcdef01234567")
+    result = zizmor(write_documented(tmp_path, name, text))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout
+
+
+def test_actionlint_rejects_a_documented_workflow_passing_an_input_the_action_lacks(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "action.yml").write_text(ACTION.read_text())
+    name, text = next(iter(documented_workflows().items()))
+    text = text.replace(PLACEHOLDER, "./").replace("manifest: workarounds.toml", "manifests: workarounds.toml")
+    result = actionlint(write_documented(tmp_path, name, text))
+    assert result.returncode == 1 and 'input "manifests" is not defined' in result.stdout

@@ -18,10 +18,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.manifest import (
+    DEFAULT_SOURCES,
+    Layout,
     Manifest,
     Marker,
     Problem,
     Release,
+    Source,
     SupportPolicy,
     Target,
     UpstreamRef,
@@ -57,7 +60,11 @@ _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
-_TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked"})
+_TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked", "layout", "sources"})
+_LAYOUT_KEYS = ("workarounds", "tests", "docs")
+_SOURCE_KEYS = ("repository", "tag", "pins")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}$")
+_RELATIVE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[A-Za-z0-9_./-]+(?<!/)$")
 _WORKAROUND_REQUIRED = (
     "id", "title", "platform", "owner", "added", "symptom", "why", "how", "targets", "affected", "upstream",
 )
@@ -102,11 +109,17 @@ class Reader:
         schema = data.get("schema")
         if schema != SCHEMA:
             self.problem(lambda: self.lines.of(key="schema"), "schema", f"must be {SCHEMA}, got {schema!r}")
-        support = self.read_support(data.get("support"))
         entries = data.get("workaround")
+        # A repository that carries vLLM's code tracks its inline workarounds only: no [[workaround]], no floors.
+        tracked_only = entries is None and bool(data.get("tracked"))
+        support = self.read_support(data.get("support")) if not (tracked_only and "support" not in data) else {}
+        layout = self.read_layout(data.get("layout"))
+        sources = self.read_sources(data.get("sources"))
         workarounds: list[Workaround] = []
-        if not isinstance(entries, list) or not entries:
-            self.problem(1, "workaround", "at least one [[workaround]] table is required")
+        if tracked_only:
+            entries = []
+        elif not isinstance(entries, list) or not entries:
+            self.problem(1, "workaround", "at least one [[workaround]] table (or [[tracked]] entries only) is required")
             entries = []
         seen: dict[str, int] = {}  # id -> index of its first entry
         for index, entry in enumerate(entries):
@@ -124,10 +137,91 @@ class Reader:
             if workaround is not None:
                 workarounds.append(workaround)
         tracked = read_tracked(self, data.get("tracked"), lambda index, key: self.lines.of("tracked", index, key))
+        self.check_sourced(workarounds, sources)
         if self.problems:
             return None, self.problems
         return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy,
-                        tracked), []
+                        tracked, layout=layout, sources=sources), []
+
+    # [layout] and [sources] -------------------------------------------------------
+    def read_layout(self, table: Any) -> Layout:
+        """``[layout]``: workarounds, tests, docs: paths relative to the repository's root ("" docs: none)."""
+        if table is None:
+            return Layout()
+        if not isinstance(table, dict):
+            self.problem(lambda: self.lines.of(key="layout"), "layout", "must be a table ([layout])")
+            return Layout()
+        values: dict[str, str | None] = {}
+        for key, value in table.items():
+            def at(key: str = key) -> int:
+                return self.lines.of("layout", 0, key)
+
+            if key not in _LAYOUT_KEYS:
+                self.problem(at, f"layout.{key}", f"unknown key (known: {', '.join(_LAYOUT_KEYS)})")
+            elif key == "docs" and value == "":
+                values[key] = None
+            elif not isinstance(value, str) or not _RELATIVE.match(value):
+                self.problem(at, f"layout.{key}", f"{value!r} is not a path relative to the repository's root "
+                                                  "(no leading '/', no '..')" + (" or \"\"" if key == "docs" else ""))
+            elif key == "docs" and not value.endswith(".md"):
+                self.problem(at, "layout.docs", f"{value!r}: the catalogue is a Markdown file (.md)")
+            else:
+                values[key] = value
+        defaults = Layout()
+        return Layout(str(values.get("workarounds", defaults.workarounds)), str(values.get("tests", defaults.tests)),
+                      values["docs"] if "docs" in values else defaults.docs, frozenset(values))
+
+    def read_sources(self, table: Any) -> dict[str, Source]:
+        """``[sources.COMPONENT]``: repository (OWNER/NAME), tag (default "v{version}"), pins (vllm only)."""
+        if table is None:
+            return DEFAULT_SOURCES
+        sources = dict(DEFAULT_SOURCES)
+        if not isinstance(table, dict):
+            self.problem(lambda: self.lines.of(key="sources"), "sources", "must be a table of [sources.COMPONENT]")
+            return sources
+        for component, entry in table.items():
+            name = f"sources.{component}"
+
+            def at(key: str | None = None, name: str = name) -> int:
+                return self.lines.of(name, 0, key)
+
+            if component not in COMPONENTS:
+                self.problem(at, name, f"unknown component (known: {', '.join(COMPONENTS)})")
+                continue
+            if not isinstance(entry, dict):
+                self.problem(at, name, "must be a table with repository (and tag, pins)")
+                continue
+            before = len(self.problems)
+            for key in entry:
+                if key not in _SOURCE_KEYS:
+                    self.problem(at(key), f"{name}.{key}",
+                                 f"unknown key (known: {', '.join(_SOURCE_KEYS)})")
+            repository, tag, pins = entry.get("repository"), entry.get("tag", "v{version}"), entry.get("pins")
+            if not isinstance(repository, str) or not _REPOSITORY.match(repository):
+                self.problem(lambda: at("repository"), f"{name}.repository",
+                             f"{repository!r} is not OWNER/NAME" if "repository" in entry else "required")
+            if not isinstance(tag, str) or tag.count("{version}") != 1 or not _RELATIVE.match(
+                    tag.replace("{version}", "1")):
+                self.problem(lambda: at("tag"), f"{name}.tag",
+                             f"{tag!r} is not a tag name holding {{version}} once, such as 'v{{version}}'")
+            if pins is not None and (component != "vllm" or not isinstance(pins, str) or not _RELATIVE.match(pins)):
+                self.problem(lambda: at("pins"), f"{name}.pins",
+                             "only vllm's source names a file of pins (a path in its tree, such as "
+                             "requirements/xpu.txt)" if component != "vllm" else f"{pins!r} is not a relative path")
+            if len(self.problems) == before:
+                default_pins = DEFAULT_SOURCES["vllm"].pins if component == "vllm" else None
+                sources[component] = Source(component, str(repository), str(tag), pins or default_pins)
+        return sources
+
+    def check_sourced(self, workarounds: list[Workaround], sources: dict[str, Source]) -> None:
+        """A component a window or a release names must have a source: its releases are what retire it."""
+        for index, w in enumerate(workarounds):
+            for number, window in enumerate(w.affected):
+                for component in window.specs:
+                    if component not in sources:
+                        self.problem(self.lines.of("workaround.affected", number, component, workaround=index),
+                                     f"{entry_label('workaround', w.id, index)}.affected[{number}].{component}",
+                                     f"no source releases {component}: add [sources.{component}] with its repository")
 
     # [support] ------------------------------------------------------------------
     def read_support(self, table: Any) -> dict[str, Version]:

@@ -157,6 +157,48 @@ class InlineWorkaround(NamedTuple):
         return self.waits_on or self.link or "no upstream reference named"
 
 
+class Layout(NamedTuple):
+    """``[layout]``: where the bot finds a repository's parts, relative to its root.
+
+    ``workarounds``: the package folder of workaround modules; ``tests``: the tests folder;
+    ``docs``: the generated catalogue (None: the repository keeps none). ``written`` names the
+    keys the manifest sets: a path it sets must exist, a default one may be absent.
+    """
+
+    workarounds: str = "workarounds"
+    tests: str = "tests"
+    docs: str | None = "docs/workarounds.md"
+    written: frozenset[str] = frozenset()
+
+
+class Source(NamedTuple):
+    """``[sources.COMPONENT]``: the repository that releases a component, how its release tags
+    are named (``{version}`` in ``tag``) and, for vLLM, the file of its tree holding the XPU pins."""
+
+    component: str
+    repository: str
+    tag: str = "v{version}"
+    pins: str | None = None
+
+    @property
+    def tag_prefix(self) -> str:
+        return self.tag.partition("{version}")[0]
+
+    @property
+    def tag_suffix(self) -> str:
+        return self.tag.partition("{version}")[2]
+
+
+# Today's four: which repository releases which component (the manifest speaks in PyPI
+# components: ``v2.14.0`` of pytorch/pytorch is ``torch>=2.14.0``).
+DEFAULT_SOURCES: dict[str, Source] = {
+    "torch": Source("torch", "pytorch/pytorch"),
+    "vllm": Source("vllm", "vllm-project/vllm", pins="requirements/xpu.txt"),
+    "vllm-xpu-kernels": Source("vllm-xpu-kernels", "vllm-project/vllm-xpu-kernels"),
+    "intel-extension-for-pytorch": Source("intel-extension-for-pytorch", "intel/intel-extension-for-pytorch"),
+}
+
+
 class Manifest(NamedTuple):
     path: Path
     support: dict[str, Version]
@@ -165,6 +207,8 @@ class Manifest(NamedTuple):
     policy: SupportPolicy = SupportPolicy()
     tracked: tuple[InlineWorkaround, ...] = ()  # vLLM's own inline workarounds (read by tracker.model.tracked)
     sha256: str | None = None  # of the file's bytes as read (``tracker.model.reader``)
+    layout: Layout = Layout()
+    sources: dict[str, Source] = DEFAULT_SOURCES  # component -> its source ([sources] over the defaults)
 
     def get(self, workaround_id: str) -> Workaround:
         return self.by_id[workaround_id]
@@ -205,6 +249,6 @@ class ManifestError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-__all__ = ["InlineWorkaround", "Manifest", "ManifestError", "Marker", "Problem", "Release", "SupportPolicy", "Target", "UpstreamRef",
-           "Window", "Workaround", "module_of", "provenance",
+__all__ = ["DEFAULT_SOURCES", "InlineWorkaround", "Layout", "Manifest", "ManifestError", "Marker", "Problem", "Release",
+           "Source", "SupportPolicy", "Target", "UpstreamRef", "Window", "Workaround", "module_of", "provenance",
            "short_digest"]

@@ -15,6 +15,8 @@ from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Plan, Proposer
 from tracker.retire.removal import (
     DOCS_PATH,
     MANIFEST_PATH,
+    ConfigurationError,
+    ManifestInvalid,
     Removal,
     RemovalError,
     RetireError,
@@ -41,6 +43,7 @@ from tracker.retire.texts import (
 from tracker.upstream.client import ClientSettings, connect
 
 __all__ = [
+    "ConfigurationError", "ManifestInvalid",
     "ACTIONS", "BRANCH_PREFIX", "DASHBOARD_LABEL", "DASHBOARD_MARKER", "DASHBOARD_TITLE", "DOCS_PATH", "FOREIGN",
     "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "Marker",
     "FACTS_BRANCH", "FACTS_ID", "Outcome", "Plan",
@@ -52,9 +55,10 @@ __all__ = [
 
 def open_prs(repository: str, *, base: str | None = None, only: str | None = None, dry_run: bool = False,
              settings: ClientSettings | None = None, echo: Callable[[str], None] | None = None,
-             refresh: bool = True) -> Outcome:
+             refresh: bool = True, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> Outcome:
     """The ``retire --open-prs`` run: client from the environment (github_client), one Retirer;
-    ``refresh`` learns upstream facts first and keeps the upstream-facts PR."""
+    ``refresh`` learns upstream facts first and keeps the upstream-facts PR; ``manifest_path`` is
+    the manifest's path in the repository, ``docs`` the catalogue's (None: the manifest's layout)."""
     settings = settings or ClientSettings.from_env()
     return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo,
-                   refresh=refresh).run(only)
+                   refresh=refresh, manifest_path=manifest_path, docs=docs).run(only)

@@ -14,6 +14,7 @@ workaround with a reference whose facts could not be learned keeps its PR as it 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,15 +25,14 @@ from github.GitCommit import GitCommit
 from github.GitTree import GitTree
 from github.Repository import Repository
 
-from tracker.model.catalogue import markdown
-from tracker.model.manifest import Manifest, Workaround
+from tracker.model.manifest import Layout, Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.proposal import LABEL, Plan, Proposer
 from tracker.retire.removal import (
-    DOCS_PATH,
     MANIFEST_PATH,
+    ConfigurationError,
     Edit,
     RemovalError,
     RetireError,
@@ -86,8 +86,10 @@ class Retirer:
 
     def __init__(self, gh: github.Github, settings: ClientSettings, repository: str, *, base: str | None = None,
                  dry_run: bool = False, echo: Callable[[str], None] | None = None, refresh: bool = False,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> None:
         self.gh = gh
+        self.manifest_path = manifest_path
+        self.docs = docs  # None: the manifest's [layout] docs; "": no catalogue; else this path
         self.settings = settings
         self.repository = check_repository(repository)
         self.base_name = base
@@ -112,11 +114,33 @@ class Retirer:
                 raise RetireError(f"{what}: the tree is too large for one listing; cannot tell what to remove")
             blobs = {e.path: e.sha for e in tree.tree if e.type == "blob"}
             modes = {e.path: e.mode for e in tree.tree if e.type == "blob"}
-            if MANIFEST_PATH not in blobs:
-                raise RetireError(f"{what} has no {MANIFEST_PATH}")
-            text = _blob_text(repo.get_git_blob(blobs[MANIFEST_PATH]), what)
+            if self.manifest_path not in blobs:
+                raise ConfigurationError(f"{what} has no {self.manifest_path} (the manifest: --manifest, or the "
+                                         f"action's manifest input)")
+            text = _blob_text(repo.get_git_blob(blobs[self.manifest_path]), what, self.manifest_path)
         self._base = (commit, tree)
-        return Snapshot(branch, head, commit.tree.sha, blobs, modes, text)
+        return Snapshot(branch, head, commit.tree.sha, blobs, modes, text, self.manifest_path)
+
+    def laid_out(self, snapshot: Snapshot, manifest: Manifest) -> Snapshot:
+        """``snapshot`` with the manifest's ``[layout]`` (and ``--docs``); a path the manifest or the caller
+        names must exist (ConfigurationError), a default one may be absent (then the repository has none)."""
+        layout, where = manifest.layout, f"{self.repository}@{snapshot.branch}"
+        written = set(layout.written)
+        if self.docs is not None:
+            layout = layout._replace(docs=self.docs or None)
+            written.add("docs")
+        for key, folder in (("workarounds", layout.workarounds), ("tests", layout.tests)):
+            needed = key in written or (key == "workarounds" and manifest.workarounds)
+            if needed and not snapshot.has_folder(folder):
+                raise ConfigurationError(f"{where} has no {folder}/ (the {key} folder of [layout] in "
+                                         f"{snapshot.manifest_path})")
+        if layout.docs is not None and layout.docs not in snapshot.blobs:
+            if "docs" in written:
+                raise ConfigurationError(f"{where} has no {layout.docs} (the catalogue: [layout] docs in "
+                                         f"{snapshot.manifest_path}, or --docs; \"\" for none)")
+            layout = layout._replace(docs=None)  # the default catalogue, which this repository does not keep
+        return dataclasses.replace(snapshot, layout=Layout(layout.workarounds, layout.tests, layout.docs,
+                                                           frozenset(written)))
 
     def learn(self, manifest: Manifest) -> tuple[Fresh | None, str | None]:
         """Fresh facts and floors, or None and why GitHub could not give them."""
@@ -134,14 +158,15 @@ class Retirer:
         repo = self.read_repository()
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)
-        manifest = manifest_from_text(snapshot.manifest_text, f"{self.repository}@{base}")
+        manifest = manifest_from_text(snapshot.manifest_text, f"{self.repository}@{base}", self.manifest_path)
+        snapshot = self.laid_out(snapshot, manifest)
         if only is not None and only not in manifest.by_id:
             raise ValueError(f"unknown workaround id {only!r} on {base} (known: {', '.join(manifest.ids)})")
         fresh, halted = self.learn(manifest)
         judged = with_facts(manifest, fresh.report) if fresh is not None else manifest
         floors = fresh.floors if fresh is not None else fixed_floors(manifest)
         outcome = Outcome(self.repository, base, snapshot.commit, self.dry_run, floors=floors,
-                          facts=FactsResult.of(fresh.report if fresh else None, halted))
+                          facts=FactsResult.of(fresh.report if fresh else None, halted), html_url=repo.html_url)
         verdicts = {w.id: retirement(w, floors.support) for w in judged.workarounds}
         for w in judged.workarounds:
             verdict = verdicts[w.id]
@@ -212,7 +237,7 @@ class Retirer:
         removal = compute_removal(snapshot, w)
         plan.change, plan.title = removal, pr_title(w)
         plan.evidence = fingerprint(w, verdict, floors.support)
-        plan.message = commit_message(w, verdict, removal)
+        plan.message = commit_message(w, verdict, removal, snapshot)
         plan.body = pr_body(w, verdict, floors, snapshot, removal, plan.evidence, report)
         plan.foreign_body = lambda tip: pr_body(w, verdict, floors, snapshot, removal, plan.evidence, report, tip)
         return proposer.keep(plan, f" (#{plan.latest.number} was merged, yet {w.id} is on {snapshot.branch} "
@@ -229,10 +254,10 @@ class Retirer:
             if not changes:
                 return proposer.withdraw(plan, caught_up_comment(snapshot), f"{snapshot.branch} has caught up",
                                          "caught-up")
-            edited = checked_manifest(text)
-            plan.change = Edit({MANIFEST_PATH: text, DOCS_PATH: markdown(edited)})
+            edited = checked_manifest(text, snapshot.manifest_path)
+            plan.change = Edit({snapshot.manifest_path: text, **snapshot.catalogue(edited)})
             plan.evidence = facts_digest(changes)
-            plan.title, plan.message = facts_title(changes), facts_commit_message(changes)
+            plan.title, plan.message = facts_title(changes), facts_commit_message(changes, snapshot)
             plan.body = facts_body(changes, fresh.report, snapshot, plan.evidence)
             plan.foreign_body = lambda tip: facts_body(changes, fresh.report, snapshot, plan.evidence, tip)
             return proposer.keep(plan)
@@ -259,13 +284,13 @@ class Retirer:
                 mark = read_marker(pr.body)
                 if mark is None or mark.kind != "retire" or mark.id != workaround_id:
                     continue  # not a removal PR this tool opened: not ours to close
-                why = f"{workaround_id} is no longer in {MANIFEST_PATH} on {snapshot.branch}"
+                why = f"{workaround_id} is no longer in {snapshot.manifest_path} on {snapshot.branch}"
                 if self.dry_run:
                     found.append(Action(workaround_id, ActionKind.CLOSED, pr.number, branch,
                                         f"would close #{pr.number}: {why}"))
                     continue
                 try:
-                    proposer.close(pr, f"Closing: `{workaround_id}` is no longer in `{MANIFEST_PATH}` on "
+                    proposer.close(pr, f"Closing: `{workaround_id}` is no longer in `{snapshot.manifest_path}` on "
                                        f"`{snapshot.branch}` at `{snapshot.commit[:12]}`; nothing is left to "
                                        f"remove. (`xpu-workarounds retire --open-prs`)", why)
                     found.append(Action(workaround_id, ActionKind.CLOSED, pr.number, branch,
@@ -281,16 +306,16 @@ class Retirer:
 __all__ = ["LABEL", "Retirer", "check_repository"]
 
 
-def _blob_text(blob: Any, what: str) -> str:
+def _blob_text(blob: Any, what: str, path: str = MANIFEST_PATH) -> str:
     """The manifest blob's text; ``RetireError`` naming ``what`` and the file when it is not UTF-8."""
     if blob.encoding != "base64":
         return str(blob.content)
     try:
         raw = base64.b64decode(str(blob.content))
     except ValueError:
-        raise RetireError(f"{what}: GitHub's blob of {MANIFEST_PATH} is not base64") from None
+        raise RetireError(f"{what}: GitHub's blob of {path} is not base64") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise RetireError(f"{what}: {MANIFEST_PATH} is not UTF-8 text (byte {error.start}: "
+        raise RetireError(f"{what}: {path} is not UTF-8 text (byte {error.start}: "
                           f"{error.reason})") from None

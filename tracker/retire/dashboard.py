@@ -11,7 +11,7 @@ from github.PullRequest import PullRequest
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import Retirement
 from tracker.retire.failures import GITHUB_ERRORS
-from tracker.retire.removal import MANIFEST_PATH, Snapshot
+from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind, DashboardResult
 from tracker.retire.texts import facts_text, floors_text, read_marker
 from tracker.upstream.client import ClientSettings, classify
@@ -62,12 +62,12 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
         rows.append(f"| `{w.id}` | {windows} | {upstream} | **{verdict.verdict}**: {verdict.detail} | "
                     f"{states.get(w.id, '-')} |")
     return "\n".join([
-        f"Every XPU workaround carried in `{MANIFEST_PATH}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`, "
+        f"Every XPU workaround carried in `{snapshot.manifest_path}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`, "
         f"with its decision windows, the state of its upstream references and its retirement verdict.",
         "",
         f"Support floors: {floors_text(floors)}.",
         "",
-        f"Upstream facts: {facts_text(facts)}."
+        f"Upstream facts: {facts_text(facts, snapshot.manifest_path)}."
         + (f" Upstream-facts PR: {facts_cell(facts_pr)}." if facts is not None else ""),
         "",
         "| workaround | affected windows (any one) | upstream | retirement | removal PR |",

@@ -1,15 +1,17 @@
 """The removal change: what a workaround owns, its manifest entry cut from the text, lint
 against the edited tree, the regenerated catalogue.
 
-What a workaround owns (removed with it), by its module ``workarounds.<name>``:
+What a workaround owns (removed with it), by its module ``workarounds.<name>``, in the
+folders the manifest's ``[layout]`` names (defaults shown):
 
 - ``workarounds/<name>.py`` (or the package ``workarounds/<name>/``);
 - its tests: ``tests/**/test_<name>.py`` and ``tests/**/test_workaround_<name>.py``;
 - its fixtures: ``tests/**/fixtures/<name>/**`` and ``tests/**/fixtures/<name>.<ext>``;
-- its ``[[workaround]]`` entry in ``workarounds.toml`` (cut from the text, so every other
-  line and comment stays as it was);
+- its ``[[workaround]]`` entry in the manifest (cut from the text, so every other line and
+  comment stays as it was);
 
-and ``docs/workarounds.md`` is regenerated from the edited manifest.
+and the catalogue (``docs/workarounds.md``; none when the layout names none) is regenerated
+from the edited manifest. Nothing the repository does not have is created.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ import tomlkit
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.catalogue import markdown
-from tracker.model.manifest import Manifest, Workaround
+from tracker.model.manifest import Layout, Manifest, Problem, Workaround
 
-MANIFEST_PATH = "workarounds.toml"
+MANIFEST_PATH = "workarounds.toml"  # the defaults: this repository's layout
 DOCS_PATH = "docs/workarounds.md"
 
 _HEADER = re.compile(r"^\s*\[\[\s*workaround\s*\]\]\s*(#.*)?$")
@@ -38,6 +40,19 @@ _OTHER_TABLE = re.compile(r"^\s*\[\[?\s*(?!workaround\b)[A-Za-z0-9_-]+\s*\]")
 
 class RetireError(Exception):
     """The run cannot act at all (repository, base or manifest unreadable): one line."""
+
+
+class ManifestInvalid(RetireError):
+    """The base branch's manifest is invalid: one line naming it, and every problem (annotations)."""
+
+    def __init__(self, line: str, problems: list[Problem], path: str) -> None:
+        super().__init__(line)
+        self.problems = problems
+        self.path = path
+
+
+class ConfigurationError(Exception):
+    """The repository is not laid out as the run was told (a missing manifest or layout path): exit 2."""
 
 
 class RemovalError(Exception):
@@ -54,10 +69,23 @@ class Snapshot:
     blobs: dict[str, str]  # path -> blob sha, every file in the tree
     modes: dict[str, str]  # path -> file mode
     manifest_text: str
+    manifest_path: str = MANIFEST_PATH
+    layout: Layout = Layout()  # where the docs path is None, the repository keeps no catalogue
 
     @property
     def paths(self) -> frozenset[str]:
         return frozenset(self.blobs)
+
+    @property
+    def docs_path(self) -> str | None:
+        return self.layout.docs
+
+    def has_folder(self, folder: str) -> bool:
+        return any(path.startswith(folder.rstrip("/") + "/") for path in self.blobs)
+
+    def catalogue(self, manifest: Manifest) -> dict[str, str]:
+        """The regenerated catalogue, where the repository keeps one."""
+        return {self.docs_path: markdown(manifest)} if self.docs_path else {}
 
 
 @dataclass(frozen=True)
@@ -101,17 +129,26 @@ def module_name(w: Workaround) -> str:
     return w.module.removeprefix("workarounds.")
 
 
-def owned_paths(w: Workaround, paths: Iterable[str]) -> list[str]:
+def owned_paths(w: Workaround, paths: Iterable[str], layout: Layout = Layout()) -> list[str]:
     """The files that belong to ``w`` alone (see the module docstring for the convention)."""
     name = module_name(w)
-    return sorted(path for path in paths if _owned(PurePosixPath(path).parts, name))
+    modules, tests = PurePosixPath(layout.workarounds).parts, PurePosixPath(layout.tests).parts
+    return sorted(path for path in paths if _owned(PurePosixPath(path).parts, name, modules, tests))
 
 
-def _owned(parts: tuple[str, ...], name: str) -> bool:
-    if parts[:1] == ("workarounds",):
-        return parts[1:] == (f"{name}.py",) or (len(parts) > 2 and parts[1] == name)
-    if parts[:1] != ("tests",):
+def module_paths(w: Workaround, layout: Layout = Layout()) -> tuple[str, str]:
+    """Where ``w``'s module is: ``<workarounds>/<name>.py`` or ``<workarounds>/<name>/__init__.py``."""
+    name = module_name(w)
+    return f"{layout.workarounds}/{name}.py", f"{layout.workarounds}/{name}/__init__.py"
+
+
+def _owned(parts: tuple[str, ...], name: str, modules: tuple[str, ...], tests: tuple[str, ...]) -> bool:
+    if parts[:len(modules)] == modules:
+        below = parts[len(modules):]
+        return below == (f"{name}.py",) or (len(below) > 1 and below[0] == name)
+    if parts[:len(tests)] != tests:
         return False
+    parts = parts[len(tests):]
     if parts[-1] in (f"test_{name}.py", f"test_workaround_{name}.py"):
         return True
     for index, part in enumerate(parts[:-1]):
@@ -121,7 +158,7 @@ def _owned(parts: tuple[str, ...], name: str) -> bool:
     return False
 
 
-def remove_entry(text: str, workaround_id: str) -> str:
+def remove_entry(text: str, workaround_id: str, manifest_path: str = MANIFEST_PATH) -> str:
     """``workarounds.toml`` without the ``[[workaround]]`` whose id is ``workaround_id``.
 
     The entry is cut from the text: its header, its sub-tables and the comment lines
@@ -132,7 +169,7 @@ def remove_entry(text: str, workaround_id: str) -> str:
     document = tomlkit.parse(text)
     ids = [entry.get("id") for entry in document.get("workaround", [])]
     if workaround_id not in ids:
-        raise RemovalError(f"{MANIFEST_PATH}: no [[workaround]] with id {workaround_id!r}")
+        raise RemovalError(f"{manifest_path}: no [[workaround]] with id {workaround_id!r}")
     index = ids.index(workaround_id)
     del document["workaround"][index]
     expected = document.unwrap()
@@ -167,46 +204,47 @@ def _comments_above(lines: list[str], header: int) -> int:
 
 def compute_removal(snapshot: Snapshot, w: Workaround) -> Removal:
     """The change that retires ``w`` from ``snapshot``; raises RemovalError if lint would fail."""
-    deleted = owned_paths(w, snapshot.paths)
-    manifest_text = remove_entry(snapshot.manifest_text, w.id)
+    manifest_path = snapshot.manifest_path
+    deleted = owned_paths(w, snapshot.paths, snapshot.layout)
+    manifest_text = remove_entry(snapshot.manifest_text, w.id, manifest_path)
     remaining = snapshot.paths - set(deleted)
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(manifest_text, encoding="utf-8")
-        problems = [str(p).replace(str(path), MANIFEST_PATH)
+        problems = [str(p).replace(str(path), manifest_path)
                     for p in reader.check(path)]
         edited = reader.load(path) if not problems else None
     if edited is not None:
         for other in edited.workarounds:
-            name = module_name(other)
-            if f"workarounds/{name}.py" not in remaining and f"workarounds/{name}/__init__.py" not in remaining:
-                problems.append(f"{MANIFEST_PATH}: workaround[{other.id}].module: module {other.module} "
+            if not remaining & set(module_paths(other, snapshot.layout)):
+                problems.append(f"{manifest_path}: workaround[{other.id}].module: module {other.module} "
                                 f"does not exist in the edited tree")
     if problems or edited is None:
         raise RemovalError("; ".join(problems))
-    return Removal(w, tuple(deleted), {MANIFEST_PATH: manifest_text, DOCS_PATH: markdown(edited)})
+    return Removal(w, tuple(deleted), {manifest_path: manifest_text, **snapshot.catalogue(edited)})
 
 
-def manifest_from_text(text: str, where: str = "the base branch") -> Manifest:
+def manifest_from_text(text: str, where: str = "the base branch", manifest_path: str = MANIFEST_PATH) -> Manifest:
     """The manifest in ``text`` (module existence is judged against the tree, not here);
-    ``RetireError`` naming ``where`` (``OWNER/NAME@BRANCH``) and the file when it is invalid."""
+    ``ManifestInvalid`` naming ``where`` (``OWNER/NAME@BRANCH``) and the file when it is invalid."""
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(text, encoding="utf-8")
         try:
             return reader.load(path)
         except manifest_module.ManifestError as error:
-            first = str(error.problems[0]).replace(str(path), MANIFEST_PATH)
-            raise RetireError(f"{where}: {MANIFEST_PATH} is invalid ({first}"
-                              f"{'; and more' if len(error.problems) > 1 else ''})") from None
+            first = str(error.problems[0]).replace(str(path), manifest_path)
+            raise ManifestInvalid(f"{where}: {manifest_path} is invalid ({first}"
+                                  f"{'; and more' if len(error.problems) > 1 else ''})", error.problems,
+                                  manifest_path) from None
 
 
-def checked_manifest(text: str) -> Manifest:
+def checked_manifest(text: str, manifest_path: str = MANIFEST_PATH) -> Manifest:
     """The manifest in ``text`` if it passes lint (modules are the tree's, unchanged here); else RemovalError."""
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-retire-") as scratch:
         path = Path(scratch) / MANIFEST_PATH
         path.write_text(text, encoding="utf-8")
-        problems = [str(p).replace(str(path), MANIFEST_PATH) for p in reader.check(path)]
+        problems = [str(p).replace(str(path), manifest_path) for p in reader.check(path)]
         if problems:
             raise RemovalError("; ".join(problems))
         return reader.load(path)

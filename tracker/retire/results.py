@@ -83,6 +83,7 @@ class Outcome:
     facts: FactsResult | None = None
     facts_pr: Action | None = None
     halted: str | None = None  # why nothing was written (the refresh could not reach GitHub)
+    html_url: str | None = None  # the repository's web address (for links to its PRs)
 
     @property
     def failed(self) -> bool:

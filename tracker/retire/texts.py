@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, removal_condition
-from tracker.retire.removal import DOCS_PATH, MANIFEST_PATH, Removal, Snapshot, module_name
+from tracker.retire.removal import MANIFEST_PATH, Removal, Snapshot, module_name
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
 from tracker.upstream.writeback import FactChange
@@ -78,13 +78,13 @@ def floors_text(floors: Floors) -> str:
     return floors.describe() + (f" ({floors.note})" if floors.note else "")
 
 
-def facts_text(facts: Report | None) -> str:
+def facts_text(facts: Report | None, manifest_path: str = MANIFEST_PATH) -> str:
     """Where the upstream facts a verdict was judged with came from (no time in it: a text that
     changed with every run would make every run edit the PRs and the dashboard)."""
     if facts is None:
-        return f"as written in `{MANIFEST_PATH}` (upstream facts were not refreshed)"
+        return f"as written in `{manifest_path}` (upstream facts were not refreshed)"
     return (f"refreshed from GitHub by the run that wrote this (PR states, landed commits and first "
-            f"release tags), overlaid on `{MANIFEST_PATH}`")
+            f"release tags), overlaid on `{manifest_path}`")
 
 
 def pr_title(w: Workaround) -> str:
@@ -115,10 +115,10 @@ def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapsh
         "",
         f"**Verdict:** {verdict.detail}",
         "",
-        f"**Support floors** (`[support]` in `{MANIFEST_PATH}` on `{snapshot.branch}` at "
+        f"**Support floors** (`[support]` in `{snapshot.manifest_path}` on `{snapshot.branch}` at "
         f"`{snapshot.commit[:12]}`): {floors_text(floors)}.",
         "",
-        f"**Upstream facts:** {facts_text(facts)}.",
+        f"**Upstream facts:** {facts_text(facts, snapshot.manifest_path)}.",
         "",
         "**Affected windows:** " + "; ".join(f"`{window.describe()}`" for window in w.affected) + ".",
         "",
@@ -133,8 +133,8 @@ def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapsh
         branch_note(snapshot, foreign_tip) if foreign_tip else "**This PR** (one commit on the base above):",
         "",
         *[f"- deletes `{path}`" for path in removal.deleted],
-        f"- removes the `{w.id}` entry from `{MANIFEST_PATH}` (every other line kept)",
-        f"- regenerates `{DOCS_PATH}` from the edited manifest",
+        f"- removes the `{w.id}` entry from `{snapshot.manifest_path}` (every other line kept)",
+        *([f"- regenerates `{snapshot.docs_path}` from the edited manifest"] if snapshot.docs_path else []),
         "",
         "**Before merging, run:**",
         "",
@@ -155,10 +155,14 @@ def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapsh
     return "\n".join(lines) + "\n"
 
 
-def commit_message(w: Workaround, verdict: Retirement, removal: Removal) -> str:
+def _regenerate(snapshot: Snapshot) -> str:
+    return f"; regenerate {snapshot.docs_path}" if snapshot.docs_path else ""
+
+
+def commit_message(w: Workaround, verdict: Retirement, removal: Removal, snapshot: Snapshot) -> str:
     return (f"Retire workaround {w.id}\n\n{verdict.detail}\n\n"
             + "".join(f"Delete {path}\n" for path in removal.deleted)
-            + f"Remove its entry from {MANIFEST_PATH}; regenerate {DOCS_PATH}.\n\n"
+            + f"Remove its entry from {snapshot.manifest_path}{_regenerate(snapshot)}.\n\n"
             f"{TRAILER}\n")
 
 
@@ -192,8 +196,9 @@ def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, dig
         how = found.evidence.replace("|", "\\|") if found is not None else ""
         rows.append(f"| {change.ref} | `{change.workaround}` | {change.key} | {old} | {new} | {how} |")
     return "\n".join([
-        f"What happened upstream since `{MANIFEST_PATH}` on `{snapshot.branch}` (at `{snapshot.commit[:12]}`) "
-        f"was last written, as `xpu-workarounds upstream --write` records it ({facts_text(facts)}).",
+        f"What happened upstream since `{snapshot.manifest_path}` on `{snapshot.branch}` (at "
+        f"`{snapshot.commit[:12]}`) was last written, as `xpu-workarounds upstream --write` records it "
+        f"({facts_text(facts, snapshot.manifest_path)}).",
         "",
         "| reference | workaround | field | on the base | now | evidence |",
         "|---|---|---|---|---|---|",
@@ -201,8 +206,8 @@ def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, dig
         "",
         branch_note(snapshot, foreign_tip) if foreign_tip else "**This PR** (one commit on the base above):",
         "",
-        f"- sets the fields above in `{MANIFEST_PATH}` (every other line kept); the result passes `lint`",
-        f"- regenerates `{DOCS_PATH}` from the edited manifest",
+        f"- sets the fields above in `{snapshot.manifest_path}` (every other line kept); the result passes `lint`",
+        *([f"- regenerates `{snapshot.docs_path}` from the edited manifest"] if snapshot.docs_path else []),
         "",
         "Retirement verdicts are already judged with these facts; merging records them, so that run-time "
         "decisions (`root-fix-installed`) and people reading the manifest see them too. A later run updates "
@@ -213,11 +218,12 @@ def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, dig
     ]) + "\n"
 
 
-def facts_commit_message(changes: list[FactChange]) -> str:
-    return ("Record upstream facts in " + MANIFEST_PATH + "\n\n" + "".join(f"{change}\n" for change in changes)
-            + f"Regenerate {DOCS_PATH}.\n\n{TRAILER}\n")
+def facts_commit_message(changes: list[FactChange], snapshot: Snapshot) -> str:
+    return ("Record upstream facts in " + snapshot.manifest_path + "\n\n"
+            + "".join(f"{change}\n" for change in changes)
+            + (f"Regenerate {snapshot.docs_path}.\n\n" if snapshot.docs_path else "\n") + f"{TRAILER}\n")
 
 
 def caught_up_comment(snapshot: Snapshot) -> str:
-    return (f"Closing: `{MANIFEST_PATH}` on `{snapshot.branch}` at `{snapshot.commit[:12]}` already records every "
+    return (f"Closing: `{snapshot.manifest_path}` on `{snapshot.branch}` at `{snapshot.commit[:12]}` already records every "
             f"upstream fact this PR carried; nothing is left to record. (`xpu-workarounds retire --open-prs`)")

@@ -1,0 +1,219 @@
+"""The action in other repositories, over real HTTP with real PyGithub on the stand-in GitHub.
+
+Each test runs the action's own step script (``action.yml``) with the console script of this
+environment, configured only through the environment as the action configures it, with the
+files GitHub Actions gives a step (``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``) and
+``GITHUB_ACTIONS=true``; everything the run learns about the repository it reads through the
+API, every change it makes goes through the API.
+
+- An adopter laid out otherwise: manifest ``xpu/workarounds.toml``, modules in
+  ``xpu/workarounds/``, tests in ``xpu/tests/``, no docs folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+from support import upstream_history
+from support.fakegithub import FakeGitHub
+from support.fakegithub_git import install, store, writes
+from support.repository import FROZEN_MANIFEST, stand_in_module
+from test_workflow import retire_script
+
+from tracker.model import reader
+from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, FACTS_BRANCH, FACTS_ID, read_marker, remove_entry
+
+TOKEN = "ghs_stand-in-token-for-tests"
+ADOPTER = "xpu-adopter/serving-stack"
+STATIC = "static-launcher-uva"
+LAYOUT = '[layout]\nworkarounds = "xpu/workarounds"\ntests = "xpu/tests"\ndocs = ""\n\n'
+
+
+def floors(text: str, torch: str) -> str:
+    return re.sub(r'(?m)^torch = "[^"]+"$', f'torch = "{torch}"', text, count=1)
+
+
+def adopter_files(layout: str = LAYOUT) -> dict[str, str]:
+    """A repository laid out as ``[layout]`` says: the frozen manifest's workarounds (torch floor
+    2.14.0, so ``static-launcher-uva`` is retirable), a module and a test for each, a fixture; and
+    files outside the layout that share the convention's names, which are not the bot's to touch."""
+    text = FROZEN_MANIFEST.read_text(encoding="utf-8")
+    text = floors(text, "2.14.0").replace("[support]\n", layout + "[support]\n", 1)
+    files = {"xpu/workarounds.toml": text, "README.md": "# A serving stack\n",
+             "xpu/workarounds/__init__.py": '"""Workarounds."""\n',
+             "xpu/tests/fixtures/static_launcher_uva/offload_config.json": '{"offload": "uva"}\n',
+             # Outside the layout: same names, someone else's files.
+             "tests/test_workaround_static_launcher_uva.py": "def test_theirs():\n    pass\n",
+             "workarounds/static_launcher_uva.py": "# not a workaround module of this repository\n"}
+    for w in reader.load(write_temp(text)).workarounds:
+        name = w.module.removeprefix("workarounds.")
+        files[f"xpu/workarounds/{name}.py"] = stand_in_module(w.symptom)
+        files[f"xpu/tests/test_workaround_{name}.py"] = "def test_switches_off():\n    pass\n"
+    return files
+
+
+def write_temp(text: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix="xpu-workarounds-test-")) / "workarounds.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class Step:
+    """The action's retire step, run as GitHub Actions runs it, against one repository."""
+
+    def __init__(self, server: FakeGitHub, tmp_path: Path, repository: str):
+        self.server = server
+        self.repository = repository
+        self.tmp_path = tmp_path
+        self.cache_dir = tmp_path / "cache"
+        self.runs = 0
+
+    def run(self, script: str, **inputs: str) -> subprocess.CompletedProcess[str]:
+        self.runs += 1
+        self.output = self.tmp_path / f"output-{self.runs}"
+        self.summary = self.tmp_path / f"summary-{self.runs}"
+        self.output.write_text("")
+        env = {key: value for key, value in os.environ.items()
+               if key not in ("GITHUB_TOKEN", "XPU_WORKAROUNDS_MANIFEST") and "proxy" not in key.lower()}
+        env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                    "GITHUB_API_URL": self.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+                    "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache_dir), "GITHUB_ACTIONS": "true",
+                    "GITHUB_OUTPUT": str(self.output), "GITHUB_STEP_SUMMARY": str(self.summary),
+                    "REPOSITORY": self.repository, "BASE": "", "DRY_RUN": "false", "ONLY": "",
+                    "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md", **inputs})
+        self.server.settle()
+        self.server.reset_log()
+        result = subprocess.run(["bash", "-c", textwrap.dedent(script)], capture_output=True, text=True, env=env,
+                                timeout=300)
+        assert TOKEN not in result.stdout + result.stderr
+        return result
+
+    def outputs(self) -> dict[str, str]:
+        """GITHUB_OUTPUT read as the runner reads it: ``name<<DELIMITER`` blocks."""
+        found, lines = {}, self.output.read_text().splitlines()
+        index = 0
+        while index < len(lines):
+            name, _, delimiter = lines[index].partition("<<")
+            end = lines.index(delimiter, index + 1)
+            found[name] = "\n".join(lines[index + 1:end])
+            index = end + 1
+        return found
+
+
+@pytest.fixture
+def server():
+    with FakeGitHub() as running:
+        install(running)
+        upstream_history.seed(running)
+        yield running
+
+
+# ------------------------------------------------------------------ another layout
+
+
+@pytest.fixture
+def adopter(server, tmp_path):
+    repo = server.add_repo(ADOPTER)
+    repo.commit("The serving stack with its XPU workarounds", files=adopter_files())
+    return repo, Step(server, tmp_path, ADOPTER)
+
+
+def test_an_adopter_laid_out_otherwise_gets_exactly_the_right_removal_pr(adopter):
+    repo, step = adopter
+    base = dict(repo.commits[repo.branches["main"]].files)
+    result = step.run(retire_script(), MANIFEST="xpu/workarounds.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    [pr] = [pr for pr in repo.pulls.values() if pr.head == BRANCH_PREFIX + STATIC]
+    assert pr.state == "open" and read_marker(pr.body).id == STATIC
+    branch = repo.commits[repo.branches[BRANCH_PREFIX + STATIC]]
+    assert branch.parents == [repo.branches["main"]]
+    assert set(base) - set(branch.files) == {"xpu/workarounds/static_launcher_uva.py",
+                                             "xpu/tests/test_workaround_static_launcher_uva.py",
+                                             "xpu/tests/fixtures/static_launcher_uva/offload_config.json"}
+    assert set(branch.files) <= set(base)  # nothing created: no docs folder appears
+    changed = {path for path in branch.files if branch.files[path] != base[path]}
+    assert changed == {"xpu/workarounds.toml"}
+    assert branch.files["xpu/workarounds.toml"] == remove_entry(base["xpu/workarounds.toml"], STATIC)
+    assert reader.check(write_temp(branch.files["xpu/workarounds.toml"])) == []
+    assert "`xpu/workarounds.toml`" in pr.body and "docs/workarounds.md" not in pr.body + branch.message
+    # Beside it, only the upstream-facts PR, which edits the manifest where it is and creates nothing.
+    assert sorted(p.head for p in repo.pulls.values()) == sorted([FACTS_BRANCH, BRANCH_PREFIX + STATIC])
+    facts = repo.commits[repo.branches[FACTS_BRANCH]].files
+    assert set(facts) == set(base) and {p for p in facts if facts[p] != base[p]} == {"xpu/workarounds.toml"}
+
+
+def test_an_adopters_run_writes_the_outputs_summary_and_nothing_to_stdout_it_should_not(adopter):
+    repo, step = adopter
+    result = step.run(retire_script(), MANIFEST="xpu/workarounds.toml")
+    assert result.returncode == 0, result.stderr
+    [pr] = [pr for pr in repo.pulls.values() if pr.head == BRANCH_PREFIX + STATIC]
+    [facts] = [pr for pr in repo.pulls.values() if pr.head == FACTS_BRANCH]
+    [dashboard] = [i for i in store(step.server).issues[ADOPTER.lower()].values() if DASHBOARD_LABEL in i.labels]
+    outputs = step.outputs()
+    assert json.loads(outputs["prs"]) == [
+        {"id": FACTS_ID, "number": facts.number, "action": "opened", "url": f"{repo.html}/pull/{facts.number}"},
+        {"id": STATIC, "number": pr.number, "action": "opened", "url": f"{repo.html}/pull/{pr.number}"}]
+    assert json.loads(outputs["retirable"]) == [STATIC]
+    assert outputs["dashboard"] == str(dashboard.number)
+    summary = step.summary.read_text()
+    assert f"| `{STATIC}` | **retirable** |" in summary
+    assert f"[#{pr.number}]({repo.html}/pull/{pr.number})" in summary
+    assert "`xpu/workarounds.toml`" in dashboard.body
+    # A second run: nothing new, no write, the same outputs with "unchanged".
+    again = step.run(retire_script(), MANIFEST="xpu/workarounds.toml")
+    assert again.returncode == 0 and writes(step.server) == 0
+    assert [item["action"] for item in json.loads(step.outputs()["prs"])] == ["unchanged", "unchanged"]
+
+
+def test_a_missing_manifest_is_a_configuration_error_in_one_line_with_no_write(adopter):
+    repo, step = adopter
+    result = step.run(retire_script())  # the default manifest input: workarounds.toml, which it lacks
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "has no workarounds.toml" in result.stderr
+    assert writes(step.server) == 0 and not repo.pulls
+
+
+def test_a_layout_path_the_repository_lacks_is_a_configuration_error_with_no_write(server, tmp_path):
+    repo = server.add_repo(ADOPTER)
+    files = adopter_files(LAYOUT.replace('docs = ""', 'docs = "site/workarounds.md"'))
+    repo.commit("A layout naming a catalogue that is not there", files=files)
+    result = Step(server, tmp_path, ADOPTER).run(retire_script(), MANIFEST="xpu/workarounds.toml")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and "has no site/workarounds.md" in result.stderr
+    assert writes(server) == 0 and not repo.pulls
+
+
+def test_the_docs_input_names_the_catalogue_the_prs_regenerate(server, tmp_path):
+    repo = server.add_repo(ADOPTER)
+    files = adopter_files(LAYOUT.replace('docs = ""\n', ""))
+    files["site/workarounds.md"] = "stale\n"
+    repo.commit("A catalogue where the docs input says", files=files)
+    step = Step(server, tmp_path, ADOPTER)
+    result = step.run(retire_script(), MANIFEST="xpu/workarounds.toml", DOCS="site/workarounds.md")
+    assert result.returncode == 0, result.stdout + result.stderr
+    branch = repo.commits[repo.branches[BRANCH_PREFIX + STATIC]].files
+    assert branch["site/workarounds.md"].startswith("# ") and STATIC not in branch["site/workarounds.md"]
+    assert "docs/workarounds.md" not in branch
+
+
+def test_a_manifest_problem_is_an_annotation_at_its_file_and_line(adopter):
+    repo, step = adopter
+    text = repo.commits[repo.branches["main"]].files["xpu/workarounds.toml"]
+    line = text.splitlines().index('workarounds = "xpu/workarounds"') + 1
+    repo.commit("Break the layout", files={"xpu/workarounds.toml": text.replace(
+        'workarounds = "xpu/workarounds"', 'workarounds = "../elsewhere"')})
+    result = step.run(retire_script(), MANIFEST="xpu/workarounds.toml")
+    assert result.returncode == 4
+    annotations = [line for line in result.stdout.splitlines() if line.startswith("::error ")]
+    assert annotations == [f"::error file=xpu/workarounds.toml,line={line},title=workarounds manifest::"
+                           f"layout.workarounds: '../elsewhere' is not a path relative to the repository's root "
+                           f"(no leading '/', no '..')"]
+    assert writes(step.server) == 0
