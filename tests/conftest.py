@@ -4,13 +4,58 @@ and small real packages on sys.path."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from support import own_workaround, repository, upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
 from support.packages import Package
+
+from tracker.model import reader
+
+# The markers of the tests that start vLLM, start Ray or download releases (pyproject.toml).
+SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")
+
+
+def _rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("removal_proof"):
+        return 1
+    return 2 if any(item.get_closest_marker(marker) for marker in SLOW) else 0
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fast tests first, then the removal proof, then the slow tests (each group in its
+    usual order): what the slow tests need is built in the background meanwhile."""
+    items.sort(key=_rank)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """Builds, while the fast tests run, the cached environments and downloads that the
+    selected slow tests will ask for (tests/support/vllm_harness.py ``prebuild``)."""
+    items = session.items
+    slow = {marker for item in items for marker in SLOW if item.get_closest_marker(marker)}
+    if not slow or session.config.option.collectonly:
+        return (yield)
+    uses = {name for item in items for name in getattr(item, "fixturenames", ())}
+    ray_nodes = any(item.get_closest_marker("ray_cluster") for item in items)
+    needed = check_needed()
+    pool = vllm_harness.prebuild(e2e="e2e_venv" in uses, ray_site=ray_nodes and "e2e_venv" in uses,
+                                 bare_ray=ray_nodes, releases="release_matrix" in slow, needed=needed)
+    try:
+        return (yield)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def check_needed() -> set[str]:
+    """The files of a release's sdist that the release matrix reads: for the shipped manifest
+    (tests/test_release_sources.py) and the frozen one (tests/test_check.py)."""
+    from tracker.commands import check
+
+    return check.needed_files(reader.load()) | check.needed_files(reader.load(repository.FROZEN_MANIFEST))
 
 
 @pytest.fixture(scope="session")

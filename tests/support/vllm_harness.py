@@ -26,6 +26,7 @@ import time
 import tomllib
 import zipfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,38 @@ def install_project(venv: Path, target: Path) -> Path:
     run([str(venv_python(venv)), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--target", str(target), str(REPO_ROOT)], cwd=target.parent)
     return target
+
+
+# ------------------------------------------------------- building ahead of use
+
+
+def prebuild(*, e2e: bool, ray_site: bool, bare_ray: bool, releases: bool, needed: set[str]) -> ThreadPoolExecutor:
+    """Start building, in background threads, what the selected slow tests will ask for, while
+    the fast tests run: the e2e venv (and Ray's directory beside it), the bare Ray venv, the six
+    releases' source and the 22 releases' sdists (kept with the ``needed`` files).
+
+    Each thing is built by the same function a test calls, behind the same lock and marker file
+    (``cached``): a test that asks before the build is done waits for it, and a build that
+    failed here leaves no marker, so the test's own call builds again and fails with the error.
+    The caller shuts the pool down (waiting for what runs) at the end of the session.
+    """
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="prebuild")
+    if e2e or ray_site:
+        pool.submit(_e2e_venvs, ray_site)
+    if bare_ray:
+        pool.submit(bare_ray_venv)
+    if releases:  # downloads: the larger wheels first, then the sdists
+        for release in RELEASES:
+            pool.submit(release_source, release)
+        for release in ALL_RELEASES:
+            pool.submit(release_tree, release, needed)
+    return pool
+
+
+def _e2e_venvs(ray_site: bool) -> None:
+    venv = e2e_venv()
+    if ray_site:
+        e2e_ray_site(venv)
 
 
 # ------------------------------------------------------------------ Ray
