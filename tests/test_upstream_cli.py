@@ -35,9 +35,9 @@ def test_upstream_json_reports_every_reference_of_the_frozen_manifest(github, tm
     document = json.loads(result.stdout)
     assert (document["schema"], document["source"]) == (1, "live")
     found = {item["ref"]: (item["state"], item["released_in"]) for item in document["references"]}
-    assert found == upstream_history.EXPECTED
     frozen = reader.load(FROZEN_MANIFEST)
     assert {ref.ref for w in frozen.workarounds for ref in w.upstream} == set(found)
+    assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
     for item in document["references"]:
         assert item["evidence"] and item["workarounds"]
         if item["state"] in ("merged", "landed", "reverted"):
@@ -57,6 +57,39 @@ def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github
     assert set(found) <= set(upstream_history.EXPECTED)
     assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
     assert github.count("/graphql") <= 6  # issue 14: a cold refresh of the shipped manifest in at most 6 requests
+
+
+@pytest.mark.parametrize("api", ["graphql", "rest"])
+def test_an_issue_reference_is_followed_open_or_closed_and_answered_offline_from_the_cache(github, tmp_path, api):
+    # Intel's lists are issues, not pull requests: /pulls/N is 404 (GraphQL: NOT_FOUND), /issues/N answers.
+    github.repo("intel", "torch-xpu-ops").issue("[XPU alignment] pytorch/pytorch #192495: Upstream PR OPEN",
+                                                number=4600, created="2026-07-28T12:00:00")
+    path = tmp_path / "workarounds.toml"
+    tracker = 'note = "Intel\'s XPU alignment tracker for pytorch/pytorch#189017, the root fix this workaround waits on"\n'
+    shipped = reader.default_path().read_text()
+    assert tracker in shipped
+    path.write_text(shipped.replace(tracker, tracker + '\n[[workaround.upstream]]\nref = "intel/torch-xpu-ops#4600"\n'
+                                    'role = "related"\nstate = "open"\nnote = "an alignment tracker"\n', 1))
+    assert reader.check(path) == []
+
+    result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path, api=api)
+
+    assert result.exit_code == 0, result.output
+    found = {item["ref"]: item for item in json.loads(result.stdout)["references"]}
+    closed, opened = found["intel/torch-xpu-ops#4533"], found["intel/torch-xpu-ops#4600"]
+    assert (closed["state"], closed["commit"], closed["released_in"]) == ("closed", None, None)
+    assert closed["evidence"] == "An issue, opened 2026-07-28, closed on 2026-08-20"
+    assert closed["workarounds"] == ["cuda-event-redirect"]
+    assert (opened["state"], opened["evidence"]) == ("open", "An issue, open since 2026-07-28")
+    assert github.count("/repos/<owner>/<repo>/issues/<int:number>") == 2  # one each, over REST
+    github.reset_log()
+    again = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path, api=api)
+    assert again.exit_code == 0 and github.count("/repos/<owner>/<repo>/pulls/<int:number>", status=404) == 0
+    assert github.count("/repos/<owner>/<repo>/issues/<int:number>", conditional=True) == 2  # known issues
+    offline = run(github, tmp_path / "cache", "--json", "--offline", manifest=path, api=api)
+    assert offline.exit_code == 0, offline.output
+    states = {item["ref"]: item["state"] for item in json.loads(offline.stdout)["references"]}
+    assert (states["intel/torch-xpu-ops#4533"], states["intel/torch-xpu-ops#4600"]) == ("closed", "open")
 
 
 def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):

@@ -114,6 +114,8 @@ class PullRequest:
     head_sha: str | None = None
     labels: list[str] = field(default_factory=list)
     draft: bool = False
+    issue: bool = False  # an issue, not a pull request: /pulls/N and GraphQL's pullRequest do not know it
+    state_reason: str | None = None  # an issue's: completed, not_planned
 
 
 @dataclass
@@ -207,6 +209,19 @@ class Repo:
         self.events.setdefault(number, [])
         return pr
 
+    def issue(self, title: str, *, number: int, user: str = "reporter", created: str | datetime | None = None,
+              labels: Iterable[str] = (), body: str = "") -> PullRequest:
+        """An issue: served by /issues/N (no ``pull_request`` key) and its timeline, not by /pulls/N."""
+        self.next_number = max(self.next_number, number + 1)
+        moment = when(created) if created is not None else self.server.tick()
+        for name in labels:
+            self.labels.setdefault(name, "ededed")
+        issue = PullRequest(number, title, body, "", self.default_branch, user, moment, moment, labels=list(labels),
+                            issue=True)
+        self.pulls[number] = issue
+        self.events.setdefault(number, [])
+        return issue
+
     def event(self, number: int, event: str, date: str | datetime | None = None, **fields: Any) -> Event:
         moment = when(date) if date is not None else self.server.tick()
         entry = Event(next(self.server.counter), event, moment, **fields)
@@ -266,10 +281,10 @@ class Repo:
         self.event(number, "reopened", moment, actor="pytorchmergebot")
         return sha
 
-    def close(self, number: int, date: str | datetime | None = None) -> None:
+    def close(self, number: int, date: str | datetime | None = None, reason: str | None = None) -> None:
         pr = self.pulls[number]
         moment = when(date) if date is not None else self.server.tick()
-        pr.state, pr.closed_at = "closed", moment
+        pr.state, pr.closed_at, pr.state_reason = "closed", moment, reason
         self.event(number, "closed", moment)
 
     def cross_reference(self, number: int, source: PullRequest, date: str | datetime | None = None,
@@ -727,13 +742,15 @@ class FakeGitHub:
 
     def issue_json(self, repo: Repo, pr: PullRequest) -> dict[str, Any]:
         issue = f"{repo.api}/issues/{pr.number}"
-        return {
+        document = {
             "url": issue, "repository_url": repo.api, "labels_url": f"{issue}/labels{{/name}}",
             "comments_url": f"{issue}/comments", "events_url": f"{issue}/events",
-            "html_url": f"{repo.html}/pull/{pr.number}", "id": _id(f"{repo.full_name}!{pr.number}"),
+            "html_url": f"{repo.html}/{'issues' if pr.issue else 'pull'}/{pr.number}",
+            "id": _id(f"{repo.full_name}!{pr.number}"),
             "node_id": f"I_{pr.number}", "number": pr.number, "title": pr.title, "user": self.user(pr.user),
             "labels": [self.label_json(repo, name) for name in pr.labels], "state": pr.state,
-            "state_reason": None if pr.state == "open" else ("completed" if pr.merged else None),
+            "state_reason": None if pr.state == "open" else (pr.state_reason if pr.issue else
+                                                             "completed" if pr.merged else None),
             "locked": False, "assignee": None, "assignees": [], "milestone": None, "comments": 0,
             "created_at": iso(pr.created_at), "updated_at": iso(pr.updated_at),
             "closed_at": iso(pr.closed_at) if pr.closed_at else None, "body": pr.body,
@@ -743,6 +760,9 @@ class FakeGitHub:
                              "patch_url": f"{repo.html}/pull/{pr.number}.patch",
                              "merged_at": iso(pr.merged_at) if pr.merged_at else None},
         }
+        if pr.issue:
+            del document["pull_request"]
+        return document
 
     def event_json(self, repo: Repo, number: int, event: Event, timeline: bool) -> dict[str, Any]:
         base = {"id": event.id, "node_id": f"E_{event.id}", "url": f"{repo.api}/issues/events/{event.id}",
@@ -817,7 +837,7 @@ def get_repo(server: FakeGitHub, request: Request, owner: str, repo: str) -> Any
 @FakeGitHub.route("GET", "/repos/<owner>/<repo>/pulls/<int:number>")
 def get_pull(server: FakeGitHub, request: Request, owner: str, repo: str, number: int) -> Any:
     r = server.repo(owner, repo)
-    if number not in r.pulls:
+    if number not in r.pulls or r.pulls[number].issue:
         raise NotFound(number)
     pr = r.pulls[number]
     return Reply(200, server.pull_json(r, pr), last_modified=pr.updated_at)

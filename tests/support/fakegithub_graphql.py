@@ -394,7 +394,7 @@ class Repository:
         self.name, self.nameWithOwner = repo.name, repo.full_name
 
     def pullRequest(self, info: Any, number: int) -> Pull:
-        if number not in self.repo.pulls:
+        if number not in self.repo.pulls or self.repo.pulls[number].issue:
             raise Missing(f"Could not resolve to a PullRequest with the number of {number}.")
         return Pull(self.server, self.repo, self.repo.pulls[number])
 

@@ -105,6 +105,7 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "vllm-project/vllm-xpu-kernels#513": ("merged", "vllm-xpu-kernels>=0.1.13.1"),  # by cherry-pick
     "vllm-project/vllm-xpu-kernels#564": ("merged", "vllm-xpu-kernels>=0.1.15.1"),
     "vllm-project/vllm-xpu-kernels#262": ("merged", "vllm-xpu-kernels>=0.1.6"),
+    "intel/torch-xpu-ops#4533": ("closed", None),  # an issue: Intel's XPU alignment tracker for pytorch#189017
 }
 # vLLM 0.34.0 pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU.
 INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
@@ -236,7 +237,29 @@ def seed_kernels(server: FakeGitHub) -> Repo:
     return repo
 
 
+# Intel's lists: issues, not pull requests. intel/torch-xpu-ops files one "[XPU alignment]
+# pytorch/pytorch #N" issue per upstream PyTorch change XPU must follow; #4533 (filed
+# 2026-07-28) is closed. The day it was closed is not known here: any day after it was filed
+# serves, since `upstream` reports only the state.
+INTEL_ISSUES: dict[str, list[tuple[int, str, str, str | None]]] = {
+    # repo: [(number, title, filed, closed)]
+    "intel/torch-xpu-ops": [(4533, "[XPU alignment] pytorch/pytorch #189017: Upstream PR OPEN", "2026-07-28",
+                             "2026-08-20")],
+}
+
+
+def seed_intel(server: FakeGitHub) -> None:
+    for name, issues in INTEL_ISSUES.items():
+        repo = server.add_repo(name)
+        repo.commit("Initial", files={"README.md": f"# {name}\n"}, date="2026-01-01T00:00:00")
+        for number, title, filed, closed in issues:
+            repo.issue(title, number=number, created=_day(filed), user="laifenxiawucha")
+            if closed is not None:
+                repo.close(number, date=_day(closed))
+
+
 def seed(server: FakeGitHub) -> None:
     seed_vllm(server)
     seed_torch(server)
     seed_kernels(server)
+    seed_intel(server)

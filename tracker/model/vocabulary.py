@@ -31,13 +31,14 @@ class Role(StrEnum):
 
 
 class State(StrEnum):
-    """What happened to an upstream pull request."""
+    """What happened to an upstream pull request (or issue: open or closed)."""
 
     OPEN = "open"
     MERGED = "merged"
     LANDED = "landed"
     REVERTED = "reverted"
     CLOSED_UNMERGED = "closed-unmerged"
+    CLOSED = "closed"  # an issue (not a pull request) that is closed
 
 
 class Choice(StrEnum):

@@ -1,5 +1,6 @@
 """A pull request's state, from the PR and its timeline: open, merged, landed, reverted or
-closed-unmerged, with its landed commit and a sentence saying how that was established.
+closed-unmerged, with its landed commit and a sentence saying how that was established (an
+issue: open or closed, ``classify_issue``).
 
 ``landed``: pytorch's merge bot pushed the commit and GitHub closed the PR (a ``merged``
 label or a ``closed`` event carrying a ``commit_id``). ``reverted``: landed, then a
@@ -113,3 +114,13 @@ def _ref_of_issue(issue: dict[str, Any]) -> str | None:
     repo = (issue.get("repository") or {}).get("full_name")
     number = issue.get("number")
     return f"{repo}#{number}" if repo and number else (f"#{number}" if number else None)
+
+
+def classify_issue(issue: dict[str, Any]) -> tuple[str, None, None, str]:
+    """(state, commit, released_in, story) of an issue: open or closed, never in a release."""
+    opened = str(issue.get("created_at") or "")[:10]
+    if issue.get("state") != "closed":
+        return "open", None, None, f"An issue, open since {opened}"
+    reason = issue.get("state_reason")
+    how = f" as {str(reason).replace('_', ' ')}" if reason else ""
+    return "closed", None, None, f"An issue, opened {opened}, closed{how} on {str(issue.get('closed_at') or '')[:10]}"

@@ -22,7 +22,7 @@ from tracker.upstream.clock import age_text, iso, now
 from tracker.upstream.facts import Facts, Learned, Report
 from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
-from tracker.upstream.state import classify_pr, referenced_after_landing, reverted_sha
+from tracker.upstream.state import classify_issue, classify_pr, referenced_after_landing, reverted_sha
 
 API_VARIABLE = "XPU_WORKAROUNDS_GITHUB_API"  # graphql (default): GraphQL first, REST for the rest; rest: REST only
 
@@ -68,7 +68,21 @@ class Tracker:
         return found
 
     def _facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
-        pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
+        issue_path = f"/repos/{ref.repo}/issues/{ref.number}"
+        if _is_issue((self.source.cache.entries.get(issue_path) or {}).get("data")):
+            # Known to be an issue from an earlier run: no 404 from /pulls/N first (404s are not cached).
+            return self._issue_facts(ref, workarounds, self.source.get(issue_path, what=ref.ref))
+        try:
+            pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
+        except (GitHubMissing, NotCached) as error:
+            # Not a pull request: an issue (an Intel alignment tracker, a Triton issue) is open or closed.
+            try:
+                issue = self.source.get(issue_path, what=ref.ref)
+            except (GitHubMissing, NotCached):
+                raise error from None
+            if not _is_issue(issue):
+                raise
+            return self._issue_facts(ref, workarounds, issue)
         timeline = self.source.get_list(f"/repos/{ref.repo}/issues/{ref.number}/timeline?per_page=100",
                                         what=f"{ref.ref} timeline")
         state, commit, story = classify_pr(ref, pr, timeline, self.reverts(ref, pr, timeline))
@@ -76,6 +90,15 @@ class Tracker:
             return Facts(ref.ref, state, commit, None, story, workarounds)
         released, how = self.releases.first_release(ref, commit)
         return Facts(ref.ref, state, commit, released, f"{story}; {how}.", workarounds)
+
+    @staticmethod
+    def _issue_facts(ref: UpstreamRef, workarounds: tuple[str, ...], issue: dict[str, Any]) -> Facts:
+        return Facts(ref.ref, *classify_issue(issue), workarounds)
+
+
+def _is_issue(data: Any) -> bool:
+    """An answer of ``/issues/N`` for an issue (GitHub answers it for a pull request too, with ``pull_request``)."""
+    return isinstance(data, dict) and data.get("pull_request") is None and "number" in data
 
 
 def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientSettings | None = None,
