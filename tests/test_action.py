@@ -217,3 +217,73 @@ def test_a_manifest_problem_is_an_annotation_at_its_file_and_line(adopter):
                            f"layout.workarounds: '../elsewhere' is not a path relative to the repository's root "
                            f"(no leading '/', no '..')"]
     assert writes(step.server) == 0
+
+
+# ------------------------------------------------------- a component from [sources]
+
+TRITON = "intel/intel-xpu-backend-for-triton"
+TRITON_FIX = "triton-block-pointer-offsets"
+
+
+def seed_triton(server: FakeGitHub) -> None:
+    """A fourth repository: Intel's Triton backend, tagged v3.5.0, then #5000 merged, then v3.6.0."""
+    repo = server.add_repo(TRITON)
+    repo.commit("Initial", files={"third_party/intel/backend.py": "# backend\n"}, date="2026-05-01T00:00:00")
+    repo.tag("v3.5.0", "main")
+    repo.pull("[XPU] Keep block pointer offsets in 64 bits", number=5000, created="2026-06-01T00:00:00")
+    repo.merge(5000, date="2026-06-10T00:00:00", files={"third_party/intel/backend.py": "# fixed\n"})
+    repo.commit("Release 3.6.0", date="2026-07-01T00:00:00")
+    repo.tag("v3.6.0", "main")
+
+
+def triton_manifest(sources: bool = True) -> str:
+    import tomlkit
+    from support.manifests import SUPPORT, workaround
+
+    entry = workaround(TRITON_FIX, title="Split block pointer loads on XPU", vllm_carries_fix=None,
+                       affected=[{"triton": ">=3.0"}],
+                       upstream=[{"ref": f"{TRITON}#5000", "role": "root-fix", "state": "open"}])
+    document = {"schema": 1, "support": {**SUPPORT, "triton": "3.6.0"}, "workaround": [entry, workaround()]}
+    if sources:
+        document["sources"] = {"triton": {"repository": TRITON, "tag": "v{version}"}}
+    return tomlkit.dumps(document)
+
+
+def test_a_component_a_window_names_without_a_source_is_a_lint_error():
+    problems = [str(p) for p in reader.check(write_temp(triton_manifest(sources=False)))]
+    assert len(problems) == 1 and "affected[0].triton: no source releases triton" in problems[0], problems
+    assert reader.check(write_temp(triton_manifest())) == []
+
+
+def test_a_sources_table_naming_a_fourth_repository_is_honoured(server, tmp_path):
+    from support.repository import stand_in_module
+
+    from tracker.model.catalogue import markdown
+    from tracker.retire import FACTS_BRANCH, Retirer
+    from tracker.upstream.client import ClientSettings
+
+    seed_triton(server)
+    text = triton_manifest()
+    module = TRITON_FIX.replace("-", "_")
+    repo = server.add_repo(ADOPTER)
+    repo.commit("A stack tracking the Triton backend", files={
+        "workarounds.toml": text, "docs/workarounds.md": markdown(reader.load(write_temp(text))),
+        "workarounds/__init__.py": "", f"workarounds/{module}.py": stand_in_module("slow block loads"),
+        f"tests/test_workaround_{module}.py": "def test_switches_off():\n    pass\n",
+        "workarounds/main_stream_sync.py": stand_in_module("wrong tokens with pipeline parallelism")})
+    settings = ClientSettings(token=TOKEN, base_url=server.base_url, retries=0, timeout=15)
+    import github
+    from github import Auth
+
+    gh = github.Github(auth=Auth.Token(TOKEN), base_url=server.base_url, retry=None, timeout=15,
+                       seconds_between_requests=None, seconds_between_writes=None)
+    outcome = Retirer(gh, settings, ADOPTER, refresh=True, cache_dir=tmp_path / "cache").run()
+    assert not outcome.failed, [a.detail for a in outcome.actions]
+    # The refresh learned from the fourth repository the first release tag containing #5000 ...
+    [verdict] = outcome.retirable
+    assert verdict["id"] == TRITON_FIX and "triton>=3.6.0" in verdict["evidence"]
+    # ... recorded it in the facts PR, and opened the removal PR judged with it.
+    facts = repo.commits[repo.branches[FACTS_BRANCH]].files["workarounds.toml"]
+    assert 'released_in = "triton>=3.6.0"' in facts and 'state = "merged"' in facts
+    removal = repo.commits[repo.branches[BRANCH_PREFIX + TRITON_FIX]].files
+    assert f"workarounds/{module}.py" not in removal and f"tests/test_workaround_{module}.py" not in removal

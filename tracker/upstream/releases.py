@@ -11,33 +11,31 @@ have): the same compare lists those commits, so no extra request is needed for t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from packaging.version import InvalidVersion, Version
 
-from tracker.model.manifest import Release, UpstreamRef
+from tracker.model.manifest import DEFAULT_SOURCES, Release, UpstreamRef
+from tracker.model.manifest import Source as ComponentSource
 from tracker.upstream.cache import Source
 
-# The one place that says which repository releases which component (the manifest
-# speaks in PyPI components: ``v2.14.0`` of pytorch/pytorch is ``torch>=2.14.0``).
-REPOSITORY_COMPONENTS: dict[str, str] = {
-    "pytorch/pytorch": "torch",
-    "vllm-project/vllm": "vllm",
-    "vllm-project/vllm-xpu-kernels": "vllm-xpu-kernels",
-    "intel/intel-extension-for-pytorch": "intel-extension-for-pytorch",
-}
+# Which repository releases which component by default (the manifest speaks in PyPI
+# components: ``v2.14.0`` of pytorch/pytorch is ``torch>=2.14.0``); a manifest's
+# ``[sources]`` adds to these and says how its tags are named.
+REPOSITORY_COMPONENTS: dict[str, str] = {source.repository: name for name, source in DEFAULT_SOURCES.items()}
 RELEASE_TAG_PREFIX = "v"  # release tags are vX.Y.Z in every repository above
 
 
-def release_of_tag(name: str) -> Version | None:
-    """``v2.14.0`` -> 2.14.0; None for anything that is not a final release tag."""
-    if not name.startswith(RELEASE_TAG_PREFIX):
+def release_of_tag(name: str, prefix: str = RELEASE_TAG_PREFIX, suffix: str = "") -> Version | None:
+    """``v2.14.0`` -> 2.14.0 (for a tag pattern ``{prefix}{version}{suffix}``); None for anything that
+    is not a final release tag."""
+    if not name.startswith(prefix) or not name.endswith(suffix) or len(name) <= len(prefix) + len(suffix):
         return None
     try:
-        version = Version(name[len(RELEASE_TAG_PREFIX):])
+        version = Version(name[len(prefix):len(name) - len(suffix)])
     except InvalidVersion:
         return None
     if version.is_prerelease or version.is_devrelease or version.is_postrelease or version.local:
@@ -45,9 +43,9 @@ def release_of_tag(name: str) -> Version | None:
     return version
 
 
-def tags_path(repo: str) -> str:
+def tags_path(repo: str, prefix: str = RELEASE_TAG_PREFIX) -> str:
     """Where a repository's release tags are listed (REST)."""
-    return f"/repos/{repo}/git/matching-refs/tags/{RELEASE_TAG_PREFIX}?per_page=100"
+    return f"/repos/{repo}/git/matching-refs/tags/{quote(prefix, safe='')}?per_page=100"
 
 
 @dataclass(frozen=True)
@@ -75,18 +73,27 @@ class Probe:
 class Releases:
     """Release tags and containment probes for one run, each asked at most once."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, sources: Mapping[str, ComponentSource] | None = None) -> None:
         self.source = source
+        # repository -> the component it releases and its tag pattern: the defaults, then the manifest's.
+        self.by_repository = {repo: ComponentSource(name, repo) for repo, name in REPOSITORY_COMPONENTS.items()}
+        self.by_repository.update({found.repository: found for found in (sources or {}).values()})
         self._tags: dict[str, list[Tag]] = {}
         self._probes: dict[tuple[str, str, str], Probe] = {}
 
+    def pattern(self, repo: str) -> tuple[str, str]:
+        """(prefix, suffix) of ``repo``'s release tags."""
+        found = self.by_repository.get(repo)
+        return (found.tag_prefix, found.tag_suffix) if found is not None else (RELEASE_TAG_PREFIX, "")
+
     def tags(self, repo: str) -> list[Tag]:
         if repo not in self._tags:
-            refs = self.source.get_list(tags_path(repo), what=f"{repo} release tags")
+            prefix, suffix = self.pattern(repo)
+            refs = self.source.get_list(tags_path(repo, prefix), what=f"{repo} release tags")
             tags = []
             for item in refs:
                 name = str(item.get("ref", "")).removeprefix("refs/tags/")
-                version = release_of_tag(name)
+                version = release_of_tag(name, prefix, suffix)
                 if version is not None:
                     tags.append(Tag(name, version, item["object"]["sha"]))
             self._tags[repo] = sorted(tags, key=lambda tag: tag.version)
@@ -107,12 +114,13 @@ class Releases:
         return self._probes[key]
 
     def first_release(self, ref: UpstreamRef, commit: str) -> tuple[Release | None, str]:
-        component = REPOSITORY_COMPONENTS.get(ref.repo)
-        if component is None:
-            return None, f"{ref.repo} is not a repository whose releases the manifest tracks"
+        found = self.by_repository.get(ref.repo)
+        if found is None:
+            return None, f"{ref.repo} is not a repository whose releases the manifest tracks (see [sources])"
+        component = found.component
         tags = self.tags(ref.repo)
         if not tags:
-            return None, f"{ref.repo} has no release tags ({RELEASE_TAG_PREFIX}X.Y.Z)"
+            return None, f"{ref.repo} has no release tags ({found.tag.replace('{version}', 'X.Y.Z')})"
         lo, hi = 0, len(tags)  # every tag below lo lacks the commit; tags[hi] has it (hi == len: none)
         hint = ref.released_in.version if ref.released_in is not None else None
         at = next((i for i, tag in enumerate(tags) if tag.version == hint), None)

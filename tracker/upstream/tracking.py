@@ -33,7 +33,7 @@ class Tracker:
     def __init__(self, manifest: Manifest, source: Source) -> None:
         self.manifest = manifest
         self.source = source
-        self.releases = Releases(source)
+        self.releases = Releases(source, manifest.sources)
 
     def references(self) -> list[Facts]:
         seen: dict[str, list[Workaround]] = {}
