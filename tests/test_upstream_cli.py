@@ -90,6 +90,14 @@ def test_an_issue_reference_is_followed_open_or_closed_and_answered_offline_from
     assert offline.exit_code == 0, offline.output
     states = {item["ref"]: item["state"] for item in json.loads(offline.stdout)["references"]}
     assert (states["intel/torch-xpu-ops#4533"], states["intel/torch-xpu-ops#4600"]) == ("closed", "open")
+    # --write records an issue's state like any other, and the manifest stays valid.
+    github.repo("intel", "torch-xpu-ops").close(4600, date="2026-09-01T12:00:00")
+    written = run(github, tmp_path / "cache", "--json", "--refresh", "--write", manifest=path, api=api)
+    assert written.exit_code == 0, written.output
+    assert "intel/torch-xpu-ops#4600: state open -> closed" in written.stderr
+    assert reader.check(path) == []
+    refs = {table["ref"]: table for w in tomlkit.parse(path.read_text())["workaround"] for table in w["upstream"]}
+    assert refs["intel/torch-xpu-ops#4600"]["state"] == "closed" and "commit" not in refs["intel/torch-xpu-ops#4600"]
 
 
 def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):

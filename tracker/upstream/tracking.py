@@ -71,7 +71,9 @@ class Tracker:
         issue_path = f"/repos/{ref.repo}/issues/{ref.number}"
         if _is_issue((self.source.cache.entries.get(issue_path) or {}).get("data")):
             # Known to be an issue from an earlier run: no 404 from /pulls/N first (404s are not cached).
-            return self._issue_facts(ref, workarounds, self.source.get(issue_path, what=ref.ref))
+            issue = self.source.get(issue_path, what=ref.ref)
+            if _is_issue(issue):
+                return self._issue_facts(ref, workarounds, issue)
         try:
             pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
         except (GitHubMissing, NotCached) as error:
