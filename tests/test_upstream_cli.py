@@ -65,11 +65,13 @@ def test_an_issue_reference_is_followed_open_or_closed_and_answered_offline_from
     github.repo("intel", "torch-xpu-ops").issue("[XPU alignment] pytorch/pytorch #192495: Upstream PR OPEN",
                                                 number=4600, created="2026-07-28T12:00:00")
     path = tmp_path / "workarounds.toml"
-    tracker = 'note = "Intel\'s XPU alignment tracker for pytorch/pytorch#189017, the root fix this workaround waits on"\n'
-    shipped = reader.default_path().read_text()
-    assert tracker in shipped
-    path.write_text(shipped.replace(tracker, tracker + '\n[[workaround.upstream]]\nref = "intel/torch-xpu-ops#4600"\n'
-                                    'role = "related"\nstate = "open"\nnote = "an alignment tracker"\n', 1))
+    root_fix = 'note = "device-generic torch.Event; earliest torch 2.16.0"\n'
+    frozen = FROZEN_MANIFEST.read_text()
+    assert frozen.count(root_fix) == 1
+    issues = "".join(f'\n[[workaround.upstream]]\nref = "intel/torch-xpu-ops#{number}"\nrole = "related"\n'
+                     f'state = "{state}"\nnote = "an XPU alignment tracker"\n'
+                     for number, state in ((4533, "closed"), (4600, "open")))
+    path.write_text(frozen.replace(root_fix, root_fix + issues))
     assert reader.check(path) == []
 
     result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path, api=api)
