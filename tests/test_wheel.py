@@ -31,6 +31,7 @@ def test_wheel_contains_the_manifest_the_packages_and_the_entry_point(wheel):
         names = set(archive.namelist())
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert "tracker/workarounds.toml" in names
+    assert "tracker/workarounds.schema.json" in names  # beside the manifest, as its first line says
     assert {"tracker/commands/app.py", "workarounds/__init__.py"} <= names
     assert not any(name.startswith("tests/") for name in names)
     assert "[vllm.general_plugins]\nxpu_workarounds = tracker.plugin:register" in entry_points
