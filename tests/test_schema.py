@@ -102,6 +102,46 @@ def test_the_schema_rejects_each_broken_manifest_it_can_see(case):
         assert errors, f"{case}: the schema accepts it"
 
 
+TRACKED_ONLY = """schema = 1
+
+[[tracked]]
+id = "vllm-ucx-memtype-cache"
+title = "vLLM sets UCX_MEMTYPE_CACHE=n on XPU"
+file = "vllm/platforms/xpu.py"
+marker = 'os.environ["UCX_MEMTYPE_CACHE"] = "n"'
+carried_in = ">=0.19.0"
+"""
+# [layout] and [sources] appended to the shipped manifest (or a tracked-only one): lint and the schema agree.
+TABLES = {
+    "another layout": ('[layout]\nworkarounds = "xpu/workarounds"\ntests = "xpu/tests"\ndocs = ""\n', True),
+    "a source for triton": ('[sources.triton]\nrepository = "intel/intel-xpu-backend-for-triton"\n'
+                            'tag = "v{version}"\n', True),
+    "vllm's pins elsewhere": ('[sources.vllm]\nrepository = "example/vllm"\npins = "requirements/xpu-pins.txt"\n', True),
+    "a layout path leaving the repository": ('[layout]\ntests = "../tests"\n', False),
+    "a catalogue that is not Markdown": ('[layout]\ndocs = "docs/workarounds.txt"\n', False),
+    "an unknown layout key": ('[layout]\nscripts = "bin"\n', False),
+    "a source of an unknown component": ('[sources.cuda]\nrepository = "nvidia/cuda"\n', False),
+    "pins for torch": ('[sources.torch]\nrepository = "pytorch/pytorch"\npins = "x.txt"\n', False),
+    "a tag without the version": ('[sources.torch]\nrepository = "pytorch/pytorch"\ntag = "latest"\n', False),
+    "a source without its repository": ('[sources.torch]\ntag = "v{version}"\n', False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TABLES))
+@pytest.mark.parametrize("base", ["shipped", "tracked only"])
+def test_layout_and_sources_agree_with_lint(tmp_path, case, base):
+    table, valid = TABLES[case]
+    text = (SHIPPED.read_text(encoding="utf-8") if base == "shipped" else TRACKED_ONLY) + "\n" + table
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(text, encoding="utf-8")
+    assert (reader.check(manifest) == []) is valid
+    assert (schema_errors(text) == []) is valid, schema_errors(text)
+
+
+def test_a_manifest_with_neither_workarounds_nor_tracked_entries_is_rejected():
+    assert schema_errors("schema = 1\n[support]\nvllm = \"0.19.0\"\ntorch = \"2.10.0\"\nvllm-xpu-kernels = \"0.1.4\"\n")
+
+
 @pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo", "trailing\\n", "PP_Sync", "a--b"])
 @pytest.mark.parametrize("table", ["workaround", "tracked"])
 def test_the_schema_rejects_a_malformed_id(raw_id, table):

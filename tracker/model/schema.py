@@ -179,16 +179,53 @@ def _tracked() -> dict[str, Any]:
     }, "one of vLLM's own XPU workarounds: tracked, never patched", dependencies={"remaining": ["dead_when"]})
 
 
+def _layout() -> dict[str, Any]:
+    def path(description: str) -> dict[str, Any]:
+        return {"type": "string", "pattern": entries._RELATIVE.pattern,
+                "description": description + " (relative to the repository's root)"}
+
+    return _table(entries._LAYOUT_KEYS, (), {
+        "workarounds": {**path("the package folder of workaround modules"), "default": "workarounds"},
+        "tests": {**path("the tests folder"), "default": "tests"},
+        "docs": {"description": "the generated catalogue, a .md file; \"\": none", "default": "docs/workarounds.md",
+                 "anyOf": [{"const": ""}, {"type": "string", "pattern": entries._RELATIVE.pattern[:-1] + r"\.md$"}]},
+    }, "[layout]: where a repository keeps its workaround modules, tests and catalogue")
+
+
+def _sources() -> dict[str, Any]:
+    def source(component: str) -> dict[str, Any]:
+        table = _table(entries._SOURCE_KEYS, ("repository",), {
+            "repository": {"type": "string", "pattern": entries._REPOSITORY.pattern,
+                           "description": f"the repository that releases {component} (OWNER/NAME)"},
+            "tag": {"type": "string", "pattern": r"^(?!/)[A-Za-z0-9_./-]*\{version\}[A-Za-z0-9_./-]*$",
+                    "default": "v{version}", "description": "its release tags, {version} standing for the version"},
+            "pins": {"type": "string", "pattern": entries._RELATIVE.pattern,
+                     "description": "vllm only: the file of its tree that pins torch and vllm-xpu-kernels for XPU"},
+        }, f"[sources.{component}]: where {component} is released")
+        return table if component == "vllm" else {**table, "not": {"required": ["pins"]}}
+
+    return {"type": "object", "description": "[sources]: which repository releases each component (defaults: "
+                                             "torch, vllm, vllm-xpu-kernels, intel-extension-for-pytorch)",
+            "properties": {component: source(component) for component in COMPONENTS},
+            "additionalProperties": False}
+
+
 def schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a manifest, from the reader's keys and the model's vocabularies."""
-    document = _table(entries._TOP_KEYS, ("schema", "support", "workaround"), {
+    document = _table(entries._TOP_KEYS, ("schema",), {
         "schema": {"const": SCHEMA, "description": "the manifest's format"},
         "support": _support(),
         "workaround": {"type": "array", "minItems": 1, "items": _workaround(),
                        "description": "[[workaround]]: one per workaround"},
         "tracked": {"type": "array", "items": _tracked(),
                     "description": "[[tracked]]: vLLM's own XPU workarounds, tracked and never patched"},
-    }, "workarounds.toml: the XPU workarounds for vLLM, as data (checked in full by `xpu-workarounds lint`)")
+        "layout": _layout(),
+        "sources": _sources(),
+    }, "workarounds.toml: the XPU workarounds for vLLM, as data (checked in full by `xpu-workarounds lint`)",
+        # Workarounds with their support floors, or only vLLM's own tracked ones (a repository of vLLM's code).
+        anyOf=[{"required": ["support", "workaround"]},
+               {"required": ["tracked"], "not": {"required": ["workaround"]},
+                "properties": {"tracked": {"minItems": 1}}}])
     return {"$schema": DIALECT, "title": "workarounds.toml", **document}
 
 
