@@ -1,5 +1,5 @@
 """The removal change: which files a workaround owns, its manifest entry cut with every
-other line kept, lint against the edited tree, regenerated docs, the evidence fingerprint.
+other line kept, lint against the edited tree, regenerated docs, the evidence digest.
 
 Pure functions (no GitHub here; see test_retire_github.py), over the frozen repository
 (tests/support/repository.py), whose workarounds are named; and, without naming any, the
@@ -24,7 +24,7 @@ from tracker.retire import (
     Snapshot,
     blob_sha,
     compute_removal,
-    fingerprint,
+    evidence_digest,
     manifest_from_text,
     marker,
     module_name,
@@ -159,13 +159,13 @@ def test_blob_sha_is_gits_object_id():
     assert blob_sha("hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
-# ---------------------------------------------------------------- evidence fingerprint
+# ---------------------------------------------------------------- evidence digest
 
 
 def evidence(text: str, workaround_id: str = "static-launcher-uva") -> str:
     manifest = manifest_from_text(text)
     w = manifest.get(workaround_id)
-    return fingerprint(w, retirement(w, manifest.support), manifest)
+    return evidence_digest(w, retirement(w, manifest.support), manifest)
 
 
 def test_the_fingerprint_is_stable_for_the_same_evidence():

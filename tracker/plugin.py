@@ -50,7 +50,7 @@ from tracker.paths import (
 )
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-SCHEMA = 7
+RECORD_SCHEMA = 7
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
@@ -135,7 +135,7 @@ def head(environ: Mapping[str, str]) -> list[Any] | None:
     paths = []
     for entry in path_directories():
         paths.append([entry, identity(entry)])
-    return [SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
+    return [RECORD_SCHEMA, sys.prefix, PACKAGE_DIR, manifest, manifest_identity, values, platform, paths]
 
 
 def watched(name: str, watch: object) -> bool:
@@ -192,7 +192,7 @@ def store_path(environ: Mapping[str, str]) -> str:
     return os.path.join(cache_dir(environ), name)
 
 
-def one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
+def is_one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
     """A single printable line (nothing that could forge a second log line)."""
     return isinstance(value, str) and len(value) <= limit and value.isprintable()
 
@@ -201,11 +201,11 @@ def _valid_environment(environment: object) -> bool:
     if not isinstance(environment, dict) or set(environment) != {"platform", "platform_source", "versions"}:
         return False
     versions = environment["versions"]
-    if not (one_line(environment["platform"], 64) and one_line(environment["platform_source"], 64)
+    if not (is_one_line(environment["platform"], 64) and is_one_line(environment["platform_source"], 64)
             and isinstance(versions, dict)):
         return False
     for name, version in versions.items():
-        if not (one_line(name, 128) and (version is None or one_line(version, 256))):
+        if not (is_one_line(name, 128) and (version is None or is_one_line(version, 256))):
             return False
     return True
 
@@ -214,12 +214,12 @@ def _valid_tool(tool: object) -> bool:
     """``{"version", "manifest", "manifest_sha256"}``: computed once by the full path and stored,
     so that a replay reports which tool and manifest decided without reading the manifest."""
     return (isinstance(tool, dict) and set(tool) == {"version", "manifest", "manifest_sha256"}
-            and one_line(tool["version"], 128) and one_line(tool["manifest"], 4096)
-            and one_line(tool["manifest_sha256"], 64) and tool["manifest_sha256"].isalnum())
+            and is_one_line(tool["version"], 128) and is_one_line(tool["manifest"], 4096)
+            and is_one_line(tool["manifest_sha256"], 64) and tool["manifest_sha256"].isalnum())
 
 
 def _valid_warnings(warnings: object) -> bool:
-    return isinstance(warnings, list) and all(map(one_line, warnings))
+    return isinstance(warnings, list) and all(map(is_one_line, warnings))
 
 
 def _valid_report(report: object) -> bool:
@@ -238,12 +238,12 @@ def _valid_report(report: object) -> bool:
         if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
                 "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
             return False
-        if not (one_line(entry["id"], 256) and one_line(entry["detail"]) and isinstance(entry["targets"], list)):
+        if not (is_one_line(entry["id"], 256) and is_one_line(entry["detail"]) and isinstance(entry["targets"], list)):
             return False
         for target in entry["targets"]:
             if (not isinstance(target, dict) or set(target) != {"path", "outcome", "detail", "aliases"}
                     or target["outcome"] != "skipped" or target["aliases"] != []
-                    or not one_line(target["path"], 1024) or not one_line(target["detail"])):
+                    or not is_one_line(target["path"], 1024) or not is_one_line(target["detail"])):
                 return False
     return True
 
@@ -254,7 +254,7 @@ def valid_record(stored: object) -> bool:
     if stored.get("kind") == "skipped" and set(stored) == {"key", "kind", "report", "line"}:
         # The log line names every workaround (~55 bytes each at scale): bounded by the record's own
         # cap, not a detail's; being one printable line is what keeps it from forging another.
-        return one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
+        return is_one_line(stored["line"], _STORE_LIMIT) and _valid_report(stored["report"])
     if stored.get("kind") == "planned" and set(stored) == {"key", "kind", "environment", "tool", "warnings", "plans"}:
         if not (_valid_environment(stored["environment"]) and _valid_tool(stored["tool"])
                 and _valid_warnings(stored["warnings"])):

@@ -48,7 +48,7 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
 
     path = os.path.abspath(manifest if manifest is not None else default_path())
     sha256 = digest(path)
-    typer.echo(context.one_line(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
+    typer.echo(context.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
     if sha256 is None:
         context.fail(f"cannot read the manifest {path}")
     raise typer.Exit(0)

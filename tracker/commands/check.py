@@ -221,7 +221,7 @@ class ReleaseCheck:
                 "tracked": [t.as_json() for t in self.tracked]}
 
 
-def fingerprint(node: ast.AST, in_class: bool) -> tuple[str, tuple[str, ...]]:
+def definition_fingerprint(node: ast.AST, in_class: bool) -> tuple[str, tuple[str, ...]]:
     """(kind, parameter names) of a ``def`` as ``tracker.engine.patching`` fingerprints it at run time."""
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return "class", ()
@@ -248,7 +248,7 @@ def check_target(target: Target, root: Path) -> TargetCheck:
         return TargetCheck(target.path, "absent", f"{target.path}: {why} in this release")
     in_class = isinstance(definition(target.path.rsplit(".", 1)[0], root), ast.ClassDef) if "." in target.qualname \
         else False
-    kind, params = fingerprint(node, in_class)
+    kind, params = definition_fingerprint(node, in_class)
     if (kind, params) != (target.kind, target.params):
         return TargetCheck(target.path, "drifted", f"{target.path} is a {kind} taking ({', '.join(params)}); the "
                                                    f"manifest says a {target.kind} taking ({', '.join(target.params)})")

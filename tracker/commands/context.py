@@ -52,7 +52,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    typer.echo(f"xpu-workarounds: error: {one_line(message)}", err=True)
+    typer.echo(f"xpu-workarounds: error: {escape_controls(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -68,7 +68,7 @@ def require_extra(module: str, extra: str, what: str) -> None:
         fail(f"{what} needs the {extra} extra: pip install 'xpu-workarounds[{extra}]'")
 
 
-def one_line(text: str) -> str:
+def escape_controls(text: str) -> str:
     """``text`` with control characters escaped: a value quoted from input cannot break the line."""
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
@@ -78,7 +78,7 @@ def load_manifest() -> manifest_module.Manifest:
         return reader.load(state["manifest"])
     except manifest_module.ManifestError as error:
         for problem in error.problems:
-            typer.echo(one_line(str(problem)), err=True)
+            typer.echo(escape_controls(str(problem)), err=True)
         fail("the manifest is invalid (see above); run `xpu-workarounds lint` for the full list")
 
 
@@ -100,5 +100,5 @@ def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
         fail(str(error))
     decided = decide_stack(manifest, settings, described=described)
     for warning in decided.warnings:
-        typer.echo(f"xpu-workarounds: warning: {one_line(warning)}", err=True)
+        typer.echo(f"xpu-workarounds: warning: {escape_controls(warning)}", err=True)
     return decided

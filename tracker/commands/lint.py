@@ -18,7 +18,7 @@ import typer
 
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
-from tracker.commands.context import one_line
+from tracker.commands.context import escape_controls
 from tracker.engine import source
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
@@ -100,7 +100,7 @@ def lint_command(path: Annotated[Path | None, typer.Argument(help="Manifest to c
     """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
     problems = lint(path if path is not None else context.state["manifest"])
     for problem in problems:
-        typer.echo(one_line(str(problem)))  # a path quoted from input cannot break the line
+        typer.echo(escape_controls(str(problem)))  # a path quoted from input cannot break the line
     if problems:
         raise typer.Exit(1)
-    typer.echo(one_line(f"{path or context.state['manifest'] or default_path()}: ok"))
+    typer.echo(escape_controls(f"{path or context.state['manifest'] or default_path()}: ok"))

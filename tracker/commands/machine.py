@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracker.commands.cluster import stack_differences
-from tracker.commands.context import one_line
+from tracker.commands.context import escape_controls
 from tracker.model.vocabulary import SCHEMA
 from tracker.runtime.reports import read_report, report_files, running
 
@@ -43,7 +43,7 @@ class Process:
 
     @property
     def label(self) -> str:
-        return f"process {self.pid}" + (f" ({one_line(self.role)})" if self.role else "")
+        return f"process {self.pid}" + (f" ({escape_controls(self.role)})" if self.role else "")
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -158,8 +158,8 @@ def compare(processes: list[Process]) -> list[str]:
         for entry in process.workarounds:
             if entry["outcome"] in ("failed", "drifted"):
                 error = entry.get("error")
-                because = f": {one_line(error)}" if isinstance(error, str) and error else ""
-                differences.append(f"{process.label}: {one_line(entry['id'])} {entry['outcome']}{because}")
+                because = f": {escape_controls(error)}" if isinstance(error, str) and error else ""
+                differences.append(f"{process.label}: {escape_controls(entry['id'])} {entry['outcome']}{because}")
     return differences
 
 
@@ -176,7 +176,7 @@ def describe(process: Process, reference: list[Process]) -> str:
             theirs.append(f"{_decision(other.get(workaround))}")
     count = len(reference)
     others = f"the other {count} processes" if count > 1 else f"process {model.pid}"
-    return one_line(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
+    return escape_controls(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
                     f"{', '.join(theirs)}")
 
 
@@ -188,13 +188,13 @@ def render(machine: Machine) -> str:
     """The text ``status --reports`` prints: one row per process, then the differences and the gone."""
     counts = Counter(process.running for process in machine.processes)
     verdict = "they agree" if machine.agree else "they disagree"
-    lines = [f"Reports in {one_line(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
+    lines = [f"Reports in {escape_controls(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
              + (f"; {verdict}" if counts[True] else ""), ""]
     rows = [("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN))]
     for process in machine.processes:
-        rows.append((str(process.pid), one_line(process.role or "-"), str(process.parent or "-"),
-                     "running" if process.running else "gone", one_line(process.platform),
-                     *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
+        rows.append((str(process.pid), escape_controls(process.role or "-"), str(process.parent or "-"),
+                     "running" if process.running else "gone", escape_controls(process.platform),
+                     *(escape_controls(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
     if len(rows) > 1:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
@@ -206,6 +206,6 @@ def render(machine: Machine) -> str:
         lines += ["", "Gone (reports of processes no longer running; not compared):",
                   *(f"  {process.label}" for process in machine.gone)]
     if machine.ignored:
-        lines += ["", f"Ignored (not a readable report): {one_line(', '.join(machine.ignored))}"]
+        lines += ["", f"Ignored (not a readable report): {escape_controls(', '.join(machine.ignored))}"]
     return "\n".join(lines)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from tracker.api import Finding
 from tracker.decision.gates import Decision
 from tracker.engine import source
-from tracker.model.manifest import Marker, UpstreamRef, Workaround
+from tracker.model.manifest import SourceMarker, UpstreamRef, Workaround
 from tracker.model.vocabulary import Choice, DecidedBy, Reason, Role
 
 
-def markers(w: Workaround) -> list[tuple[UpstreamRef, Marker]]:
+def markers(w: Workaround) -> list[tuple[UpstreamRef, SourceMarker]]:
     return [(ref, ref.marker) for ref in w.refs(Role.INLINE_FIX) if ref.marker is not None]
 
 

@@ -21,10 +21,10 @@ from tracker.model.manifest import (
     DEFAULT_SOURCES,
     Layout,
     Manifest,
-    Marker,
     Problem,
     Release,
     Source,
+    SourceMarker,
     SupportPolicy,
     Target,
     UpstreamRef,
@@ -477,7 +477,7 @@ class Reader:
                                         " ".join(remaining.split()) if isinstance(remaining, str) else None, marker))
         return tuple(refs)
 
-    def marker(self, table: dict[str, Any], role: Any, where: Where, field_name: str) -> Marker | None:
+    def marker(self, table: dict[str, Any], role: Any, where: Where, field_name: str) -> SourceMarker | None:
         """``marker = "code"`` (a statement or expression) or ``marker = { declares = "parameter" }``."""
         value = table["marker"]
         if role != Role.INLINE_FIX or "remaining" in table:
@@ -485,14 +485,14 @@ class Reader:
             return None
         if isinstance(value, dict) and list(value) == ["declares"] and isinstance(value["declares"], str) \
                 and value["declares"].isidentifier():
-            return Marker(declares=value["declares"])
+            return SourceMarker(declares=value["declares"])
         if isinstance(value, str) and value.strip():
             try:
                 ast.parse(value.strip())
             except SyntaxError:
                 self.problem(where, field_name, f"{value!r} is not a Python statement or expression")
                 return None
-            return Marker(contains=value.strip())
+            return SourceMarker(contains=value.strip())
         self.problem(where, field_name, "must be code vLLM's fix adds (a string) or { declares = \"parameter\" }")
         return None
 

@@ -58,7 +58,7 @@ class Release(NamedTuple):
         return f"{self.component}>={self.version}"
 
 
-class Marker(NamedTuple):
+class SourceMarker(NamedTuple):
     """What vLLM's own code holds where it carries an inline fix, read in a target's source:
     a statement or expression it contains (compared as syntax), or a parameter it declares."""
 
@@ -80,7 +80,7 @@ class UpstreamRef(NamedTuple):
     # still rejects external"): code working around that part stays needed.
     remaining: str | None = None
     # An inline fix's marker: where a target's source holds it, this vLLM carries the fix.
-    marker: Marker | None = None
+    marker: SourceMarker | None = None
 
     @property
     def repo(self) -> str:
@@ -249,6 +249,6 @@ class ManifestError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-__all__ = ["DEFAULT_SOURCES", "InlineWorkaround", "Layout", "Manifest", "ManifestError", "Marker", "Problem", "Release",
+__all__ = ["DEFAULT_SOURCES", "InlineWorkaround", "Layout", "Manifest", "ManifestError", "SourceMarker", "Problem", "Release",
            "Source", "SupportPolicy", "Target", "UpstreamRef", "Window", "Workaround", "module_of", "provenance",
            "short_digest"]

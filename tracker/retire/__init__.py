@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from tracker.retire.bot import Retirer, check_repository
 from tracker.retire.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
-from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Plan, Proposer
+from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Proposal, Proposer
 from tracker.retire.removal import (
     DOCS_PATH,
     MANIFEST_PATH,
@@ -28,15 +28,15 @@ from tracker.retire.removal import (
     owned_paths,
     remove_entry,
 )
-from tracker.retire.results import ACTIONS, Action, ActionKind, DashboardResult, Outcome
+from tracker.retire.results import ACTIONS, Action, ActionKind, DashboardResult, RetireResult
 from tracker.retire.texts import (
     BRANCH_PREFIX,
     FACTS_BRANCH,
     FACTS_ID,
     TRAILER,
-    Marker,
+    PullRequestMarker,
     branch_for,
-    fingerprint,
+    evidence_digest,
     marker,
     read_marker,
 )
@@ -45,17 +45,17 @@ from tracker.upstream.client import ClientSettings, connect
 __all__ = [
     "ConfigurationError", "ManifestInvalid",
     "ACTIONS", "BRANCH_PREFIX", "DASHBOARD_LABEL", "DASHBOARD_MARKER", "DASHBOARD_TITLE", "DOCS_PATH", "FOREIGN",
-    "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "Marker",
-    "FACTS_BRANCH", "FACTS_ID", "Outcome", "Plan",
+    "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "PullRequestMarker",
+    "FACTS_BRANCH", "FACTS_ID", "RetireResult", "Proposal",
     "Proposer", "Removal", "RemovalError", "RetireError", "Retirer", "Snapshot", "blob_sha", "branch_for",
-    "check_repository", "compute_removal", "dashboard_body", "fingerprint", "manifest_from_text", "marker",
+    "check_repository", "compute_removal", "dashboard_body", "evidence_digest", "manifest_from_text", "marker",
     "module_name", "open_prs", "owned_paths", "read_marker", "remove_entry",
 ]
 
 
 def open_prs(repository: str, *, base: str | None = None, only: str | None = None, dry_run: bool = False,
              settings: ClientSettings | None = None, echo: Callable[[str], None] | None = None,
-             refresh: bool = True, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> Outcome:
+             refresh: bool = True, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> RetireResult:
     """The ``retire --open-prs`` run: client from the environment (github_client), one Retirer;
     ``refresh`` learns upstream facts first and keeps the upstream-facts PR; ``manifest_path`` is
     the manifest's path in the repository, ``docs`` the catalogue's (None: the manifest's layout)."""

@@ -29,7 +29,7 @@ from tracker.model.manifest import Layout, Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
-from tracker.retire.proposal import LABEL, Plan, Proposer
+from tracker.retire.proposal import LABEL, Proposal, Proposer
 from tracker.retire.removal import (
     MANIFEST_PATH,
     ConfigurationError,
@@ -41,7 +41,7 @@ from tracker.retire.removal import (
     compute_removal,
     manifest_from_text,
 )
-from tracker.retire.results import Action, ActionKind, FactsResult, Outcome, describe, describe_dashboard
+from tracker.retire.results import Action, ActionKind, FactsResult, RetireResult, describe, describe_dashboard
 from tracker.retire.texts import (
     BRANCH_PREFIX,
     FACTS_BRANCH,
@@ -50,11 +50,11 @@ from tracker.retire.texts import (
     caught_up_comment,
     closing_comment,
     commit_message,
+    evidence_digest,
     facts_body,
     facts_commit_message,
     facts_digest,
     facts_title,
-    fingerprint,
     pr_body,
     pr_title,
     read_marker,
@@ -154,7 +154,7 @@ class Retirer:
             return None, f"cannot use the upstream cache: {error.strerror or error}"
 
     # ---- the run ---------------------------------------------------------------------
-    def run(self, only: str | None = None) -> Outcome:
+    def run(self, only: str | None = None) -> RetireResult:
         repo = self.read_repository()
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)
@@ -165,7 +165,7 @@ class Retirer:
         fresh, halted = self.learn(manifest)
         judged = with_facts(manifest, fresh.report) if fresh is not None else manifest
         floors = fresh.floors if fresh is not None else fixed_floors(manifest)
-        outcome = Outcome(self.repository, base, snapshot.commit, self.dry_run, floors=floors,
+        outcome = RetireResult(self.repository, base, snapshot.commit, self.dry_run, floors=floors,
                           facts=FactsResult.of(fresh.report if fresh else None, halted), html_url=repo.html_url)
         verdicts = {w.id: retirement(w, floors.support) for w in judged.workarounds}
         for w in judged.workarounds:
@@ -188,7 +188,7 @@ class Retirer:
         for w in judged.workarounds:
             if only is not None and w.id != only:
                 continue
-            plan = Plan(w.id, branch_for(w.id))
+            plan = Proposal(w.id, branch_for(w.id))
             action = self.one(proposer, plan, w, verdicts[w.id], floors, fresh)
             cells[w.id] = pr_cell(action, plan.latest, self.dry_run)
             if action is not None:
@@ -208,7 +208,7 @@ class Retirer:
         self.echo(describe_dashboard(outcome.dashboard, self.dry_run))
         return outcome
 
-    def one(self, proposer: Proposer, plan: Plan, w: Workaround, verdict: Retirement, floors: Floors,
+    def one(self, proposer: Proposer, plan: Proposal, w: Workaround, verdict: Retirement, floors: Floors,
             fresh: Fresh | None) -> Action | None:
         try:
             plan.pulls = proposer.pulls(plan.branch)
@@ -231,12 +231,12 @@ class Retirer:
         except GITHUB_ERRORS as error:
             return plan.action(ActionKind.FAILED, None, str(classify(error, self.settings, plan.branch)))
 
-    def retire(self, proposer: Proposer, plan: Plan, w: Workaround, verdict: Retirement, floors: Floors,
+    def retire(self, proposer: Proposer, plan: Proposal, w: Workaround, verdict: Retirement, floors: Floors,
                fresh: Fresh | None) -> Action:
         snapshot, report = proposer.snapshot, fresh.report if fresh is not None else None
         removal = compute_removal(snapshot, w)
         plan.change, plan.title = removal, pr_title(w)
-        plan.evidence = fingerprint(w, verdict, floors.support)
+        plan.evidence = evidence_digest(w, verdict, floors.support)
         plan.message = commit_message(w, verdict, removal, snapshot)
         plan.body = pr_body(w, verdict, floors, snapshot, removal, plan.evidence, report)
         plan.foreign_body = lambda tip: pr_body(w, verdict, floors, snapshot, removal, plan.evidence, report, tip)
@@ -247,7 +247,7 @@ class Retirer:
     def facts_pr(self, proposer: Proposer, fresh: Fresh) -> Action | None:
         """Keep one PR recording in the base manifest what ``upstream --write`` would change."""
         snapshot = proposer.snapshot
-        plan = Plan(FACTS_ID, FACTS_BRANCH, again="there are upstream facts to record again")
+        plan = Proposal(FACTS_ID, FACTS_BRANCH, again="there are upstream facts to record again")
         try:
             plan.pulls = proposer.pulls(FACTS_BRANCH)
             text, changes = updated_text(snapshot.manifest_text, fresh.report)

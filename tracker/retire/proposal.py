@@ -49,7 +49,7 @@ class Change(Protocol):
 
 
 @dataclass
-class Plan:
+class Proposal:
     """One proposal's step: what it is, its branch, every PR ever opened from that branch,
     and (when there is something to propose) the change with its commit message and PR text."""
 
@@ -104,7 +104,7 @@ class Proposer:
         return sorted((pr for pr in found if pr.head.ref == branch), key=lambda pr: pr.number, reverse=True)
 
     # ---- something to propose -----------------------------------------------------------
-    def keep(self, plan: Plan, merged_note: str = "") -> Action:
+    def keep(self, plan: Proposal, merged_note: str = "") -> Action:
         current = plan.current
         if current is not None:
             return self.refresh(plan, current)
@@ -120,7 +120,7 @@ class Proposer:
                                else plan.again)
         return self.open(plan, merged_note if latest is not None else "")
 
-    def branch_state(self, plan: Plan) -> tuple[str | None, str | None]:
+    def branch_state(self, plan: Proposal) -> tuple[str | None, str | None]:
         """(None when the branch is exactly the change on the current base, else what differs; its tip)."""
         try:
             tip = self.repo.get_git_ref(f"heads/{plan.branch}").object.sha
@@ -139,7 +139,7 @@ class Proposer:
             return "the branch does not hold the expected change", tip
         return None, tip
 
-    def refresh(self, plan: Plan, pr: PullRequest) -> Action:
+    def refresh(self, plan: Proposal, pr: PullRequest) -> Action:
         stale, tip = self.branch_state(plan)
         foreign = stale == FOREIGN
         body = plan.foreign_body(tip or "") if foreign and plan.foreign_body is not None else plan.body
@@ -176,7 +176,7 @@ class Proposer:
                 self.label(plan, pr)
         return plan.action(ActionKind.UPDATED, pr.number, detail)
 
-    def reopen(self, plan: Plan, pr: PullRequest, why: str) -> Action:
+    def reopen(self, plan: Proposal, pr: PullRequest, why: str) -> Action:
         if self.dry_run:
             return plan.action(ActionKind.OPENED, pr.number, f"would reopen #{pr.number}: {why}")
         try:
@@ -195,7 +195,7 @@ class Proposer:
             self.label(plan, pr)
         return plan.action(ActionKind.OPENED, pr.number, f"reopened #{pr.number}: {why}")
 
-    def open(self, plan: Plan, note: str = "") -> Action:
+    def open(self, plan: Proposal, note: str = "") -> Action:
         if self.dry_run:
             files = ", ".join([*plan.proposed.deleted, *plan.proposed.written])
             return plan.action(ActionKind.OPENED, None, f"would open a PR from {plan.branch} changing {files}{note}")
@@ -217,7 +217,7 @@ class Proposer:
             self.label(plan, pr)  # the label itself was ensured before anything was pushed
         return plan.action(ActionKind.OPENED, pr.number, f"opened #{pr.number}{note}")
 
-    def create_pull(self, plan: Plan) -> PullRequest:
+    def create_pull(self, plan: Proposal) -> PullRequest:
         try:
             return self.repo.create_pull(base=self.snapshot.branch, head=plan.branch, title=plan.title,
                                          body=plan.body, maintainer_can_modify=True)
@@ -230,7 +230,7 @@ class Proposer:
                         return pr
             raise
 
-    def build_commit(self, plan: Plan, pr: int | None) -> GitCommit:
+    def build_commit(self, plan: Proposal, pr: int | None) -> GitCommit:
         """Blobs, tree and commit: objects only, nothing any branch points at yet."""
         change, repo = plan.proposed, self.repo
         with self.step("{error}; no branch was created or moved", what="building the commit", pr=pr):
@@ -270,7 +270,7 @@ class Proposer:
         return f"the existing branch {branch} now holds the change; the next run opens its PR"
 
     # ---- nothing to propose -------------------------------------------------------------
-    def withdraw(self, plan: Plan, comment: str, why: str, closed: str) -> Action | None:
+    def withdraw(self, plan: Proposal, comment: str, why: str, closed: str) -> Action | None:
         """Close the open PR of ``plan`` (if any) with ``comment``, marking it closed by this tool."""
         current = plan.current
         if current is None:
@@ -290,7 +290,7 @@ class Proposer:
             pr.create_issue_comment(comment)
             pr.edit(state="closed", body=body)
 
-    def label(self, plan: Plan, pr: PullRequest) -> None:
+    def label(self, plan: Proposal, pr: PullRequest) -> None:
         """``pr`` labelled with ``plan``'s label: created in the repository where it is missing
         (once per run), then added to the PR where the PR lacks it."""
         self.ensure_label(plan.label, LABEL_DESCRIPTION)

@@ -70,7 +70,7 @@ class FactsResult:
 
 
 @dataclass
-class Outcome:
+class RetireResult:
     repository: str
     base: str
     base_commit: str

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 
 from tracker.model.manifest import Problem
-from tracker.retire.results import ActionKind, Outcome
+from tracker.retire.results import ActionKind, RetireResult
 
 OUTPUT_VARIABLE = "GITHUB_OUTPUT"
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
@@ -29,7 +29,7 @@ def in_actions(environ: Mapping[str, str] | None = None) -> bool:
 # ------------------------------------------------------------------------------ outputs
 
 
-def outputs(outcome: Outcome) -> dict[str, str]:
+def outputs(outcome: RetireResult) -> dict[str, str]:
     """``prs`` (JSON ``[{id, number, url, action}]``), ``retirable`` (JSON ids), ``dashboard`` (issue number)."""
     acted = ([outcome.facts_pr] if outcome.facts_pr is not None else []) + outcome.actions
     prs = [{"id": a.id, "number": a.pr, "url": pull_url(outcome, a.pr), "action": str(a.action)} for a in acted]
@@ -38,7 +38,7 @@ def outputs(outcome: Outcome) -> dict[str, str]:
             "dashboard": "" if dashboard is None else str(dashboard)}
 
 
-def pull_url(outcome: Outcome, number: int | None) -> str | None:
+def pull_url(outcome: RetireResult, number: int | None) -> str | None:
     return f"{outcome.html_url}/pull/{number}" if number is not None and outcome.html_url else None
 
 
@@ -85,7 +85,7 @@ def manifest_annotations(problems: Iterable[Problem], path: str) -> list[str]:
             for p in problems]
 
 
-def outcome_annotations(outcome: Outcome) -> list[str]:
+def outcome_annotations(outcome: RetireResult) -> list[str]:
     """Failed steps are errors; facts that could not be learned and unchecked floors are warnings."""
     found = []
     if outcome.halted is not None:
@@ -111,7 +111,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def summary_markdown(outcome: Outcome) -> str:
+def summary_markdown(outcome: RetireResult) -> str:
     """The step summary: every workaround's verdict with its evidence, and what was done about it."""
     acted = {a.id: a for a in outcome.actions}
     prefix = "would be " if outcome.dry_run else ""
@@ -145,7 +145,7 @@ def summary_markdown(outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def publish(outcome: Outcome, echo: object = print, environ: Mapping[str, str] | None = None) -> None:
+def publish(outcome: RetireResult, echo: object = print, environ: Mapping[str, str] | None = None) -> None:
     """Outputs, summary and annotations of ``outcome``, each where Actions set it up."""
     append(OUTPUT_VARIABLE, output_lines(outputs(outcome)), environ)
     append(SUMMARY_VARIABLE, summary_markdown(outcome), environ)

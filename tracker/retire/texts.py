@@ -1,4 +1,4 @@
-"""What the bot writes: branch names, the evidence fingerprint and marker, PR titles and
+"""What the bot writes: branch names, the evidence digest and marker, PR titles and
 bodies, commit messages and closing comments."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def relevant_components(w: Workaround) -> list[str]:
     return sorted(names)
 
 
-def fingerprint(w: Workaround, verdict: Retirement, manifest: Manifest | Mapping[str, Version]) -> str:
+def evidence_digest(w: Workaround, verdict: Retirement, manifest: Manifest | Mapping[str, Version]) -> str:
     """A hash of the evidence for retiring ``w``: its entry, its verdict and the floors that
     can change that verdict. A floor of another component (or how a floor was arrived at)
     is not its evidence: a person's "no" holds until this workaround's own evidence changes."""
@@ -59,7 +59,7 @@ def marker(workaround_id: str, evidence: str, closed: str | None = None, kind: s
 
 
 @dataclass(frozen=True)
-class Marker:
+class PullRequestMarker:
     id: str
     evidence: str
     closed: str | None  # why this tool closed the PR ("not-retirable", "caught-up"); None otherwise
@@ -69,9 +69,9 @@ class Marker:
         return marker(self.id, self.evidence, why, self.kind)
 
 
-def read_marker(body: str | None) -> Marker | None:
+def read_marker(body: str | None) -> PullRequestMarker | None:
     found = MARKER.search(body or "")
-    return Marker(found["id"], found["evidence"], found["closed"], found["kind"]) if found else None
+    return PullRequestMarker(found["id"], found["evidence"], found["closed"], found["kind"]) if found else None
 
 
 def floors_text(floors: Floors) -> str:

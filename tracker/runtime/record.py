@@ -14,7 +14,7 @@ from typing import Any
 
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
-from tracker.plugin import head, identity, matches, one_line, still, store_path, valid_record, watched_names
+from tracker.plugin import head, identity, is_one_line, matches, still, store_path, valid_record, watched_names
 
 # What an activation runs, and so what its key covers: this package's top-level modules and these
 # packages, at any depth. Anything else (the command line, upstream facts, retirement) no vLLM
@@ -87,27 +87,27 @@ def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] |
 
 def _valid_id(value: object) -> bool:
     """A workaround id as the manifest allows it (the module imported is derived from it)."""
-    return is_id(value) and one_line(value, 256)
+    return is_id(value) and is_one_line(value, 256)
 
 
 def _valid_plan(plan: object) -> bool:
     """The shape of one stored plan (``tracker.runtime.plan.Plan.as_json``)."""
     if not isinstance(plan, dict) or set(plan) != _PLAN_KEYS:
         return False
-    if not (_valid_id(plan["id"]) and one_line(plan["detail"]) and plan["decided_by"] == "version"):
+    if not (_valid_id(plan["id"]) and is_one_line(plan["detail"]) and plan["decided_by"] == "version"):
         return False
     released = plan["released"]
     if plan["decision"] == "skip":
         if plan["reason"] not in SKIP_REASONS or released is not None:
             return False
     elif plan["decision"] != "apply" or plan["reason"] not in APPLY_REASONS or not isinstance(released, dict) \
-            or not all(one_line(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
+            or not all(is_one_line(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
         return False
     if not isinstance(plan["targets"], list):
         return False
-    return all(isinstance(step, dict) and set(step) == _STEP_KEYS and one_line(step["path"], 1024)
-               and one_line(step["kind"], 64) and isinstance(step["optional"], bool) and isinstance(step["params"], list)
-               and all(one_line(param, 256) for param in step["params"]) for step in plan["targets"])
+    return all(isinstance(step, dict) and set(step) == _STEP_KEYS and is_one_line(step["path"], 1024)
+               and is_one_line(step["kind"], 64) and isinstance(step["optional"], bool) and isinstance(step["params"], list)
+               and all(is_one_line(param, 256) for param in step["params"]) for step in plan["targets"])
 
 
 def valid_plans(plans: object) -> bool:

@@ -194,14 +194,14 @@ def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, page
 
 
 @dataclass(frozen=True)
-class Answer:
+class RestAnswer:
     status: int  # 200, or 304 when the validators still hold
     data: Any  # parsed JSON; None on 304
     headers: dict[str, str]  # lower-case names
 
 
 def get(gh: github.Github, settings: ClientSettings, url: str, validators: Mapping[str, str] | None = None,
-        what: str = "") -> Answer:
+        what: str = "") -> RestAnswer:
     """GET ``url`` (absolute on this server, or a path below the base URL), conditionally.
 
     ``validators`` are the ``etag`` / ``last-modified`` of a stored answer. Raises
@@ -221,11 +221,11 @@ def get(gh: github.Github, settings: ClientSettings, url: str, validators: Mappi
         raise classify(error, settings, what) from None
     lowered = {str(k).lower(): str(v) for k, v in answer_headers.items()}
     if status == 304:
-        return Answer(304, None, lowered)
+        return RestAnswer(304, None, lowered)
     data = _json(body)
     if status >= 400:
         raise classify(requester.createException(status, lowered, data), settings, what) from None
-    return Answer(status, data, lowered)
+    return RestAnswer(status, data, lowered)
 
 
 def _json(body: str) -> Any:

@@ -195,7 +195,7 @@ class CommitAsk(Ask):
 
 
 @dataclass
-class Answer:
+class GraphQLAnswer:
     """What GraphQL said about one ``Ask``: ``data`` (None: the object does not exist,
     ``missing`` says why)."""
 
@@ -225,13 +225,13 @@ class GraphQL:
         self.url = graphql_url(settings)
         self.exchange = Exchange()
 
-    def send(self, asks: Sequence[Ask]) -> dict[Ask, Answer]:
-        answers: dict[Ask, Answer] = {}
+    def send(self, asks: Sequence[Ask]) -> dict[Ask, GraphQLAnswer]:
+        answers: dict[Ask, GraphQLAnswer] = {}
         for group in pack(asks):
             answers.update(self._query(group))
         return answers
 
-    def _query(self, asks: list[Ask]) -> dict[Ask, Answer]:
+    def _query(self, asks: list[Ask]) -> dict[Ask, GraphQLAnswer]:
         repositories: dict[str, list[tuple[str, Ask]]] = {}
         for index, ask in enumerate(asks):
             repositories.setdefault(ask.repo, []).append((f"a{index}", ask))
@@ -259,14 +259,14 @@ class GraphQL:
             self.exchange.costs.append(cost)
         else:
             self.exchange.points_known = False
-        answers: dict[Ask, Answer] = {}
+        answers: dict[Ask, GraphQLAnswer] = {}
         for number, members in enumerate(repositories.values()):
             alias = f"r{number}"
             scope = data.get(alias)
             for key, ask in members:
                 why = missing_at.get((alias, key)) or missing_at.get((alias,))
                 value = scope.get(key) if isinstance(scope, dict) else None
-                answers[ask] = Answer(value, None if value is not None else (why or "not found"))
+                answers[ask] = GraphQLAnswer(value, None if value is not None else (why or "not found"))
         return answers
 
     def _post(self, query: str) -> dict[str, Any]:
