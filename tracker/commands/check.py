@@ -39,7 +39,7 @@ from tracker.engine.source import definition, file_under
 from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, TargetKind
 
 EXIT_DRIFT = 3
 EXIT_BAD_INPUT = 2
@@ -235,7 +235,7 @@ def definition_fingerprint(node: ast.AST, in_class: bool) -> tuple[str, tuple[st
     names += [a.arg for a in arguments.kwonlyargs]
     if arguments.kwarg:
         names.append("**" + arguments.kwarg.arg)
-    return kind, tuple(names[1:] if kind == "classmethod" else names)
+    return kind, tuple(names[1:] if kind == TargetKind.CLASSMETHOD else names)
 
 
 def check_target(target: Target, root: Path) -> TargetCheck:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, Choice, Outcome, Reason
 
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
 
@@ -63,7 +63,7 @@ class Node:
     def applies(self) -> dict[str, str]:
         """Workaround id -> reason, for every workaround whose decision here is apply."""
         return {entry["id"]: entry["reason"] for entry in self.status.get("workarounds", [])
-                if entry.get("decision") == "apply"}
+                if entry.get("decision") == Choice.APPLY}
 
     def signature(self) -> tuple[Any, ...]:
         """What must be equal on every node: platform, versions, package version, manifest, what applies."""
@@ -237,7 +237,7 @@ def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
     lacking = sorted(set(reference_applies) - set(applies))
     clauses = [", ".join(mine)] if mine else []
     if extra:
-        verb = "needs" if all(applies[workaround] == "affected" for workaround in extra) else "applies"
+        verb = "needs" if all(applies[workaround] == Reason.AFFECTED for workaround in extra) else "applies"
         clauses.append(f"{verb} {', '.join(_applying(workaround, applies[workaround]) for workaround in extra)}")
     if lacking:
         clauses.append(f"{'and ' if extra else ''}does not apply {', '.join(lacking)}")
@@ -274,7 +274,7 @@ def stack_differences(one: Stack, other: Stack) -> tuple[list[str], list[str]]:
 
 
 def _applying(workaround: str, reason: str) -> str:
-    return workaround if reason == "affected" else f"{workaround} ({reason})"
+    return workaround if reason == Reason.AFFECTED else f"{workaround} ({reason})"
 
 
 def _live_notes(node: Node) -> Iterable[str]:
@@ -289,7 +289,7 @@ def _live_notes(node: Node) -> Iterable[str]:
         applied = set(process.get("applied", [])) | set(process.get("waiting", []))
         if applied != would or process.get("failed") or process.get("drifted"):
             yield (f"{node.label}: process {process['pid']} applied {', '.join(sorted(applied)) or 'nothing'}"
-                   + "".join(f"; {outcome} {', '.join(process[outcome])}" for outcome in ("failed", "drifted")
+                   + "".join(f"; {outcome} {', '.join(process[outcome])}" for outcome in (Outcome.FAILED, Outcome.DRIFTED)
                              if process.get(outcome))
                    + f"; status here would apply {', '.join(sorted(would)) or 'nothing'}")
     if live.get("ignored"):

@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from tracker.model.vocabulary import Outcome
 from tracker.runtime.reports import OUTCOMES, read_report, report_files, running
 
 
@@ -99,4 +100,4 @@ def _read_report(path: str, pid: int) -> dict[str, Any] | None:
     outcomes: dict[str, list[str]] = {outcome: [] for outcome in OUTCOMES}
     for entry in document["workarounds"]:
         outcomes[entry["outcome"]].append(entry["id"])
-    return {"pid": pid, **{outcome: sorted(ids) for outcome, ids in outcomes.items() if outcome != "skipped"}}
+    return {"pid": pid, **{outcome: sorted(ids) for outcome, ids in outcomes.items() if outcome != Outcome.SKIPPED}}

@@ -17,7 +17,7 @@ from typing import Any
 
 from tracker.commands.cluster import stack_differences
 from tracker.commands.context import escape_controls
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, Outcome
 from tracker.runtime.reports import read_report, report_files, running
 
 SHOWN = ("applied", "waiting", "failed", "drifted")
@@ -156,7 +156,7 @@ def compare(processes: list[Process]) -> list[str]:
     differences = [describe(process, ranked[0]) for group in ranked[1:] for process in group]
     for process in processes:
         for entry in process.workarounds:
-            if entry["outcome"] in ("failed", "drifted"):
+            if entry["outcome"] in (Outcome.FAILED, Outcome.DRIFTED):
                 error = entry.get("error")
                 because = f": {escape_controls(error)}" if isinstance(error, str) and error else ""
                 differences.append(f"{process.label}: {escape_controls(entry['id'])} {entry['outcome']}{because}")

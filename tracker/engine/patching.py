@@ -33,7 +33,7 @@ from typing import Any
 
 from tracker.engine import importhook, source
 from tracker.model.vocabulary import TARGET_KINDS as KINDS
-from tracker.model.vocabulary import Outcome
+from tracker.model.vocabulary import Outcome, TargetKind
 
 # wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -310,7 +310,7 @@ def _drift(record: Patch, container: Any, raw: Any, function: Any) -> str | None
     if record.params is None:
         return None
     try:
-        found = parameter_names(function, drop_first=record.kind == "classmethod")
+        found = parameter_names(function, drop_first=record.kind == TargetKind.CLASSMETHOD)
     except (TypeError, ValueError) as error:
         return f"{record.path} has no readable signature ({error})"
     if found != record.params:
@@ -345,17 +345,17 @@ def parameter_names(function: Callable[..., Any], *, drop_first: bool = False) -
 
 def _make(record: Patch, raw: Any, function: Any) -> Any:
     wrapper = record.wrapper
-    if record.kind == "method":
+    if record.kind == TargetKind.METHOD:
         @functools.wraps(function)
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             return wrapper(function.__get__(self, type(self)), self, args, kwargs)
         return method
-    if record.kind == "classmethod":
+    if record.kind == TargetKind.CLASSMETHOD:
         @functools.wraps(function)
         def bound_to_class(cls: type, *args: Any, **kwargs: Any) -> Any:
             return wrapper(types.MethodType(function, cls), cls, args, kwargs)
         return classmethod(bound_to_class)
-    if record.kind == "staticmethod":
+    if record.kind == TargetKind.STATICMETHOD:
         @functools.wraps(function)
         def static(*args: Any, **kwargs: Any) -> Any:
             return wrapper(function, None, args, kwargs)

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, removal_condition
+from tracker.model.vocabulary import Role
 from tracker.retire.removal import MANIFEST_PATH, Removal, Snapshot, module_name
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
@@ -34,7 +35,7 @@ def branch_for(workaround_id: str) -> str:
 def relevant_components(w: Workaround) -> list[str]:
     """The components whose floor can change ``w``'s verdict: those its windows constrain and
     those its root fixes are released in."""
-    names = set(w.components) | {ref.released_in.component for ref in w.refs("root-fix") if ref.released_in}
+    names = set(w.components) | {ref.released_in.component for ref in w.refs(Role.ROOT_FIX) if ref.released_in}
     return sorted(names)
 
 

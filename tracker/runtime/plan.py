@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracker.api import Context
-from tracker.model.vocabulary import module_of
+from tracker.model.vocabulary import Choice, module_of
 
 
 class Step(NamedTuple):
@@ -37,7 +37,7 @@ class Plan(NamedTuple):
 
     @property
     def apply(self) -> bool:
-        return self.decision == "apply"
+        return self.decision == Choice.APPLY
 
     @property
     def module(self) -> str:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, is_id
+from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
 from tracker.plugin import head, identity, is_one_line, matches, still, store_path, valid_record, watched_names
 
@@ -94,13 +94,13 @@ def _valid_plan(plan: object) -> bool:
     """The shape of one stored plan (``tracker.runtime.plan.Plan.as_json``)."""
     if not isinstance(plan, dict) or set(plan) != _PLAN_KEYS:
         return False
-    if not (_valid_id(plan["id"]) and is_one_line(plan["detail"]) and plan["decided_by"] == "version"):
+    if not (_valid_id(plan["id"]) and is_one_line(plan["detail"]) and plan["decided_by"] == DecidedBy.VERSION):
         return False
     released = plan["released"]
-    if plan["decision"] == "skip":
+    if plan["decision"] == Choice.SKIP:
         if plan["reason"] not in SKIP_REASONS or released is not None:
             return False
-    elif plan["decision"] != "apply" or plan["reason"] not in APPLY_REASONS or not isinstance(released, dict) \
+    elif plan["decision"] != Choice.APPLY or plan["reason"] not in APPLY_REASONS or not isinstance(released, dict) \
             or not all(is_one_line(ref, 256) and isinstance(found, bool) for ref, found in released.items()):
         return False
     if not isinstance(plan["targets"], list):
@@ -113,7 +113,7 @@ def _valid_plan(plan: object) -> bool:
 def valid_plans(plans: object) -> bool:
     """Stored plans of the right shape, at least one of which applies (else it is stored as skipped)."""
     return (isinstance(plans, list) and all(_valid_plan(plan) for plan in plans)
-            and any(plan["decision"] == "apply" for plan in plans))
+            and any(plan["decision"] == Choice.APPLY for plan in plans))
 
 
 def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None,

@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from tracker.model.manifest import InlineWorkaround, Manifest, Workaround
 from tracker.model.pins import xpu_pins
-from tracker.model.vocabulary import RELEASED_STATES
+from tracker.model.vocabulary import RELEASED_STATES, Role
 from tracker.upstream.cache import NotCached, Source
 from tracker.upstream.client import GitHubMissing
 from tracker.upstream.facts import Facts, InlineVerdict
@@ -29,7 +29,7 @@ def pins_at(source: Source, label: str, query: str, pinned: str | None) -> dict[
 
 
 def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:
-    inline = [w for w in manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs("inline-fix"))]
+    inline = [w for w in manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs(Role.INLINE_FIX))]
     if not inline and not manifest.tracked:
         return []
     verdicts: list[InlineVerdict] = []
@@ -86,7 +86,7 @@ def tracked_verdict(inline: InlineWorkaround, label: str, pins: dict[str, Versio
 def inline_verdict(w: Workaround, label: str, pins: dict[str, Version], facts: dict[str, Facts]) -> InlineVerdict:
     """vLLM's inline copy is dead at ``label`` when vLLM's pin already contains a root fix."""
     at = "main" if label == "main" else f"vLLM {label.removeprefix(RELEASE_TAG_PREFIX)}"
-    roots = w.refs("root-fix")
+    roots = w.refs(Role.ROOT_FIX)
     if not roots:
         return InlineVerdict(w.id, label, False, f"No upstream root fix is recorded for {w.id}, so vLLM's "
                                                  f"inline workaround stays needed at {at}.")
