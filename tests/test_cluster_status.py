@@ -281,7 +281,7 @@ def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster,
 
     text = cli("status", "--cluster", "--address", ray_cluster.address, cwd=tmp_path)
     assert text.returncode == 3
-    (tmp_path.parent / "status-cluster-two-nodes.txt").write_text(text.stdout)  # what README shows
+    (tmp_path.parent / "status-cluster-two-nodes.txt").write_text(text.stdout)  # what docs/commands.md shows
     assert document["differences"][0] in text.stdout
 
     # --address wins over RAY_ADDRESS (here naming a port nobody serves); without it RAY_ADDRESS is used.

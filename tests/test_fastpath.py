@@ -69,7 +69,7 @@ def test_a_second_process_replays_the_first_ones_answer(tmp_path):
 
 
 def test_a_replay_imports_three_modules_of_this_package(tmp_path):
-    # What a replay imports, every vLLM process pays for (README Benchmarks).
+    # What a replay imports, every vLLM process pays for (docs/benchmarks.md).
     start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
     second, _ = start(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
     assert second["replayed"] and second["ours"] == ["tracker", "tracker.paths", "tracker.plugin"]

@@ -25,7 +25,7 @@ from tracker.commands.app import app
 from tracker.model import reader
 from tracker.retire.bot import check_repository
 
-# Documented exit codes (README "Command line"); 2 is also every usage error.
+# Documented exit codes (docs/commands.md, "Exit codes"); 2 is also every usage error.
 EXITS = {"status": {0, 2}, "explain": {0, 2}, "lint": {0, 1, 2}, "docs": {0, 2}, "upstream": {0, 2, 4},
          "retire": {0, 2, 3, 4}}
 VARIABLES = ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_STRICT",

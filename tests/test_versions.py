@@ -1,4 +1,4 @@
-"""The version policy, edge case by edge case (see tracker/versions.py and the README)."""
+"""The version policy, edge case by edge case (see tracker/model/versions.py and docs/how-it-works.md)."""
 
 import json
 import os

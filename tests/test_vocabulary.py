@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tracker.model.vocabulary import entry_label, is_id
 
-# The README's rule for an id, as the regular expression it was before is_id replaced it.
+# The documented rule for an id (docs/manifest.md), as the regular expression it was before is_id replaced it.
 ID_RULE = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 ALPHABET = st.sampled_from("az09-_A\n .é٣ⅷ")  # near misses: other cases, separators, non-ASCII digits/letters
 

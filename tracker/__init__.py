@@ -1,7 +1,7 @@
 """xpu-workarounds: the machinery that decides, applies and retires XPU workarounds.
 
 The package's top holds one thing more: the names of the ``XPU_WORKAROUNDS*`` environment
-variables (README "Environment variables") and the one reading the plugin's two paths share.
+variables (docs/commands.md, "Environment variables") and the one reading the plugin's two paths share.
 They are here rather than in a module of their own because every vLLM process imports this
 package, and pays for each module its replay imports (``tracker.plugin``).
 The values are read and parsed once per activation, by ``tracker.model.environment.Settings``

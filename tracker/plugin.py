@@ -5,12 +5,12 @@
 activation's answer where the key of its inputs still matches, else hands over to
 ``tracker.runtime``; it never raises unless ``XPU_WORKAROUNDS_STRICT=1`` and a needed
 workaround failed or drifted, never touches the network, and does its work once per
-process (later calls return at once). README "At run time" (Fast path) says what the key
+process (later calls return at once). docs/how-it-works.md ("Fast path") says what the key
 holds and what is replayed, "Security" what is trusted.
 
 The entry point and the fast path are one module, and with ``tracker`` and
 ``tracker.paths`` the only ones a replay imports: every vLLM process pays for what they
-hold (about 0.05 ms a module and 0.02 ms a KB of bytecode here, README Benchmarks).
+hold (about 0.05 ms a module and 0.02 ms a KB of bytecode here, docs/benchmarks.md).
 Stdlib only, no dataclasses.
 
 - Where nothing applied (``kind: skipped``), the answer itself is replayed: the log line

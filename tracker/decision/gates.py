@@ -1,7 +1,7 @@
 """The version gates: (workaround, environment, settings) -> apply or skip, and why.
 
 Pure functions: nothing here reads the process environment, imports a workaround or
-touches the network. The reasons are a closed vocabulary (README, "How a decision is made").
+touches the network. The reasons are a closed vocabulary (docs/how-it-works.md, "How a decision is made").
 The source probe (``tracker.decision.probe``) may then turn an ``affected`` apply into a skip;
 ``tracker.decision.stack.decide_stack`` runs both for every workaround of a manifest.
 """

@@ -38,7 +38,7 @@ _memo: dict[str, tuple[bool | None, Path | None]] | None = None
 @contextlib.contextmanager
 def memoized() -> Iterator[None]:
     """Within this block each module is located once: an activation asks about hundreds of
-    targets in a few modules (README "Benchmarks"), and nothing it does installs one."""
+    targets in a few modules (docs/benchmarks.md), and nothing it does installs one."""
     global _memo
     outer = _memo
     _memo = {} if outer is None else outer

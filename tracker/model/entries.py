@@ -68,7 +68,7 @@ _RELATIVE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[A-Za-z0-9_./-]+(?<!/)$"
 _WORKAROUND_REQUIRED = (
     "id", "title", "platform", "owner", "added", "symptom", "why", "how", "targets", "affected", "upstream",
 )
-# ``module`` is derived from ``id``; an explicit one is tolerated when it says the same (README).
+# ``module`` is derived from ``id``; an explicit one is tolerated when it says the same (docs/manifest.md).
 _WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix", "module"})
 _WORKAROUND_STRINGS = ("id", "title", "module", "platform", "owner", "symptom", "why", "how")
 _TARGET_KEYS = frozenset({"path", "kind", "params", "optional", "absent_in"})

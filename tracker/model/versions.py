@@ -1,6 +1,6 @@
 """Component versions: where they come from and how they are compared.
 
-Version policy (written down in the README, tested in tests/test_versions.py):
+Version policy (written down in docs/how-it-works.md, tested in tests/test_versions.py):
 
 - Versions are read from installed distribution metadata (the ``Version`` header of the
   first ``*.dist-info`` / ``*.egg-info`` on ``sys.path``, as ``importlib.metadata`` finds it),

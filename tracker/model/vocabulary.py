@@ -49,7 +49,7 @@ class Choice(StrEnum):
 
 
 class Reason(StrEnum):
-    """Why (README "How a decision is made"): ``affected``/``forced`` apply, every other skips."""
+    """Why (docs/how-it-works.md, "How a decision is made"): ``affected``/``forced`` apply, every other skips."""
 
     AFFECTED = "affected"
     FORCED = "forced"

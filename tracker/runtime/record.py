@@ -72,7 +72,7 @@ _OWN_PACKAGES = ("tracker", "workarounds")
 
 
 def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] | None:
-    """Everything a decision reads (README "At run time", Fast path): ``plugin.head``, then this
+    """Everything a decision reads (docs/how-it-works.md, "Fast path"): ``plugin.head``, then this
     package's code and the metadata files of ``distributions``, each with its identity, and the
     watched entries of every ``sys.path`` directory (``plugin.watched``); None when it cannot be told."""
     from tracker.model.versions import normalized_name  # the full path has imported it
