@@ -287,3 +287,114 @@ def test_a_sources_table_naming_a_fourth_repository_is_honoured(server, tmp_path
     assert 'released_in = "triton>=3.6.0"' in facts and 'state = "merged"' in facts
     removal = repo.commits[repo.branches[BRANCH_PREFIX + TRITON_FIX]].files
     assert f"workarounds/{module}.py" not in removal and f"tests/test_workaround_{module}.py" not in removal
+
+
+# ------------------------------------------------------------- an upgrade pull request
+
+PP = "vllm/v1/worker/gpu/pp_utils.py"
+CHECKED = "main-stream-sync"  # applies at vLLM 0.23-0.24; vLLM 0.25.0 carries its own fix
+
+
+def vllm_sdist(links: Path, version: str, params: str, fixed: bool) -> None:
+    """A vLLM source distribution as PyPI serves one, holding what ``check`` reads."""
+    import tarfile
+
+    root = links / "src" / f"vllm-{version}"
+    sync = "        self.main_stream.synchronize()\n" if fixed else ""
+    files = {"PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n",
+             "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+             "requirements/xpu.txt": "torch==2.13.0\nvllm-xpu-kernels==0.1.5\n", "vllm/__init__.py": "",
+             PP: f"class PPHandler:\n    def broadcast({params}):\n{sync}        return None\n"}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    with tarfile.open(links / f"vllm-{version}.tar.gz", "w:gz") as archive:
+        archive.add(root, arcname=root.name)
+
+
+@pytest.fixture
+def upgrade(tmp_path):
+    """A repository pinning vllm==0.24.0, a PR moving it to 0.25.0, and a package index on disk
+    (pip's --find-links) holding those releases and 0.25.1."""
+    from support.manifests import manifest_text, workaround
+
+    links = tmp_path / "index"
+    good = "self, sampled_token_ids, num_sampled, num_rejected, input_batch"
+    vllm_sdist(links, "0.24.0", good, fixed=False)
+    vllm_sdist(links, "0.25.0", "self, sampled_token_ids, num_sampled, input_batch", fixed=True)  # drifted
+    vllm_sdist(links, "0.25.1", good, fixed=True)
+    with FakeGitHub() as running:
+        install(running)
+        repo = running.add_repo(ADOPTER)
+        repo.commit("A stack pinning vLLM 0.24.0", files={"workarounds.toml": manifest_text(workaround()),
+                                                           "requirements.txt": "vllm==0.24.0\nfastapi\n"})
+        repo.commit("Move vLLM to 0.25.0", branch="bump-vllm", files={"requirements.txt": "vllm==0.25.0\nfastapi\n"})
+        pr = repo.pull("Move vLLM to 0.25.0", head="bump-vllm")
+        pr.head_sha = repo.branches["bump-vllm"]
+        yield repo, pr, Step(running, tmp_path, ADOPTER), {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links),
+                                                            "PULL_REQUEST": str(pr.number), "FAIL_ON_DRIFT": "false"}
+
+
+def comments(step: Step, number: int) -> list[str]:
+    return [c.body for c in store(step.server).comments.get((ADOPTER.lower(), number), [])]
+
+
+def test_an_upgrade_pr_gets_one_comment_updated_not_duplicated_on_a_second_push(upgrade):
+    from test_workflow import check_script
+
+    from tracker.commands.upgrade import MARKER
+
+    repo, pr, step, env = upgrade
+    first = step.run(check_script(), **env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    [body] = comments(step, pr.number)
+    assert MARKER in body and "moves vLLM 0.24.0 to **vLLM 0.25.0**" in body
+    assert "**Drift** (1)" in body and "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast" in body
+    assert f"**Stops applying** at vLLM 0.25.0: `{CHECKED}`" in body
+    assert step.summary.read_text() == body  # the same text in the step summary
+    assert [line.split("::")[1].split(" ")[0] for line in first.stdout.splitlines() if line.startswith("::")] == \
+        ["warning"]  # drift is a warning without fail-on-drift
+    # A second push moves the pin again: the same comment is edited, with one write.
+    repo.commit("Move vLLM to 0.25.1", branch="bump-vllm", files={"requirements.txt": "vllm==0.25.1\nfastapi\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    second = step.run(check_script(), **env)
+    assert second.returncode == 0, second.stderr
+    [edited] = comments(step, pr.number)
+    assert "**vLLM 0.25.1**" in edited and "**No drift**" in edited and MARKER in edited
+    assert writes(step.server) == 1 and "updated the comment" in second.stdout
+    # Nothing new: nothing written.
+    third = step.run(check_script(), **env)
+    assert third.returncode == 0 and writes(step.server) == 0 and len(comments(step, pr.number)) == 1
+
+
+def test_drift_fails_the_step_only_with_fail_on_drift(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    result = step.run(check_script(), **{**env, "FAIL_ON_DRIFT": "true"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert any(line.startswith("::error ") and "PPHandler.broadcast" in line for line in result.stdout.splitlines())
+    assert len(comments(step, pr.number)) == 1
+
+
+def test_a_pr_from_a_fork_gets_the_text_in_the_step_summary_and_no_write(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    step.server.add_repo("contributor/serving-stack")
+    pr.head_repo = "contributor/serving-stack"
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert writes(step.server) == 0 and comments(step, pr.number) == []
+    assert "**vLLM 0.25.0**" in step.summary.read_text() and "step summary" in result.stdout
+
+
+def test_a_pr_that_does_not_move_the_vllm_pin_is_left_alone(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    repo.commit("Only fastapi moves", branch="bump-vllm", files={"requirements.txt": "vllm==0.24.0\nfastapi>=1\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout
+    assert writes(step.server) == 0 and not step.summary.exists()

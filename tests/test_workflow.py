@@ -238,6 +238,11 @@ def retire_script() -> str:
     return script
 
 
+def check_script() -> str:
+    [script] = [s for s in run_scripts(ACTION) if "check --pull-request" in s]
+    return script
+
+
 def test_one_command_refreshes_and_acts_on_the_repository_through_the_api():
     # retire --open-prs refreshes upstream facts itself (it has no --no-refresh here), from the
     # manifest of the repository it is given (--manifest is that manifest's path in it, read
@@ -279,10 +284,10 @@ def test_the_answer_cache_is_restored_before_the_run_and_is_where_the_command_lo
 def test_the_cli_accepts_every_option_the_action_passes():
     help_text = "".join(subprocess.run([sys.executable, "-m", "tracker.commands", *command, "--help"],
                                        capture_output=True, text=True, check=True).stdout
-                        for command in ([], ["retire"]))
+                        for command in ([], ["retire"], ["check"]))
     calls = "\n".join(line for line in ACTION.read_text().splitlines() if "pip install" not in line)
     used = set(re.findall(r"(--[a-z][a-z-]+)", calls)) - {"--refresh"}
-    assert {"--manifest", "--docs", "--open-prs"} <= used
+    assert {"--manifest", "--docs", "--open-prs", "--pull-request", "--fail-on-drift"} <= used
     for option in used:
         assert option in help_text, option
 

@@ -116,6 +116,7 @@ class PullRequest:
     draft: bool = False
     issue: bool = False  # an issue, not a pull request: /pulls/N and GraphQL's pullRequest do not know it
     state_reason: str | None = None  # an issue's: completed, not_planned
+    head_repo: str | None = None  # OWNER/NAME of the fork the head branch is in (None: this repository)
 
 
 @dataclass
@@ -713,8 +714,9 @@ class FakeGitHub:
         ref = pr.head if side == "head" else pr.base
         sha = pr.head_sha if side == "head" else repo.branches.get(pr.base)
         owner = pr.user if side == "head" else repo.owner
+        where = self.repo(pr.head_repo) if side == "head" and pr.head_repo else repo
         return {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "user": self.user(owner),
-                "repo": self.repo_json(repo)}
+                "repo": self.repo_json(where)}
 
     def pull_json(self, repo: Repo, pr: PullRequest) -> dict[str, Any]:
         api, html = f"{repo.api}/pulls/{pr.number}", f"{repo.html}/pull/{pr.number}"

@@ -14,7 +14,8 @@ GitHub does:
   fails when the head branch was deleted or force-pushed since the PR was closed), merge
   (squash; 405 when closed or in conflict with the base);
 - issues: list (PRs included, ``labels`` and ``state`` filters), create, get, edit,
-  comments, labels on issues and PRs, repository labels.
+  comments (list, create, edit), labels on issues and PRs, repository labels;
+- a PR's changed files (``GET pulls/N/files``: its head commit against its base branch).
 
 A PR's head commit follows its branch while it is open. Trees are the ``Commit.files``
 dicts of ``fakegithub``; their shas are ``fakegithub``'s, blob shas are git's.
@@ -597,6 +598,38 @@ def create_comment(server: FakeGitHub, request: Request, owner: str, repo: str, 
     comment = Comment(next(server.counter), data.get("body", ""), BOT, server.tick())
     store(server).comments.setdefault((_key(r), number), []).append(comment)
     return Reply(201, _comment_json(server, r, number, comment))
+
+
+@route("PATCH", "/repos/<owner>/<repo>/issues/comments/<int:comment_id>")
+def edit_comment(server: FakeGitHub, request: Request, owner: str, repo: str, comment_id: int) -> Any:
+    r = server.repo(owner, repo)
+    for (key, number), comments in store(server).comments.items():
+        for comment in comments:
+            if key == _key(r) and comment.id == comment_id:
+                comment.body = (_body(request) or {}).get("body", comment.body)
+                return _comment_json(server, r, number, comment)
+    raise NotFound(str(comment_id))
+
+
+@route("GET", "/repos/<owner>/<repo>/pulls/<int:number>/files")
+def pull_files(server: FakeGitHub, request: Request, owner: str, repo: str, number: int) -> Any:
+    r = server.repo(owner, repo)
+    if number not in r.pulls:
+        raise NotFound(str(number))
+    pr = r.pulls[number]
+    base = r.commits[r.branches[pr.base]].files
+    head = r.commits[pr.head_sha].files if pr.head_sha else base
+    files = [{"sha": blob_sha(text.encode()), "filename": path, "additions": 1, "deletions": 0, "changes": 1,
+              "status": "modified" if path in base else "added",
+              "blob_url": f"{r.html}/blob/{pr.head_sha}/{path}",
+              "raw_url": f"{r.html}/raw/{pr.head_sha}/{path}",
+              "contents_url": f"{r.api}/contents/{path}?ref={pr.head_sha}", "patch": ""}
+             for path, text in sorted(head.items()) if base.get(path) != text]
+    files += [{"sha": blob_sha(text.encode()), "filename": path, "additions": 0, "deletions": 1, "changes": 1,
+               "status": "removed", "blob_url": f"{r.html}/blob/{pr.head_sha}/{path}",
+               "raw_url": f"{r.html}/raw/{pr.head_sha}/{path}", "contents_url": f"{r.api}/contents/{path}",
+               "patch": ""} for path, text in sorted(base.items()) if path not in head]
+    return server.page(request, files)
 
 
 @route("POST", "/repos/<owner>/<repo>/issues/<int:number>/labels")

@@ -388,13 +388,29 @@ def render(result: ReleaseCheck) -> str:
 
 
 def check_release(
-    release: Annotated[str, typer.Argument(metavar="vllm==X | PATH",
-                                           help="A vLLM release (fetched with pip, never installed or run), or a "
-                                                "wheel, source distribution or source tree.")],
+    release: Annotated[str | None, typer.Argument(metavar="vllm==X | PATH", show_default=False,
+                                                  help="A vLLM release (fetched with pip, never installed or run), "
+                                                       "or a wheel, source distribution or source tree.")] = None,
     json_output: JsonOption = False,
+    pull_request: Annotated[int | None, typer.Option(
+        "--pull-request", metavar="N", show_default=False, min=1,
+        help="Instead of a release: the vLLM release pull request N of --repo pins (read through the API, "
+             "with the base commit's manifest; --manifest is its path there); keep one comment on it.")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", metavar="OWNER/NAME", show_default=False,
+                                                help="With --pull-request: the repository.")] = None,
+    fail_on_drift: Annotated[bool, typer.Option(
+        "--fail-on-drift", help="With --pull-request: exit 3 on drift (otherwise drift is reported, exit 0).")]
+        = False,
 ) -> None:
     """Before an upgrade: per workaround, its targets in that release (same fingerprint?), whether
     the release carries its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
+    if pull_request is not None or repo is not None or fail_on_drift:
+        if release is not None:
+            fail("give a release or --pull-request, not both")
+        check_pull_request_command(pull_request, repo, fail_on_drift, json_output)
+        return
+    if release is None:
+        fail("check needs a release (vllm==X, a wheel, sdist or source tree), or --pull-request N --repo OWNER/NAME")
     manifest = load_manifest()
     try:
         result = check(manifest, release)
@@ -404,4 +420,62 @@ def check_release(
         fail(str(error), EXIT_NOT_FETCHABLE)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
     if result.problems:
+        raise typer.Exit(EXIT_DRIFT)
+
+
+def check_pull_request_command(number: int | None, repository: str | None, fail_on_drift: bool,
+                               json_output: bool) -> None:
+    """The command line of ``check --pull-request``: one line per outcome, the step summary and
+    annotations in GitHub Actions; exit 3 on drift only with ``--fail-on-drift``."""
+    from tracker.commands import context
+    from tracker.commands.context import require_extra
+    from tracker.commands.retire import repository_path
+    from tracker.commands.upgrade import UpgradeError, check_pull_request
+
+    if number is None or repository is None:
+        fail("--pull-request N and --repo OWNER/NAME go together")
+    require_extra("github", "github", "check --pull-request")
+    from tracker.retire import ManifestInvalid, RetireError, check_repository
+    from tracker.retire.failures import GITHUB_ERRORS
+    from tracker.retire.removal import MANIFEST_PATH
+    from tracker.retire.summary import SUMMARY_VARIABLE, annotation, append, in_actions, manifest_annotations
+    from tracker.upstream.client import ClientSettings, classify, connect
+
+    given = context.state["manifest"]
+    manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
+    settings = ClientSettings.from_env()
+    try:
+        check_repository(repository)
+        checked = check_pull_request(connect(settings), repository, number, manifest_path, check)
+    except ValueError as error:
+        fail(str(error))
+    except UpgradeError as error:
+        fail(str(error), error.code)
+    except ManifestInvalid as error:
+        if in_actions():
+            for line in manifest_annotations(error.problems, error.path):
+                typer.echo(line)
+        fail(str(error), 4)
+    except RetireError as error:
+        fail(str(error), 4)
+    except CheckInputError as error:
+        fail(str(error))
+    except NotFetchable as error:
+        fail(str(error), EXIT_NOT_FETCHABLE)
+    except GITHUB_ERRORS as error:
+        fail(str(classify(error, settings, f"{repository}#{number}")), 4)
+    if checked.text is not None:
+        append(SUMMARY_VARIABLE, checked.text)
+    if json_output:
+        typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
+                               "drift": checked.drift, "comment": checked.comment, "detail": checked.note}))
+    else:
+        typer.echo(checked.note)
+        for problem in checked.drift:
+            typer.echo(f"drift      {problem}")
+    if in_actions():
+        level = "error" if fail_on_drift else "warning"
+        for problem in checked.drift:
+            typer.echo(annotation(level, problem, title="drift at the new vLLM"), err=json_output)
+    if checked.drift and fail_on_drift:
         raise typer.Exit(EXIT_DRIFT)
