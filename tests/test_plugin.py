@@ -16,7 +16,7 @@ import tracker.plugin
 from tracker.model import reader
 
 HEAVY = ("typer", "github", "torch", "vllm", "tracker.commands", "tracker.model.catalogue", "tracker.upstream",
-         "tracker.upstream.client", "requests")
+         "tracker.upstream.client", "requests", "prometheus_client", "tracker.runtime.metrics")
 
 
 def run(code: str, **env: str) -> subprocess.CompletedProcess:

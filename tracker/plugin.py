@@ -298,12 +298,47 @@ def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def register() -> None:
-    """vLLM's entry point: replay the stored answer, else a full activation (``tracker.runtime``)."""
-    if replay():  # the last activation here applied nothing and nothing changed since
-        return
-    from tracker.runtime import activate
+    """vLLM's entry point: replay the stored answer, else a full activation (``tracker.runtime``);
+    in the process that serves vLLM's ``/metrics``, the metrics too (``tracker.runtime.metrics``)."""
+    if not replay():  # else the last activation here applied nothing and nothing changed since
+        from tracker.runtime import activate
 
-    activate.register()
+        activate.register()
+    if process_role() == "api_server":
+        from tracker.runtime import metrics
+
+        metrics.install()
+
+
+# Modules only vLLM's OpenAI-compatible server imports (``vllm serve``, ``python -m
+# vllm.entrypoints.openai.api_server``): the newer layout's, then the older releases' one.
+_SERVER_MODULES = ("vllm.entrypoints.launchers.api_server.entry", "vllm.entrypoints.openai.api_server")
+
+
+def process_role() -> str:
+    """This process's part in vLLM: ``api_server``, ``engine_core``, ``worker``, or ``main``
+    (any other: an offline ``LLM``'s own process, the model inspection subprocess).
+
+    From the name ``multiprocessing`` gave the process, which vLLM sets for the processes it
+    starts (``EngineCore``, ``EngineCore_DP<n>``, ``VllmWorker-<rank>``, ``ApiServer_<n>``) and
+    prefixes its log lines with; the main process is the server where vLLM's server modules
+    are imported. Lookups in ``sys.modules`` only: nothing is imported."""
+    module = sys.modules.get("multiprocessing")
+    name = module.current_process().name if module is not None else "MainProcess"
+    if name.startswith("EngineCore"):
+        return "engine_core"
+    if name.startswith(("VllmWorker", "Worker")):
+        return "worker"
+    if name.startswith("ApiServer"):
+        return "api_server"
+    if name == "MainProcess":
+        for server in _SERVER_MODULES:
+            if server in sys.modules:
+                return "api_server"
+        main = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if getattr(main, "name", None) in _SERVER_MODULES:
+            return "api_server"
+    return "main"
 
 
 def replay(environ: Mapping[str, str] | None = None) -> bool:
@@ -340,7 +375,8 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
 def report() -> dict[str, Any]:
     """The replayed report, for this process."""
     assert replayed is not None
-    return {"schema": replayed["schema"], "pid": os.getpid(), **replayed}
+    return {"schema": replayed["schema"], "pid": os.getpid(), "process": process_role(), "parent": os.getppid(),
+            **replayed}
 
 
 def write_report(directory: str, document: dict[str, Any] | None = None) -> None:

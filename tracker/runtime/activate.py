@@ -17,7 +17,7 @@ imports the worker's modules) never imports the module that would patch it.
 ``report()`` (and ``XPU_WORKAROUNDS_REPORT=DIR`` -> ``DIR/<pid>.json``, rewritten when a
 waiting target is patched on import, and written by forked children too)::
 
-    {"schema": 1, "pid": 123,
+    {"schema": 1, "pid": 123, "process": "api_server | engine_core | worker | main", "parent": 122,
      "environment": {"platform": "xpu", "platform_source": "detected | assumed | override",
                      "versions": {"vllm": "0.27.1", "torch": "2.13.0", ...}},
      "tool": {"version": "0.1.0", "manifest": "/abs/workarounds.toml", "manifest_sha256": "64 hex"},
@@ -29,7 +29,9 @@ waiting target is patched on import, and written by forked children too)::
                       "targets": [{"path": "pkg.mod:Attr", "outcome": "...", "detail": "...",
                                    "aliases": ["pkg.other.get_view"]}]}]}
 
-``environment`` is null when activation never got that far (invalid manifest).
+``environment`` is null when activation never got that far (invalid manifest). ``process`` is
+the process's part in vLLM (``tracker.plugin.process_role``) and ``parent`` its parent's pid:
+what ``status --reports`` groups by and the metrics of the serving process follow.
 """
 
 from __future__ import annotations
@@ -364,6 +366,8 @@ def report() -> dict[str, Any]:
         document = {
             "schema": SCHEMA,
             "pid": os.getpid(),
+            "process": plugin.process_role(),
+            "parent": os.getppid(),
             "environment": dict(_state.environment) if _state.environment is not None else None,
             "tool": dict(_state.tool) if _state.tool is not None else None,
             "warnings": list(_state.warnings),

@@ -135,7 +135,7 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
             before = [*before[:9], [*before[9], *sources], before[10]]
         record = {"key": before, **body}
         if body.get("kind") == "skipped":
-            record["report"] = {k: v for k, v in body["report"].items() if k != "pid"}
+            record["report"] = {k: v for k, v in body["report"].items() if k not in ("pid", "process", "parent")}
         if not valid_record(record):
             return
         path = store_path(environ)

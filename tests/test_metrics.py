@@ -1,0 +1,174 @@
+"""The workarounds in a vLLM server's ``/metrics`` (tracker/runtime/metrics.py), without vLLM.
+
+A server is played by a fresh interpreter that registers the plugin and installs the metrics as
+the plugin does in vLLM's API server, then starts real processes with ``multiprocessing`` under
+the names vLLM gives its own (``EngineCore``, which starts ``VllmWorker-0``), each registering
+the plugin too; the scrape is prometheus_client's own text exposition of the global registry,
+the one vLLM serves. The whole thing inside real vLLM is tests/test_vllm_metrics.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tracker import plugin
+from tracker.model import reader
+
+SERVER = textwrap.dedent('''
+    import json, multiprocessing, os, sys, time
+    import prometheus_client
+    import tracker.plugin
+    from tracker.runtime import metrics
+
+    def live_while_parent_does():
+        parent = os.getppid()
+        while os.getppid() == parent:
+            time.sleep(0.05)
+
+    def worker(ready):
+        tracker.plugin.register()
+        ready.set()
+        live_while_parent_does()
+
+    def engine_core(ready):
+        tracker.plugin.register()
+        context = multiprocessing.get_context("spawn")
+        context.Process(target=worker, name="VllmWorker-0", args=(ready,)).start()
+        live_while_parent_does()
+
+    if __name__ == "__main__":
+        tracker.plugin.register()
+        metrics.install()
+        metrics.install()
+        context = multiprocessing.get_context("spawn")
+        ready = context.Event()
+        core = context.Process(target=engine_core, name="EngineCore", args=(ready,))
+        core.start()
+        assert ready.wait(120)
+        directory = os.environ["XPU_WORKAROUNDS_REPORT"]
+        deadline = time.monotonic() + 60
+        while len(os.listdir(directory)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sys.stdout.write(json.dumps({"pid": os.getpid(), "reports": directory,
+                                     "mode": oct(os.stat(directory).st_mode & 0o777),
+                                     "scrape": prometheus_client.generate_latest().decode()}))
+        core.kill()
+        core.join()
+''')
+
+
+def serve(tmp_path: Path, **variables: str) -> dict:
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("XPU_WORKAROUNDS")}
+    env.update(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), **variables)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def series(scrape: str, name: str) -> list[dict[str, str]]:
+    return [sample.labels for family in text_string_to_metric_families(scrape) for sample in family.samples
+            if sample.name == name and sample.value == 1]
+
+
+def test_the_scrape_shows_every_workaround_for_the_server_its_engine_core_and_its_worker(tmp_path):
+    served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    ids = [w.id for w in reader.load().workarounds]
+    found = series(served["scrape"], "xpu_workarounds_workaround")
+    assert sorted((labels["process"], labels["id"]) for labels in found) == sorted(
+        (process, workaround) for process in ("api_server", "engine_core", "worker") for workaround in ids)
+    assert {(labels["decision"], labels["reason"], labels["outcome"]) for labels in found} == {
+        ("skip", "platform", "skipped")}
+
+
+def test_the_info_series_names_the_version_the_manifest_digest_and_the_platform(tmp_path):
+    import hashlib
+    from importlib.metadata import version
+
+    from tracker.paths import shipped_manifest
+
+    served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    (info,) = series(served["scrape"], "xpu_workarounds_info")
+    digest = hashlib.sha256(Path(shipped_manifest()).read_bytes()).hexdigest()
+    assert info == {"version": version("xpu-workarounds"), "manifest_sha256": digest, "platform": "cpu"}
+
+
+def test_without_a_report_directory_the_server_makes_a_private_one_its_processes_inherit(tmp_path):
+    served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    assert served["mode"] == "0o700"
+    assert not os.path.exists(served["reports"])  # removed when the server exited
+
+
+def test_reports_of_processes_the_server_did_not_start_are_not_counted(tmp_path):
+    reports = tmp_path / "reports"
+    stranger = {"schema": 1, "pid": os.getpid(), "process": "worker", "parent": os.getppid(), "environment": None,
+                "warnings": [], "workarounds": [{"id": "stranger-fix", "decision": "apply", "reason": "affected",
+                                                 "outcome": "failed"}]}
+    plugin.write_report(str(reports), stranger)  # a running process of another server, sharing the directory
+    served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_REPORT=str(reports))
+    assert served["reports"] == str(reports)
+    found = series(served["scrape"], "xpu_workarounds_workaround")
+    assert {labels["process"] for labels in found} == {"api_server", "engine_core", "worker"}
+    assert "stranger-fix" not in served["scrape"]
+
+
+def test_a_process_role_is_the_name_vllm_gives_the_process(tmp_path):
+    code = ("import multiprocessing, tracker.plugin\n"
+            "def role(queue): queue.put(tracker.plugin.process_role())\n"
+            "if __name__ == '__main__':\n"
+            "    context = multiprocessing.get_context('spawn'); queue = context.Queue(); found = {}\n"
+            "    for name in ('EngineCore', 'EngineCore_DP1', 'VllmWorker-3', 'ApiServer_0', 'Process-1'):\n"
+            "        process = context.Process(target=role, name=name, args=(queue,)); process.start()\n"
+            "        found[name] = queue.get(timeout=60); process.join()\n"
+            "    found['MainProcess'] = tracker.plugin.process_role(); print(found)\n")
+    script = tmp_path / "roles.py"
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str({"EngineCore": "engine_core", "EngineCore_DP1": "engine_core",
+                                         "VllmWorker-3": "worker", "ApiServer_0": "api_server", "Process-1": "main",
+                                         "MainProcess": "main"})
+
+
+def test_a_process_that_serves_no_metrics_imports_neither_prometheus_nor_the_collector():
+    env = {name: value for name, value in os.environ.items() if not name.startswith("XPU_WORKAROUNDS")}
+    result = subprocess.run([sys.executable, "-c", "import sys, tracker.plugin; tracker.plugin.register(); "
+                             "print(sorted(m for m in sys.modules if 'prometheus' in m or m.endswith('metrics')))"],
+                            capture_output=True, text=True, env={**env, "XPU_WORKAROUNDS_PLATFORM": "cpu"}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("outcome", ["waiting", "applied"])
+def test_the_scrape_shows_a_reports_outcome_as_it_is_now(tmp_path, outcome):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from tracker.runtime.metrics import Collector
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        report = {"schema": 1, "pid": child.pid, "process": "worker", "parent": os.getpid(), "environment": None,
+                  "warnings": [], "workarounds": [{"id": "first-fix", "decision": "apply", "reason": "affected",
+                                                   "outcome": "waiting"}]}
+        plugin.write_report(str(tmp_path), report)
+        registry = CollectorRegistry()
+        registry.register(Collector(str(tmp_path)))
+        if outcome == "applied":  # the worker imported the target and rewrote its report
+            report["workarounds"][0]["outcome"] = "applied"
+            plugin.write_report(str(tmp_path), report)
+        found = series(generate_latest(registry).decode(), "xpu_workarounds_workaround")
+    finally:
+        child.kill()
+        child.wait()
+    assert [labels for labels in found if labels["process"] == "worker"] == [
+        {"id": "first-fix", "decision": "apply", "reason": "affected", "outcome": outcome, "process": "worker"}]

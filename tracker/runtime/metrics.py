@@ -1,0 +1,172 @@
+"""The workarounds in vLLM's own ``/metrics``: a Prometheus collector in the process that serves it.
+
+Installed by ``tracker.plugin.register`` in the API server process only (``process_role``),
+where vLLM has already imported ``prometheus_client``; no other process imports this module.
+It registers one collector with the registry vLLM serves (``prometheus_client.REGISTRY`` with
+one API server), which at each scrape, and only then, yields:
+
+- ``xpu_workarounds_info{version, manifest_sha256, platform}`` = 1;
+- ``xpu_workarounds_workaround{id, decision, reason, outcome, process}`` = 1 per workaround and
+  process role: this process's own outcomes as they are now (``api_server``), and those of the
+  engine core and workers it started, from the reports they keep current
+  (``XPU_WORKAROUNDS_REPORT``; ``tracker.runtime.reports`` reads them as untrusted data).
+
+Where ``XPU_WORKAROUNDS_REPORT`` is not set, it is set here, before vLLM starts the engine
+core, to a new private directory removed at exit (as vLLM does for its own multi-process
+metrics directory): the processes this one starts inherit it and write their reports there.
+A report is followed only when it is of a running process descended from this one, so that
+another server's processes sharing the directory are not counted.
+
+With several API servers (``--api-server-count`` > 1) vLLM serves what its processes write to
+``PROMETHEUS_MULTIPROC_DIR`` instead of a registry: there this collector is not served, and
+``status --reports`` is the way to read the processes (docs/operators.md).
+
+Nothing runs per request: the collector is asked at scrape time only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import tracker
+from tracker import plugin
+from tracker.paths import shipped_manifest
+
+PROCESSES = ("api_server", "engine_core", "worker")  # the roles shown; a report of another role is not
+_DEPTH = 4  # engine core -> worker is two generations below the API server; a DP coordinator's is one
+installed = False
+
+
+def install() -> None:
+    """Register the collector once per process (later calls return at once); never raises."""
+    global installed
+    if installed:
+        return
+    installed = True
+    try:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            plugin.log(logging.INFO, "xpu-workarounds: not in /metrics: vLLM serves PROMETHEUS_MULTIPROC_DIR's files, "
+                           "not a registry; read the processes with `xpu-workarounds status --reports`")
+            return
+        directory = os.environ.get(tracker.REPORT) or _report_directory()
+        from prometheus_client import REGISTRY
+
+        REGISTRY.register(Collector(directory))
+    except Exception as error:  # noqa: BLE001 - metrics must never stop vLLM
+        plugin.warn(f"could not add the workarounds to /metrics: {type(error).__name__}: {error}")
+
+
+def _report_directory() -> str:
+    """A private directory for the reports of the processes this one starts, removed at exit."""
+    directory = tempfile.mkdtemp(prefix="xpu-workarounds-reports-")
+    atexit.register(shutil.rmtree, directory, True)
+    os.environ[tracker.REPORT] = directory
+    return directory
+
+
+class Collector:
+    """prometheus_client's custom-collector protocol: ``collect()`` yields metric families."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.pid = os.getpid()
+
+    def describe(self) -> list[Any]:
+        return []  # nothing is collected at registration: a scrape is the first to read anything
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        own = _own_report()
+        environment = own.get("environment") or {}
+        version, digest = tool(own)
+        info = GaugeMetricFamily("xpu_workarounds_info", "xpu-workarounds in this vLLM server: its version, "
+                                 "the sha256 of its manifest and the platform it decided for.",
+                                 labels=["version", "manifest_sha256", "platform"])
+        info.add_metric([version, digest, str(environment.get("platform") or "unknown")], 1)
+        yield info
+        family = GaugeMetricFamily("xpu_workarounds_workaround", "One series per workaround and vLLM process "
+                                   "role: the decision, its reason and the outcome now (1).",
+                                   labels=["id", "decision", "reason", "outcome", "process"])
+        for labels in sorted(self.series(own)):
+            family.add_metric(list(labels), 1)
+        yield family
+
+    def series(self, own: dict[str, Any]) -> set[tuple[str, str, str, str, str]]:
+        """One label set per workaround and role: several workers that agree are one series."""
+        found = {_labels(entry, "api_server") for entry in own.get("workarounds", [])}
+        for report in self.descendants():
+            role = report.get("process")
+            if role in PROCESSES and role != "api_server":
+                found.update(_labels(entry, role) for entry in report["workarounds"])
+        return found
+
+    def descendants(self) -> list[dict[str, Any]]:
+        """The reports of running processes this one started (or they started), by pid."""
+        from tracker.runtime.reports import read_report, report_files, running
+
+        try:
+            files = report_files(self.directory)
+        except OSError:
+            return []
+        reports = {}
+        for name, pid in files:
+            if pid != self.pid:
+                report = read_report(os.path.join(self.directory, name), pid)
+                if report is not None:
+                    reports[pid] = report
+        found = []
+        for pid, report in sorted(reports.items()):
+            parent, depth = report.get("parent"), 0
+            while type(parent) is int and parent != self.pid and parent in reports and depth < _DEPTH:
+                parent, depth = reports[parent].get("parent"), depth + 1
+            if parent == self.pid and running(pid):
+                found.append(report)
+        return found
+
+
+def _own_report() -> dict[str, Any]:
+    if plugin.replayed is not None:
+        return plugin.report()
+    from tracker.runtime import activate
+
+    return activate.report()
+
+
+def _labels(entry: dict[str, Any], role: str) -> tuple[str, str, str, str, str]:
+    return (str(entry["id"]), str(entry.get("decision", "")), str(entry.get("reason", "")), str(entry["outcome"]),
+            role)
+
+
+def tool(report: dict[str, Any]) -> tuple[str, str]:
+    """(xpu-workarounds version, sha256 of the manifest): the report's own where it names them,
+    else read once from the installed distribution and the manifest file."""
+    named = report.get("tool")
+    if isinstance(named, dict) and isinstance(named.get("version"), str) and isinstance(
+            named.get("manifest_sha256"), str):
+        return named["version"], named["manifest_sha256"]
+    return _installed_tool(os.environ.get(tracker.MANIFEST) or shipped_manifest())
+
+
+@functools.cache
+def _installed_tool(manifest: str) -> tuple[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("xpu-workarounds")
+    except PackageNotFoundError:
+        installed = "unknown"
+    try:
+        with open(manifest, "rb") as stream:
+            digest = hashlib.sha256(stream.read()).hexdigest()
+    except OSError:
+        digest = "unknown"
+    return installed, digest
