@@ -29,7 +29,7 @@ SERVER = textwrap.dedent('''
     from tracker.runtime import metrics
 
     def live_while_parent_does():
-        parent = os.getppid()
+        parent = multiprocessing.parent_process().pid  # not os.getppid(): the parent may be gone already
         while os.getppid() == parent:
             time.sleep(0.05)
 

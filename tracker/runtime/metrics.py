@@ -27,8 +27,6 @@ Nothing runs per request: the collector is asked at scrape time only.
 from __future__ import annotations
 
 import atexit
-import functools
-import hashlib
 import logging
 import os
 import shutil
@@ -38,7 +36,6 @@ from typing import Any
 
 import tracker
 from tracker import plugin
-from tracker.paths import shipped_manifest
 
 PROCESSES = ("api_server", "engine_core", "worker")  # the roles shown; a report of another role is not
 _DEPTH = 4  # engine core -> worker is two generations below the API server; a DP coordinator's is one
@@ -147,26 +144,9 @@ def _labels(entry: dict[str, Any], role: str) -> tuple[str, str, str, str, str]:
 
 
 def tool(report: dict[str, Any]) -> tuple[str, str]:
-    """(xpu-workarounds version, sha256 of the manifest): the report's own where it names them,
-    else read once from the installed distribution and the manifest file."""
+    """(xpu-workarounds version, sha256 of the manifest) as the report names them (its ``tool``,
+    the same in the log line and ``status --json``)."""
     named = report.get("tool")
-    if isinstance(named, dict) and isinstance(named.get("version"), str) and isinstance(
-            named.get("manifest_sha256"), str):
-        return named["version"], named["manifest_sha256"]
-    return _installed_tool(os.environ.get(tracker.MANIFEST) or shipped_manifest())
-
-
-@functools.cache
-def _installed_tool(manifest: str) -> tuple[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = version("xpu-workarounds")
-    except PackageNotFoundError:
-        installed = "unknown"
-    try:
-        with open(manifest, "rb") as stream:
-            digest = hashlib.sha256(stream.read()).hexdigest()
-    except OSError:
-        digest = "unknown"
-    return installed, digest
+    if not isinstance(named, dict):  # the manifest could not be read: no activation got that far
+        return tracker.__version__, "unreadable"
+    return str(named.get("version") or tracker.__version__), str(named.get("manifest_sha256") or "unreadable")
