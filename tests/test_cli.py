@@ -198,7 +198,8 @@ def test_a_manifest_path_with_a_newline_is_reported_on_one_line_per_problem():
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "\\n:1: file: cannot read: No such file or directory",
-        "xpu-workarounds: error: the manifest is invalid (see above); run `xpu-workarounds lint` for the full list"]
+        "xpu-workarounds: error: the manifest is invalid (see above); run `xpu-workarounds lint '\\n'` for the "
+        "full list"]
 
 
 @pytest.mark.parametrize("command", [["status"], ["explain", MANIFEST.workarounds[0].id]])

@@ -127,3 +127,132 @@ def test_offline_commands_run_without_pygithub_or_ray():
     for args in (["status"], ["explain", reader.load().workarounds[0].id], ["lint"], ["docs"]):
         result = without("github", "ray", args=args)
         assert result.returncode == 0, (args, result.stderr)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
+    # upstream against a host that accepts and never answers: interrupted while it waits.
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "GITHUB"))}
+        env.update(GITHUB_API_URL=f"http://127.0.0.1:{silent.getsockname()[1]}",
+                   XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+        process = subprocess.Popen([sys.executable, "-m", "tracker.commands", "upstream"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        silent.settimeout(60)
+        connection, _ = silent.accept()  # the command is waiting for GitHub now
+        with connection:
+            time.sleep(0.2)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err.splitlines()[-1] == "xpu-workarounds: interrupted" and "Traceback" not in err
+    assert out == ""
+
+
+def test_explain_json_says_everything_explain_says_with_the_stack(tmp_path):
+    manifest = reader.load()
+    w = manifest.workarounds[0]
+    result = run("explain", w.id, "--json", "--platform", "xpu", "--assume", "vllm==0.27.1")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["schema"] == 1 and document["environment"]["platform"] == "xpu"
+    assert document["tool"]["manifest_sha256"] == SHIPPED_SHA256
+    entry = document["workaround"]
+    assert (entry["id"], entry["symptom"], entry["why"], entry["how"]) == (w.id, w.symptom, w.why, w.how)
+    assert [t["path"] for t in entry["targets"]] == [t.path for t in w.targets]
+    assert [u["ref"] for u in entry["upstream"]] == [u.ref for u in w.upstream]
+    assert entry["decision"] in ("apply", "skip") and entry["removal_condition"]
+    text = run("explain", w.id, "--platform", "xpu", "--assume", "vllm==0.27.1").stdout
+    assert f"removal condition: {entry['removal_condition']}" in text
+    assert f"decision here: {entry['decision']} ({entry['reason']})" in text
+
+
+BAD_MANIFEST = 'schema = 1\n[support]\nvllm = "x"\ntorch = "2.10.0"\nvllm-xpu-kernels = "0.1.4"\n'
+
+
+def test_lint_json_lists_each_problem_and_exits_1(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BAD_MANIFEST)
+    result = run("lint", str(bad), "--json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["valid"] is False and document["manifest"] == str(bad)
+    text = run("lint", str(bad)).stdout.splitlines()
+    assert [f"{p['path']}:{p['line']}: {p['field']}: {p['message']}" for p in document["problems"]] == text
+
+
+def test_lint_json_of_a_valid_manifest():
+    result = run("lint", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"schema": 1, "manifest": str(SHIPPED), "valid": True, "problems": []}
+
+
+def test_lint_format_github_prints_one_error_annotation_per_problem(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BAD_MANIFEST)
+    monkeypatch.chdir(tmp_path)  # the checkout: annotations name files relative to it
+    result = run("lint", str(bad), "--format", "github")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == "::error file=bad.toml,line=3,title=support.vllm::'x' is not a PEP 440 version"
+    assert all(line.startswith("::error file=bad.toml,line=") for line in result.stdout.splitlines())
+
+
+def test_an_annotation_escapes_what_would_end_its_properties_or_its_line(tmp_path):
+    from tracker.commands.lint import annotation
+    from tracker.model.manifest import Problem
+
+    line = annotation(Problem(tmp_path / "a,b:c.toml", 4, "workaround[x,y]", "50% off\nnext"))
+    assert line == f"::error file={str(tmp_path).replace(':', '%3A')}/a%2Cb%3Ac.toml,line=4," \
+                   "title=workaround[x%2Cy]::50%25 off%0Anext"
+
+
+def test_assumed_xpu_kernels_mean_the_xpu_platform():
+    result = run("status", "--json", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
+                 "--assume", "vllm-xpu-kernels==0.1.12.3")
+    environment = json.loads(result.stdout)["environment"]
+    assert (environment["platform"], environment["platform_source"]) == ("xpu", "assumed")
+    assert result.stderr == ""
+
+
+def test_an_xpu_label_means_the_xpu_platform():
+    result = run("status", "--json", "--assume", "torch==2.13.0+xpu")
+    environment = json.loads(result.stdout)["environment"]
+    assert (environment["platform"], environment["platform_source"]) == ("xpu", "assumed")
+    assert result.stderr == ""
+
+
+def test_an_unlabelled_torch_says_which_platform_it_was_decided_for_and_how_to_ask_for_xpu():
+    result = run("status", "--json", "--assume", "torch==2.13", "--assume", "vllm==0.30.0")
+    platform = json.loads(result.stdout)["environment"]["platform"]
+    assert platform != "xpu"
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"xpu-workarounds: note: --assume torch==2.13 has no build label: decided for {platform} (")
+    assert line.endswith("; for XPU, pass --platform xpu or --assume torch==2.13+xpu")
+
+
+def test_an_unlabelled_torch_with_a_platform_given_says_nothing():
+    result = run("status", "--platform", "cuda", "--assume", "torch==2.13")
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_upstream_write_without_a_manifest_refuses_and_leaves_the_shipped_one_alone():
+    before = SHIPPED.read_bytes()
+    result = run("upstream", "--offline", "--write")
+    assert result.exit_code == 2
+    assert result.stderr == (f"xpu-workarounds: error: --write needs --manifest PATH, the manifest to update "
+                             f"(the shipped {SHIPPED} is never written)\n")
+    assert SHIPPED.read_bytes() == before
+
+
+def test_the_lint_hint_after_an_invalid_manifest_names_that_manifest(tmp_path):
+    bad = tmp_path / "my manifest.toml"
+    bad.write_text(BAD_MANIFEST)
+    result = run("--manifest", str(bad), "status")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (f"xpu-workarounds: error: the manifest is invalid (see above); run "
+                                              f"`xpu-workarounds lint '{bad}'` for the full list")

@@ -9,6 +9,7 @@ before any request; their answers to a wrong server are in tests/test_hostile_gi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -80,7 +81,9 @@ def check(args: list[str], env: dict[str, str]) -> None:
         lines = err.rstrip("\n").split("\n")
         assert lines[-1].startswith(("xpu-workarounds: error: ", "Error: ")), f"{args} {env}: exit {code}\n{err}"
         assert sum(line.startswith("xpu-workarounds: error: ") for line in lines) <= 1, err
-    if command == "lint" and code == 1:
+    if command == "lint" and code == 1 and "--json" in args[args.index("lint"):]:
+        assert json.loads(out)["valid"] is False, out
+    elif command == "lint" and code == 1:
         assert all(re.match(r"^.+:\d+: [^:]+: .+", line) for line in out.split("\n")[:-1]), out
 
 

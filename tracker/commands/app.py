@@ -8,6 +8,7 @@ torch, vLLM nor PyGithub. GitHub code is imported only by the commands that talk
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Annotated
 
@@ -64,16 +65,33 @@ app.command()(upstream.upstream)
 app.command()(retire.retire)
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+class Interrupted(BaseException):
+    """Ctrl-C. Not a KeyboardInterrupt, which click's own handling may turn into "Aborted!" and
+    exit 1, and which ``except Exception`` code would not pass on either way: raised by
+    ``_interrupt``, answered in ``main`` alone."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
 def main() -> None:
     """Run the command; a failed write of its output (``status > /dev/full``, a closed pipe)
-    is one line on stderr and exit 1, never a traceback."""
+    is one line on stderr and exit 1, never a traceback; Ctrl-C is one line and exit 130."""
     code: int | str | None = 0
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         app()
     except SystemExit as done:
         code = done.code
     except OSError as error:
         code = _output_failed(error)
+    except Interrupted:
+        sys.stderr.write("xpu-workarounds: interrupted\n")
+        code = EXIT_INTERRUPTED
     try:
         sys.stdout.flush()
     except OSError as error:

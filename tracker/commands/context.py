@@ -3,6 +3,7 @@ and the settings, the stack to decide for, and failing with one line and the doc
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -11,7 +12,7 @@ import typer
 import tracker
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.model.environment import InputError, Settings, assumptions, parse_platform
+from tracker.model.environment import Environment, InputError, Settings, assumptions, parse_platform
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
@@ -79,7 +80,35 @@ def load_manifest() -> manifest_module.Manifest:
     except manifest_module.ManifestError as error:
         for problem in error.problems:
             typer.echo(escape_controls(str(problem)), err=True)
-        fail("the manifest is invalid (see above); run `xpu-workarounds lint` for the full list")
+        named = state["manifest"]
+        command = "xpu-workarounds lint" + (f" {shlex.quote(str(named))}" if named is not None else "")
+        fail(f"the manifest is invalid (see above); run `{command}` for the full list")
+
+
+def described_platform(settings: Settings, described: dict[str, str]) -> tuple[str, str] | None:
+    """The platform of a stack ``--assume`` describes, where no build label says it: an assumed
+    vllm-xpu-kernels (XPU's kernels) means XPU. None: the torch build's label decides."""
+    if settings.platform is None and "vllm-xpu-kernels" in described:
+        return ("xpu", "assumed")
+    return None
+
+
+def unlabelled_torch_note(described: dict[str, str], env: Environment) -> str | None:
+    """One line for an assumed torch without a build label decided for another platform than
+    XPU with none given: what it was decided for, and how to ask for XPU."""
+    from packaging.version import InvalidVersion, Version
+
+    torch = described.get("torch")
+    if torch is None or env.platform == "xpu" or env.platform_source == "override":
+        return None
+    try:
+        if Version(torch).local is not None:
+            return None
+    except InvalidVersion:
+        return None  # the environment reports an unreadable version itself
+    why = "PyPI's torch is the CUDA build" if env.platform_source == "assumed" else "the installed torch's build label"
+    return (f"--assume torch=={torch} has no build label: decided for {env.platform} ({why}); for XPU, pass "
+            f"--platform xpu or --assume torch=={torch}+xpu")
 
 
 def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
@@ -98,7 +127,10 @@ def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
             settings = settings._replace(platform=parse_platform(platform, "--platform"))
     except InputError as error:
         fail(str(error))
-    decided = decide_stack(manifest, settings, described=described)
+    decided = decide_stack(manifest, settings, described=described, platform=described_platform(settings, described))
+    note = unlabelled_torch_note(described, decided.environment)
+    if note is not None:
+        typer.echo(f"xpu-workarounds: note: {escape_controls(note)}", err=True)
     for warning in decided.warnings:
         typer.echo(f"xpu-workarounds: warning: {escape_controls(warning)}", err=True)
     return decided

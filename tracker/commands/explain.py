@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
 
-from tracker.commands.context import AssumeOption, PlatformOption, decided_for, fail, load_manifest
+from tracker.commands.context import AssumeOption, JsonOption, PlatformOption, decided_for, fail, load_manifest
 
 
 def explain(
     workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.")],
     platform: PlatformOption = None,
     assume: AssumeOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
-    from tracker.commands.views import explain_text
+    from tracker.commands.views import explain_document, explain_text
 
     manifest = load_manifest()
     if workaround_id not in manifest.by_id:
         fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
     decided = decided_for(manifest, platform, assume)
     w = manifest.get(workaround_id)
+    if json_output:
+        typer.echo(json.dumps(explain_document(w, decided, manifest), indent=2))
+        return
     typer.echo(explain_text(w, decided.decisions[manifest.workarounds.index(w)], manifest))
 

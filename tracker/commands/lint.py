@@ -11,6 +11,9 @@ imported: linting runs no workaround code and needs neither torch nor vLLM.
 from __future__ import annotations
 
 import ast
+import json
+import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,11 +21,12 @@ import typer
 
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
-from tracker.commands.context import escape_controls
+from tracker.commands.context import JsonOption, escape_controls, fail
 from tracker.engine import source
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.reader import default_path, read
+from tracker.model.vocabulary import SCHEMA
 
 
 def lint(path: Path | str | None = None) -> list[Problem]:
@@ -95,12 +99,57 @@ def _tracker_imports(tree: ast.Module) -> set[str]:
 __all__ = ["lint", "module_problems", "protocol_problems"]
 
 
-def lint_command(path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
-                                                             show_default=False)] = None) -> None:
+class Format(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+
+
+def lint_command(
+    path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
+                                                show_default=False)] = None,
+    output_format: Annotated[Format, typer.Option(
+        "--format", help="text: PATH:LINE: field: message; json: one object; github: workflow annotations "
+                         "(::error file=...,line=...::message).")] = Format.TEXT,
+    json_output: JsonOption = False,
+) -> None:
     """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
-    problems = lint(path if path is not None else context.state["manifest"])
-    for problem in problems:
-        typer.echo(escape_controls(str(problem)))  # a path quoted from input cannot break the line
+    if json_output:
+        if output_format not in (Format.TEXT, Format.JSON):
+            fail(f"--json and --format {output_format} exclude each other")
+        output_format = Format.JSON
+    target = path if path is not None else context.state["manifest"]
+    problems = lint(target)
+    if output_format == Format.JSON:
+        typer.echo(json.dumps({"schema": SCHEMA, "manifest": str(target or default_path()), "valid": not problems,
+                               "problems": [{"path": str(p.path), "line": p.line, "field": p.field,
+                                             "message": p.message} for p in problems]}, indent=2))
+    elif output_format == Format.GITHUB:
+        for problem in problems:
+            typer.echo(annotation(problem))
+    else:
+        for problem in problems:
+            typer.echo(escape_controls(str(problem)))  # a path quoted from input cannot break the line
+        if not problems:
+            typer.echo(escape_controls(f"{target or default_path()}: ok"))
     if problems:
         raise typer.Exit(1)
-    typer.echo(escape_controls(f"{path or context.state['manifest'] or default_path()}: ok"))
+
+
+def annotation(problem: Problem) -> str:
+    """A GitHub Actions ``::error`` workflow command for ``problem``, its file relative to the
+    working directory (the checkout) where it lies inside it; escaped as the runner reads them."""
+    where = str(problem.path)
+    try:
+        relative = os.path.relpath(problem.path)
+        where = where if relative.startswith("..") else relative
+    except ValueError:  # another drive (Windows)
+        pass
+    file = escape_controls(_escape(where, properties=True))
+    title = escape_controls(_escape(problem.field, properties=True))
+    return f"::error file={file},line={problem.line},title={title}::{escape_controls(_escape(problem.message))}"
+
+
+def _escape(text: str, properties: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if properties else text

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra
+from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra, state
+from tracker.model.reader import default_path
 
 
 def upstream(
@@ -28,6 +29,9 @@ def upstream(
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")
+    if write and state["manifest"] is None:  # the shipped one is what every vLLM process here reads
+        fail(f"--write needs --manifest PATH, the manifest to update (the shipped {default_path()} is never "
+             "written)")
     manifest = load_manifest()
     mode = "offline" if offline else "refresh" if refresh else "normal"
     try:

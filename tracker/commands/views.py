@@ -61,6 +61,28 @@ def status_table(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def explain_document(w: Workaround, decided: StackDecisions, manifest: Manifest) -> dict[str, Any]:
+    """``explain --json``: everything ``explain_text`` says, with the stack it was decided for."""
+    decision = decided.decisions[manifest.workarounds.index(w)]
+    return {
+        "schema": SCHEMA,
+        "environment": decided.environment.as_json(),
+        "tool": provenance(manifest.path, manifest.sha256),
+        "workaround": {
+            **workaround_json(w, decision, manifest),
+            "platform": w.platform, "module": w.module, "owner": w.owner, "added": w.added.isoformat(),
+            "symptom": w.symptom, "why": w.why, "how": w.how,
+            "targets": [{"path": t.path, "kind": t.kind, "params": list(t.params), "optional": t.optional}
+                        for t in w.targets],
+            "affected": [dict(window.texts) for window in w.affected],
+            "vllm_carries_fix": str(w.vllm_carries_fix) if w.vllm_carries_fix else None,
+            "upstream": [{**upstream_json(ref), "commit": ref.commit, "note": ref.note, "remaining": ref.remaining,
+                          "marker": ref.marker._asdict() if ref.marker else None} for ref in w.upstream],
+            "removal_condition": removal_condition(w),
+        },
+    }
+
+
 def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
     verdict = retirement(w, manifest.support)
     out = [
