@@ -6,7 +6,10 @@ loads plugins. Two variables choose what it does once a module has been imported
 (nothing is imported early):
 
 - ``XPU_WORKAROUNDS_TEST_REFUSE=module:attribute``: the module refuses to have that
-  attribute replaced (``PermissionError``), so a patch of it raises for real.
+  attribute replaced (``PermissionError``), so a patch of it raises for real;
+  ``module:Class.method``: the class refuses the same for that method (the module's class is
+  replaced by a subclass holding the same method whose metaclass refuses it), so a patch of a
+  method only one process's modules hold raises in that process only.
 - ``XPU_WORKAROUNDS_TEST_RESHAPE=module:Class.method``: the method is replaced by one
   taking an extra keyword-only parameter, as a later vLLM release might define it.
 """
@@ -21,6 +24,9 @@ import types
 
 
 def _refuse(attribute):
+    if "." in attribute:
+        return _refuse_method(*attribute.split("."))
+
     def action(module):
         original = vars(module)[attribute]
 
@@ -31,6 +37,23 @@ def _refuse(attribute):
                 super().__setattr__(name, value)
 
         module.__class__ = RefusingModule
+    return action
+
+
+def _refuse_method(class_name, method_name):
+    def action(module):
+        cls = getattr(module, class_name)
+        original = vars(cls)[method_name]
+
+        class Refusing(type(cls)):
+            def __setattr__(self, name, value):
+                if name == method_name and value is not original:
+                    raise PermissionError(f"injected fault: {class_name}.{name} may not be replaced")
+                super().__setattr__(name, value)
+
+        namespace = {method_name: original, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                     "__doc__": cls.__doc__}
+        setattr(module, class_name, Refusing(cls.__name__, (cls,), namespace))
     return action
 
 
