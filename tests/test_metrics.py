@@ -172,3 +172,49 @@ def test_the_scrape_shows_a_reports_outcome_as_it_is_now(tmp_path, outcome):
         child.wait()
     assert [labels for labels in found if labels["process"] == "worker"] == [
         {"id": "first-fix", "decision": "apply", "reason": "affected", "outcome": outcome, "process": "worker"}]
+
+
+# ------------------------------------------------------------ the dashboard
+
+DASHBOARD = Path(__file__).resolve().parents[1] / "docs" / "grafana" / "xpu-workarounds.json"
+TARGET_LABELS = {"instance", "job"}  # what Prometheus adds to every scraped series
+NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
+
+
+def dashboard_queries() -> list[str]:
+    document = json.loads(DASHBOARD.read_text())
+    queries = [target["expr"] for panel in document["panels"] for target in panel.get("targets", [])]
+    for variable in document["templating"]["list"]:
+        if variable["type"] == "query":
+            queries.append(variable["query"]["query"] if isinstance(variable["query"], dict) else variable["query"])
+    return queries
+
+
+def test_the_dashboard_is_importable_grafana_json_with_a_prometheus_input():
+    document = json.loads(DASHBOARD.read_text())
+    assert document["__inputs"][0]["pluginId"] == "prometheus" and document["uid"] == "xpu-workarounds"
+    assert [panel["id"] for panel in document["panels"]] == list(range(1, len(document["panels"]) + 1))
+    assert all(panel["datasource"]["uid"] == "${datasource}" for panel in document["panels"])
+
+
+def test_every_dashboard_query_names_metrics_and_labels_the_plugin_exports(tmp_path):
+    import re
+
+    served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
+    exported = {family.name: set() for family in text_string_to_metric_families(served["scrape"])}
+    for family in text_string_to_metric_families(served["scrape"]):
+        for sample in family.samples:
+            exported[family.name] |= set(sample.labels)
+    ours = {name: labels for name, labels in exported.items() if name.startswith("xpu_workarounds")}
+    assert set(ours) == {"xpu_workarounds_info", "xpu_workarounds_workaround"}
+    queries = dashboard_queries()
+    assert len(queries) >= 8
+    for query in queries:
+        named = set(re.findall(rf"\bxpu_workarounds_{NAME}", query))
+        assert named and named <= set(ours), query
+        labels = set(re.findall(rf"({NAME})\s*(?:=~|!~|!=|=)\s*\"", query))
+        for grouping in re.findall(r"\b(?:by|on|without|ignoring)\s*\(([^)]*)\)", query):
+            labels |= {label.strip() for label in grouping.split(",") if label.strip()}
+        labels |= set(re.findall(rf"label_values\(\s*{NAME}\s*,\s*({NAME})\s*\)", query))
+        allowed = set().union(*(ours[name] for name in named)) | TARGET_LABELS
+        assert labels <= allowed, (query, labels - allowed)
