@@ -116,13 +116,6 @@ def test_github_commands_without_pygithub_name_the_extra_and_exit_2(args):
     assert result.stdout == ""
 
 
-def test_cluster_status_without_ray_names_the_extra_and_exits_2():
-    result = without("ray", args=["status", "--cluster"])
-    assert result.returncode == 2
-    assert result.stderr == ("xpu-workarounds: error: status --cluster needs the ray extra: "
-                             "pip install 'xpu-workarounds[ray]'\n")
-
-
 def test_offline_commands_run_without_pygithub_or_ray():
     for args in (["status"], ["explain", reader.load().workarounds[0].id], ["lint"], ["docs"]):
         result = without("github", "ray", args=args)
@@ -256,3 +249,71 @@ def test_the_lint_hint_after_an_invalid_manifest_names_that_manifest(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (f"xpu-workarounds: error: the manifest is invalid (see above); run "
                                               f"`xpu-workarounds lint '{bad}'` for the full list")
+
+
+# ------------------------------------------------------------------ tables and colour
+
+ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
+               "--assume", "vllm-xpu-kernels==0.1.12.3"]
+
+
+def on_terminal(args: list[str], **env: str) -> tuple[int, str]:
+    """The command with its stdout and stderr on a pseudo-terminal, as a person runs it."""
+    import pty
+
+    master, slave = pty.openpty()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR", "FORCE_COLOR"))}
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    process = subprocess.Popen([script, *args], stdin=slave, stdout=slave, stderr=slave,
+                               env={**clean, "TERM": "xterm-256color", **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other end is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return process.wait(timeout=60), b"".join(chunks).decode()
+
+
+def test_status_on_a_terminal_highlights_what_applies_and_bolds_the_header():
+    code, text = on_terminal(["status", *ISSUE_STACK])
+    assert code == 0
+    assert "\x1b[1mID" in text
+    assert "\x1b[1;32mapply\x1b[0m" in text
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}], ids=["NO_COLOR", "TERM=dumb"])
+def test_no_colour_on_a_terminal_that_asks_for_none(env):
+    code, text = on_terminal(["status", *ISSUE_STACK], **env)
+    assert code == 0 and "apply" in text
+    assert "\x1b[" not in text
+
+
+def test_no_colour_when_piped():
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR"))}
+    piped = subprocess.run([script, "status", *ISSUE_STACK], capture_output=True, text=True,
+                           env={**env, "TERM": "xterm-256color"})
+    assert piped.returncode == 0 and "apply" in piped.stdout
+    assert "\x1b[" not in piped.stdout + piped.stderr
+
+
+def test_an_error_on_a_terminal_is_highlighted():
+    code, text = on_terminal(["explain", "no-such-id"])
+    assert code == 2
+    assert text.startswith("\x1b[1;31mxpu-workarounds: error:\x1b[0m unknown workaround id 'no-such-id'")
+
+
+def test_a_table_as_plain_text_is_two_spaces_between_left_aligned_columns_never_wrapped(monkeypatch):
+    from tracker.commands.output import table
+
+    monkeypatch.setenv("COLUMNS", "20")  # a narrow terminal changes nothing in plain text
+    rows = [("x", "a cell much wider than twenty columns", "1"), ("longer", "b", "22")]
+    assert table(("A", "B", "C"), rows) == ("A       B                                      C\n"
+                                            "x       a cell much wider than twenty columns  1\n"
+                                            "longer  b                                      22")

@@ -20,6 +20,7 @@ from test_upstream import (
 )
 
 from tracker import upstream
+from tracker.commands.upstream_text import render
 from tracker.upstream.client import GitHubUnavailable
 
 REF = "vllm-project/vllm#500"
@@ -79,7 +80,7 @@ def test_offline_answers_from_the_cache_and_says_how_old_it_is(server, tmp_path)
     assert offline.as_json(at=later)["cache_age_seconds"] == 90
     assert offline.as_json(at=live.checked_at - timedelta(seconds=5))["cache_age_seconds"] == 0  # a clock behind
     assert [f.as_json() for f in offline.references] == [f.as_json() for f in live.references]
-    assert "from the cache, checked" in upstream.render(offline)
+    assert "from the cache, checked" in render(offline)
     assert server.count() == 0
 
 

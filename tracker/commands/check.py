@@ -32,6 +32,7 @@ import typer
 from packaging.version import InvalidVersion, Version
 
 from tracker.commands.context import JsonOption, fail, load_manifest
+from tracker.commands.output import table
 from tracker.decision.gates import Decision
 from tracker.decision.probe import carried_fix, markers
 from tracker.decision.stack import decide_stack
@@ -369,14 +370,13 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None) -> Rele
 def render(result: ReleaseCheck) -> str:
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
     lines = [f"vLLM {result.vllm or 'of unknown version'} ({result.source}); XPU pins: {pins}", ""]
-    rows = [("ID", "TARGETS", "VLLM'S OWN FIX (SOURCE/MANIFEST)", "AT THE XPU PINS")]
+    rows = []
     for w in result.workarounds:
         found = ", ".join(sorted({t.found for t in w.targets}))
         source = {True: "yes", False: "no", None: "-"}[w.source_fix]
         decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
         rows.append((w.id, found, f"{source}/{'yes' if w.carries_fix else 'no'}", decided))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.append(table(("ID", "TARGETS", "VLLM'S OWN FIX (SOURCE/MANIFEST)", "AT THE XPU PINS"), rows))
     problems = result.problems
     lines += ["", *problems] if problems else ["", "no drift: the manifest matches this release's source"]
     carried = [t.id for t in result.tracked if t.found]

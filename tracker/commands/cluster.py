@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracker.commands.output import table
 from tracker.model.vocabulary import SCHEMA, Choice, Outcome, Reason
 
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
@@ -315,8 +316,9 @@ def render(cluster: Cluster) -> str:
     verdict = "they agree" if cluster.agree else "they disagree"
     lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
              ""]
-    rows = [("NODE", "HOST", "PLATFORM", *(name.upper() for name in SHOWN_COMPONENTS), "XPU-WORKAROUNDS",
-             "MANIFEST", "APPLIES", "RUNNING (APPLIED)")]
+    headers = ("NODE", "HOST", "PLATFORM", *(name.upper() for name in SHOWN_COMPONENTS), "XPU-WORKAROUNDS",
+               "MANIFEST", "APPLIES", "RUNNING (APPLIED)")
+    rows: list[tuple[str, ...]] = []
     for node in cluster.nodes:
         name = f"{node.node_id[:8]} {node.ip}{' (head)' if node.head else ''}"
         host = str(node.answer.get("host", "?"))
@@ -328,8 +330,7 @@ def render(cluster: Cluster) -> str:
                          _running_cell(node)))
         else:
             rows.append((name, host, f"({node.state})", *("-" for _ in SHOWN_COMPONENTS), "-", "-", "-", "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.append(table(headers, rows))
     if cluster.differences:
         lines += ["", "Differences:", *(f"  {difference}" for difference in cluster.differences)]
     if cluster.notes:

@@ -4,6 +4,7 @@ and the settings, the stack to decide for, and failing with one line and the doc
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -53,7 +54,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    typer.echo(f"xpu-workarounds: error: {escape_controls(message)}", err=True)
+    from tracker.commands.output import styled
+
+    typer.echo(f"{styled('xpu-workarounds: error:', 'bold red', sys.stderr)} {escape_controls(message)}", err=True)
     raise typer.Exit(code)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from tracker.commands.cluster import stack_differences
 from tracker.commands.context import escape_controls
+from tracker.commands.output import table
 from tracker.model.vocabulary import SCHEMA, Outcome
 from tracker.runtime.reports import read_report, report_files, running
 
@@ -190,14 +191,14 @@ def render(machine: Machine) -> str:
     verdict = "they agree" if machine.agree else "they disagree"
     lines = [f"Reports in {escape_controls(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
              + (f"; {verdict}" if counts[True] else ""), ""]
-    rows = [("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN))]
+    rows = []
     for process in machine.processes:
         rows.append((str(process.pid), escape_controls(process.role or "-"), str(process.parent or "-"),
                      "running" if process.running else "gone", escape_controls(process.platform),
                      *(escape_controls(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
-    if len(rows) > 1:
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    if rows:
+        lines.append(table(("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN)),
+                           rows))
     else:
         lines.append("no reports (is XPU_WORKAROUNDS_REPORT set for the vLLM processes?)")
     if machine.differences:

@@ -56,7 +56,9 @@ def upstream(
                        f"({upstream_module.age_text(report.checked_at)} old)", err=True)
         typer.echo(json.dumps(report.as_json(), indent=2))
     else:
-        typer.echo(upstream_module.render(report))
+        from tracker.commands.upstream_text import render
+
+        typer.echo(render(report))
     if refresh and failed:  # --refresh promises every fact checked now
         fail(f"{len(failed)} of {len(report.references)} upstream references could not be learned (see the "
              f"warnings above)", EXIT_UPSTREAM)

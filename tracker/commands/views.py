@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.commands.output import table
 from tracker.decision.gates import Decision
 from tracker.decision.stack import StackDecisions
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround, provenance
@@ -51,11 +52,9 @@ def status_table(document: dict[str, Any]) -> str:
     env = document["environment"]
     versions = ", ".join(f"{name} {raw}" for name, raw in env["versions"].items() if raw) or "no components found"
     lines = [f"platform: {env['platform']} ({env['platform_source']}); {versions}", ""]
-    rows = [("ID", "DECISION", "REASON", "RETIREMENT")]
-    rows += [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"]) for w in document["workarounds"]]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    lines.append(table(("ID", "DECISION", "REASON", "RETIREMENT"),
+                       [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"])
+                        for w in document["workarounds"]]))
     lines.append("")
     lines += [f"{w['id']}: {w['detail']}" for w in document["workarounds"]]
     return "\n".join(lines)

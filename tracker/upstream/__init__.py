@@ -5,7 +5,7 @@ Per reference (``OWNER/REPO#N``) it learns, from GitHub through PyGithub, the st
 vLLM's own inline workarounds, whether they are dead code at vLLM's XPU pins (``audit``).
 Answers are cached and revalidated with conditional requests (``cache``); ``tracking``
 runs it all; ``writeback`` writes the facts into a manifest; ``overlay`` lays them over
-one; ``floors`` evaluates a support-floor policy; ``rendering`` prints them.
+one; ``floors`` evaluates a support-floor policy (``tracker.commands.upstream_text`` prints them).
 
 The names below are imported on first use, so that ``tracker.upstream.floors`` (which
 ``retire`` reads without GitHub) does not import PyGithub.
@@ -21,7 +21,7 @@ _HOMES = {
     "MAX_AGE": "cache", "Cache": "cache", "Mode": "cache", "NoUsableCache": "cache", "NotCached": "cache",
     "Source": "cache", "age_text": "clock", "SCHEMA": "facts", "Facts": "facts", "InlineVerdict": "facts",
     "Report": "facts", "REPOSITORY_COMPONENTS": "releases", "RELEASE_TAG_PREFIX": "releases", "Probe": "releases",
-    "Releases": "releases", "Tag": "releases", "release_of_tag": "releases", "render": "rendering",
+    "Releases": "releases", "Tag": "releases", "release_of_tag": "releases",
     "classify_pr": "state", "Tracker": "tracking", "track": "tracking", "learn": "tracking",
     "updated_text": "writeback", "write_back": "writeback",
 }

@@ -1,9 +1,10 @@
-"""The human-readable ``upstream`` report."""
+"""The human-readable ``upstream`` report (its table drawn by ``tracker.commands.output``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from tracker.commands.output import table
 from tracker.upstream.clock import age_text, iso
 from tracker.upstream.facts import Report
 
@@ -16,12 +17,9 @@ def render(report: Report, now: datetime | None = None) -> str:
     else:
         lines.append(f"checked GitHub at {iso(report.checked_at)}")
     lines.append("")
-    rows = [("REFERENCE", "STATE", "COMMIT", "RELEASED IN")]
-    rows += [(f.ref, f.state or "unknown", (f.commit or "-")[:12], str(f.released_in) if f.released_in else "-")
+    rows = [(f.ref, f.state or "unknown", (f.commit or "-")[:12], str(f.released_in) if f.released_in else "-")
              for f in report.references]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.append("")
+    lines += [table(("REFERENCE", "STATE", "COMMIT", "RELEASED IN"), rows), ""]
     lines += [f"{f.ref}: {f.evidence}" for f in report.references]
     for tracked, heading in ((False, "vLLM's inline copies of these workarounds at vLLM's XPU pins:"),
                              (True, "vLLM's own XPU workarounds (tracked, not patched) at vLLM's XPU pins:")):
