@@ -398,3 +398,114 @@ def test_a_pr_that_does_not_move_the_vllm_pin_is_left_alone(upgrade):
     result = step.run(check_script(), **env)
     assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout
     assert writes(step.server) == 0 and not step.summary.exists()
+
+
+# ------------------------------------------------------ tracked-only: a vLLM fork
+
+FORK = "xpu-fork/vllm"
+FORK_MANIFEST = ".xpu/workarounds.toml"
+XPU_PY = "vllm/platforms/xpu.py"
+TRACKED = """\
+schema = 1
+
+[[tracked]]
+id = "empty-cache-before-graph"
+title = "Empty the XPU cache before graph capture"
+file = "vllm/platforms/xpu.py"
+marker = "torch.xpu.empty_cache()  # before capture"
+carried_in = ">=0.20.0"
+waits_on = "pytorch/pytorch#188240"
+dead_when = "torch>=2.14.0"
+
+[[tracked]]
+id = "event-polling"
+title = "Poll XPU events instead of blocking"
+file = "vllm/platforms/xpu.py"
+marker = "while not event.query():"
+carried_in = ">=0.20.0"
+dead_when = "torch>=2.20.0"
+
+[[tracked]]
+id = "old-stream-guard"
+title = "Guard the side stream"
+file = "vllm/platforms/xpu.py"
+marker = "with torch.xpu.stream(side):"
+carried_in = ">=0.20.0"
+dead_when = "torch>=2.10.0"
+"""
+XPU_SOURCE = ("def capture():\n    torch.xpu.empty_cache()  # before capture\n\n\n"
+              "def wait(event):\n    while not event.query():\n        pass\n")
+DEAD = "empty-cache-before-graph"
+
+
+@pytest.fixture
+def fork(tmp_path):
+    with FakeGitHub() as running:
+        install(running)
+        repo = running.add_repo(FORK)
+        repo.commit("vLLM with its XPU code", files={FORK_MANIFEST: TRACKED, XPU_PY: XPU_SOURCE,
+                                                     "requirements/xpu.txt": "torch==2.15.0\nvllm-xpu-kernels==0.1.5\n",
+                                                     "vllm/__init__.py": ""})
+        yield repo, Step(running, tmp_path, FORK)
+
+
+def inline_issues(step: Step):
+    from tracker.retire.inline import INLINE_LABEL
+
+    return [issue for issue in store(step.server).issues.get(FORK.lower(), {}).values() if INLINE_LABEL in issue.labels]
+
+
+def test_a_tracked_only_fork_gets_one_issue_per_dead_inline_workaround_and_nothing_else(fork):
+    repo, step = fork
+    result = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [issue] = inline_issues(step)
+    assert DEAD in issue.title and issue.state == "open"
+    assert "vLLM pins torch 2.15.0 for XPU" in issue.body and "torch>=2.14.0" in issue.body
+    assert f"`{XPU_PY}`" in issue.body and "`torch.xpu.empty_cache()  # before capture`" in issue.body
+    assert read_marker(issue.body).kind == "inline" and read_marker(issue.body).id == DEAD
+    # Nothing else: no PR, no branch, no file; every request was to the fork itself.
+    assert not repo.pulls and set(repo.branches) == {"main"}
+    assert all(hit.path.startswith(f"/repos/{FORK}") for hit in step.server.log)
+    [dashboard] = [i for i in store(step.server).issues[FORK.lower()].values() if DASHBOARD_LABEL in i.labels]
+    for line in (f"| `{DEAD}` | `{XPU_PY}` | yes | **dead**", "| `event-polling` | `vllm/platforms/xpu.py` | yes | "
+                 "**needed**", "| `old-stream-guard` | `vllm/platforms/xpu.py` | no | **gone**"):
+        assert line in dashboard.body, line
+    assert f"#{issue.number} open |" in dashboard.body
+    outputs = step.outputs()
+    assert json.loads(outputs["issues"]) == [{"id": DEAD, "number": issue.number, "action": "opened",
+                                              "url": f"{repo.html}/issues/{issue.number}"}]
+    assert json.loads(outputs["prs"]) == [] and json.loads(outputs["retirable"]) == []
+    # Idempotent: a second run sends no write.
+    again = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert again.returncode == 0 and writes(step.server) == 0 and len(inline_issues(step)) == 1
+
+
+def test_the_issue_is_closed_with_a_comment_when_the_marker_is_gone(fork):
+    repo, step = fork
+    step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    [issue] = inline_issues(step)
+    repo.commit("Drop the cache workaround", files={XPU_PY: XPU_SOURCE.replace(
+        "    torch.xpu.empty_cache()  # before capture\n", "    pass\n")})
+    result = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert issue.state == "closed"
+    [comment] = [c.body for c in store(step.server).comments[(FORK.lower(), issue.number)]]
+    assert comment.startswith("Closing: on `main` at ") and "is no longer in `vllm/platforms/xpu.py`" in comment
+    assert read_marker(issue.body).closed == "marker-gone" and len(inline_issues(step)) == 1
+
+
+def test_a_person_closing_the_issue_is_respected_until_the_evidence_changes(fork):
+    repo, step = fork
+    step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    [issue] = inline_issues(step)
+    issue.state = "closed"  # a maintainer closes it: "not now"
+    kept = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert kept.returncode == 0 and issue.state == "closed"
+    assert "stays closed until the evidence changes" in kept.stdout
+    assert writes(step.server) == 1 and "updated     dashboard" in kept.stdout  # its row says "closed"
+    assert step.run(retire_script(), MANIFEST=FORK_MANIFEST).returncode == 0 and writes(step.server) == 0
+    repo.commit("Pin torch 2.16.0 for XPU", files={"requirements/xpu.txt": "torch==2.16.0\nvllm-xpu-kernels==0.1.5\n"})
+    moved = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert moved.returncode == 0 and issue.state == "open" and "torch 2.16.0" in issue.body
+    assert len(inline_issues(step)) == 1

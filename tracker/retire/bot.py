@@ -27,8 +27,11 @@ from github.Repository import Repository
 
 from tracker.model.manifest import Layout, Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
-from tracker.retire.dashboard import dashboard_body, keep_dashboard, pr_cell
+from tracker.retire.dashboard import DASHBOARD_MARKER, dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
+from tracker.retire.inline import InlineIssues, pins_path, tracked_only
+from tracker.retire.inline import dashboard_body as inline_dashboard
+from tracker.retire.inline import states as inline_states
 from tracker.retire.proposal import LABEL, Proposal, Proposer
 from tracker.retire.removal import (
     MANIFEST_PATH,
@@ -160,6 +163,8 @@ class Retirer:
         snapshot = self.read_snapshot(repo, base)
         manifest = manifest_from_text(snapshot.manifest_text, f"{self.repository}@{base}", self.manifest_path)
         snapshot = self.laid_out(snapshot, manifest)
+        if tracked_only(manifest):
+            return self.run_tracked(repo, snapshot, manifest, only)
         if only is not None and only not in manifest.by_id:
             raise ValueError(f"unknown workaround id {only!r} on {base} (known: {', '.join(manifest.ids)})")
         fresh, halted = self.learn(manifest)
@@ -242,6 +247,42 @@ class Retirer:
         plan.foreign_body = lambda tip: pr_body(w, verdict, floors, snapshot, removal, plan.evidence, report, tip)
         return proposer.keep(plan, f" (#{plan.latest.number} was merged, yet {w.id} is on {snapshot.branch} "
                                    f"again)" if plan.latest is not None else "")
+
+    # ---- tracked-only: the repository that carries vLLM's code --------------------------
+    def run_tracked(self, repo: Repository, snapshot: Snapshot, manifest: Manifest, only: str | None) -> RetireResult:
+        """One issue per inline workaround dead at this repository's own pins (``tracker.retire.inline``);
+        never a code PR, no upstream-facts PR (the manifest has no references to record)."""
+        ids = [inline.id for inline in manifest.tracked]
+        if only is not None and only not in ids:
+            raise ValueError(f"unknown tracked id {only!r} on {snapshot.branch} (known: {', '.join(ids)})")
+        what = f"{self.repository}@{snapshot.branch}"
+        texts: dict[str, str] = {}
+
+        def read(path: str) -> str:
+            if path not in texts:
+                with github_step(self.settings, what=f"{what}: {path}", fatal=True):
+                    texts[path] = _blob_text(repo.get_git_blob(snapshot.blobs[path]), what, path)
+            return texts[path]
+
+        outcome = RetireResult(self.repository, snapshot.branch, snapshot.commit, self.dry_run,
+                          floors=fixed_floors(manifest), facts=FactsResult.of(None), html_url=repo.html_url)
+        found = [state for state in inline_states(manifest, snapshot, read) if only is None or state.inline.id == only]
+        assert self._base is not None
+        proposer = Proposer(repo, self.settings, self.repository.split("/")[0], snapshot, self._base,
+                            dry_run=self.dry_run)
+        pins = pins_path(manifest)
+        outcome.issues = InlineIssues(repo, self.settings, snapshot, dry_run=self.dry_run,
+                                      ensure_label=proposer.ensure_label).keep(found, pins)
+        for action in outcome.issues:
+            self.echo(describe(action, self.dry_run))
+        if only is not None:
+            self.echo(f"{'dry run: ' if self.dry_run else ''}dashboard left as it is (--only)")
+            return outcome
+        body = inline_dashboard(snapshot, found, outcome.issues, pins, DASHBOARD_MARKER)
+        outcome.dashboard = keep_dashboard(repo, body, dry_run=self.dry_run, settings=self.settings,
+                                           ensure_label=proposer.ensure_label)
+        self.echo(describe_dashboard(outcome.dashboard, self.dry_run))
+        return outcome
 
     # ---- the upstream-facts PR --------------------------------------------------------
     def facts_pr(self, proposer: Proposer, fresh: Fresh) -> Action | None:

@@ -84,10 +84,11 @@ class RetireResult:
     facts_pr: Action | None = None
     halted: str | None = None  # why nothing was written (the refresh could not reach GitHub)
     html_url: str | None = None  # the repository's web address (for links to its PRs)
+    issues: list[Action] = field(default_factory=list)  # tracked-only: the dead inline workarounds' issues
 
     @property
     def failed(self) -> bool:
-        return self.halted is not None or any(a.action is ActionKind.FAILED for a in self.actions) or (
+        return self.halted is not None or any(a.action is ActionKind.FAILED for a in [*self.actions, *self.issues]) or (
             self.dashboard is not None and self.dashboard.action is ActionKind.FAILED) or (
             self.facts_pr is not None and self.facts_pr.action is ActionKind.FAILED)
 
@@ -98,7 +99,7 @@ class RetireResult:
                 "floors_note": self.floors.note if self.floors else None,
                 "facts": self.facts.as_json() if self.facts else None,
                 "facts_pr": self.facts_pr.as_json() if self.facts_pr else None,
-                "actions": [a.as_json() for a in self.actions],
+                "actions": [a.as_json() for a in self.actions], "issues": [a.as_json() for a in self.issues],
                 "dashboard": self.dashboard.as_json() if self.dashboard else None,
                 "halted": self.halted}
 

@@ -33,9 +33,15 @@ def outputs(outcome: RetireResult) -> dict[str, str]:
     """``prs`` (JSON ``[{id, number, url, action}]``), ``retirable`` (JSON ids), ``dashboard`` (issue number)."""
     acted = ([outcome.facts_pr] if outcome.facts_pr is not None else []) + outcome.actions
     prs = [{"id": a.id, "number": a.pr, "url": pull_url(outcome, a.pr), "action": str(a.action)} for a in acted]
+    issues = [{"id": a.id, "number": a.pr, "url": issue_url(outcome, a.pr), "action": str(a.action)}
+              for a in outcome.issues]
     dashboard = outcome.dashboard.issue if outcome.dashboard is not None else None
     return {"prs": json.dumps(prs), "retirable": json.dumps([item["id"] for item in outcome.retirable]),
-            "dashboard": "" if dashboard is None else str(dashboard)}
+            "dashboard": "" if dashboard is None else str(dashboard), "issues": json.dumps(issues)}
+
+
+def issue_url(outcome: RetireResult, number: int | None) -> str | None:
+    return f"{outcome.html_url}/issues/{number}" if number is not None and outcome.html_url else None
 
 
 def pull_url(outcome: RetireResult, number: int | None) -> str | None:
@@ -90,7 +96,7 @@ def outcome_annotations(outcome: RetireResult) -> list[str]:
     found = []
     if outcome.halted is not None:
         found.append(annotation("error", outcome.halted))
-    for action in ([outcome.facts_pr] if outcome.facts_pr is not None else []) + outcome.actions:
+    for action in ([outcome.facts_pr] if outcome.facts_pr is not None else []) + outcome.actions + outcome.issues:
         if action.action is ActionKind.FAILED:
             found.append(annotation("error", f"{action.id}: {action.detail}"))
     if outcome.dashboard is not None and outcome.dashboard.action is ActionKind.FAILED:
@@ -131,6 +137,9 @@ def summary_markdown(outcome: RetireResult) -> str:
              f"{' (dry run: nothing was changed)' if outcome.dry_run else ''}", ""]
     if rows:
         lines += ["| workaround | verdict | evidence | removal PR |", "|---|---|---|---|", *rows, ""]
+    if outcome.issues:
+        lines += ["| inline workaround | issue |", "|---|---|",
+                  *[f"| `{a.id}` | {_cell(a.detail)} |" for a in outcome.issues], ""]
     if outcome.facts is not None:
         lines.append(f"Upstream facts: {outcome.facts.source}"
                      + (f", {len(outcome.facts.unchecked)} could not be learned" if outcome.facts.unchecked else "")
