@@ -509,3 +509,45 @@ def test_a_person_closing_the_issue_is_respected_until_the_evidence_changes(fork
     moved = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
     assert moved.returncode == 0 and issue.state == "open" and "torch 2.16.0" in issue.body
     assert len(inline_issues(step)) == 1
+
+
+# ------------------------------------------------- what a step is told, as data
+
+
+def test_an_output_value_cannot_forge_another_output():
+    from tracker.retire.summary import output_lines
+
+    forged = 'x\nretirable<<EOF\n["everything"]\nEOF'
+    text = output_lines({"prs": forged, "dashboard": "7"})
+    delimiter = text.splitlines()[0].partition("<<")[2]
+    assert re.fullmatch(r"xpu_workarounds_[0-9a-f]{32}", delimiter) and delimiter not in forged
+    assert text == f"prs<<{delimiter}\n{forged}\n{delimiter}\n" + text[text.index("dashboard<<"):]
+    assert output_lines({"a": "1"}) != output_lines({"a": "1"})  # a fresh delimiter each time
+
+
+def test_an_annotation_cannot_be_broken_out_of_by_what_it_quotes():
+    from tracker.retire.summary import annotation
+
+    line = annotation("warning", "one\n::error::forged 100%", file="x,y:z.toml", line=3)
+    assert line == "::warning file=x%2Cy%3Az.toml,line=3,title=xpu-workarounds::one%0A::error::forged 100%25"
+    assert "\n" not in line
+
+
+def test_outside_actions_a_run_writes_no_output_summary_or_annotation(tmp_path):
+    from tracker.retire.results import Action, ActionKind, RetireResult
+    from tracker.retire.summary import publish
+
+    failed = RetireResult("o/r", "main", "0" * 40, False, actions=[Action("x", ActionKind.FAILED, None, "b", "no")])
+    printed: list[str] = []
+    publish(failed, printed.append, environ={})
+    assert printed == [] and list(tmp_path.iterdir()) == []
+    publish(failed, printed.append, environ={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "out")})
+    assert printed == ["::error title=xpu-workarounds::x: no"] and (tmp_path / "out").read_text().startswith("prs<<")
+
+
+def test_the_vllm_source_says_where_vllms_pins_are_read():
+    from tracker.upstream.audit import vllm_source
+
+    text = TRACKED + '\n[sources.vllm]\nrepository = "xpu-fork/vllm"\npins = "requirements/xpu-fork.txt"\n'
+    assert vllm_source(reader.load(write_temp(text))) == ("xpu-fork/vllm", "requirements/xpu-fork.txt")
+    assert vllm_source(reader.load(write_temp(TRACKED))) == ("vllm-project/vllm", "requirements/xpu.txt")

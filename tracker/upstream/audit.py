@@ -20,21 +20,32 @@ from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
 VLLM_REPOSITORY = "vllm-project/vllm"
 VLLM_XPU_REQUIREMENTS = "requirements/xpu.txt"
 
-def pins_at(source: Source, label: str, query: str, pinned: str | None) -> dict[str, Version]:
-    """vLLM's XPU pins at ``label`` (``query`` selects the ref; ``pinned`` is its fixed commit, if any)."""
-    path = f"/repos/{VLLM_REPOSITORY}/contents/{VLLM_XPU_REQUIREMENTS}{query}"
-    content = source.get(path, what=f"{VLLM_REPOSITORY} {VLLM_XPU_REQUIREMENTS} at {label}",
+def vllm_source(manifest: Manifest) -> tuple[str, str]:
+    """(the repository that releases vLLM, the file of its tree holding the XPU pins): ``[sources.vllm]``."""
+    found = manifest.sources.get("vllm")
+    return (found.repository, found.pins or VLLM_XPU_REQUIREMENTS) if found is not None else \
+        (VLLM_REPOSITORY, VLLM_XPU_REQUIREMENTS)
+
+
+def pins_at(source: Source, label: str, query: str, pinned: str | None,
+            where: tuple[str, str] = (VLLM_REPOSITORY, VLLM_XPU_REQUIREMENTS)) -> dict[str, Version]:
+    """vLLM's XPU pins at ``label`` (``query`` selects the ref; ``pinned`` is its fixed commit, if any);
+    ``where``: the repository and the file (``vllm_source``)."""
+    repository, requirements = where
+    path = f"/repos/{repository}/contents/{quote(requirements)}{query}"
+    content = source.get(path, what=f"{repository} {requirements} at {label}",
                          immutable=pinned is not None, key=f"{path}#{pinned}" if pinned else None)
     return xpu_pins(base64.b64decode(content.get("content", "")).decode("utf-8", "replace"))
 
 
 def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:
-    inline = [w for w in manifest.workarounds if any(r.repo == VLLM_REPOSITORY for r in w.refs(Role.INLINE_FIX))]
+    where = vllm_source(manifest)
+    inline = [w for w in manifest.workarounds if any(r.repo == where[0] for r in w.refs(Role.INLINE_FIX))]
     if not inline and not manifest.tracked:
         return []
     verdicts: list[InlineVerdict] = []
     try:
-        tags = releases.tags(VLLM_REPOSITORY)
+        tags = releases.tags(where[0])
     except (GitHubMissing, NotCached):
         tags = []
     points: list[tuple[str, str, str | None]] = [("main", "", None)]  # no ref: the default branch
@@ -43,7 +54,7 @@ def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]
         points.append((latest.name, f"?ref={quote(latest.name, safe='')}", latest.object_sha))
     for label, query, pinned in points:
         try:
-            pins = pins_at(releases.source, label, query, pinned)
+            pins = pins_at(releases.source, label, query, pinned, where)
         except (GitHubMissing, NotCached) as error:
             for w in inline:
                 verdicts.append(InlineVerdict(w.id, label, False, f"vLLM's XPU pins unknown: {error}"))

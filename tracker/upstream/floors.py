@@ -68,12 +68,13 @@ def effective_floors(manifest: Manifest, releases: Releases) -> Floors:
     policy = manifest.policy
     if not policy.active:
         return fixed_floors(manifest)
-    from tracker.upstream.audit import VLLM_REPOSITORY, pins_at
+    from tracker.upstream.audit import pins_at, vllm_source
+    where = vllm_source(manifest)
     derived: dict[str, tuple[Version, str]] = {}
-    tags = releases.tags(VLLM_REPOSITORY)
+    tags = releases.tags(where[0])
     if policy.vllm_minors is not None:
         if not tags:
-            return fixed_floors(manifest, f"{VLLM_REPOSITORY} has no release tags; the policy was not applied")
+            return fixed_floors(manifest, f"{where[0]} has no release tags; the policy was not applied")
         series = sorted({tag.version.release[:2] for tag in tags})
         oldest = series[-policy.vllm_minors:][0]
         first = min((tag for tag in tags if tag.version.release[:2] == oldest), key=lambda tag: tag.version)
@@ -84,7 +85,7 @@ def effective_floors(manifest: Manifest, releases: Releases) -> Floors:
         if tag is None:
             return _combine(manifest, derived, f"no vLLM release tag at or above {vllm}: the XPU pins "
                                                f"were not read")
-        pins = pins_at(releases.source, tag.name, f"?ref={quote(tag.name, safe='')}", tag.object_sha)
+        pins = pins_at(releases.source, tag.name, f"?ref={quote(tag.name, safe='')}", tag.object_sha, where)
         for component in PINNED_COMPONENTS:
             if component in pins:
                 derived[component] = (pins[component], f"pinned by vLLM {tag.version} for XPU")
