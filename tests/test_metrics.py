@@ -91,6 +91,14 @@ def test_the_scrape_shows_every_workaround_for_the_server_its_engine_core_and_it
         ("skip", "platform", "skipped")}
 
 
+def test_with_the_kill_switch_every_series_says_kill_switch(tmp_path):
+    served = serve(tmp_path, XPU_WORKAROUNDS="0")
+    found = series(served["scrape"], "xpu_workarounds_workaround")
+    assert {labels["process"] for labels in found} == {"api_server", "engine_core", "worker"}
+    assert {(labels["decision"], labels["reason"], labels["outcome"]) for labels in found} == {
+        ("skip", "kill-switch", "skipped")}
+
+
 def test_the_info_series_names_the_version_the_manifest_digest_and_the_platform(tmp_path):
     import hashlib
     from importlib.metadata import version

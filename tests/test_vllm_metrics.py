@@ -19,11 +19,8 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,31 +56,12 @@ class Served:
                 for s in self.series("xpu_workarounds_workaround")}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def get(url: str, body: dict | None = None) -> bytes:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     with urllib.request.urlopen(request, timeout=120) as response:
         payload: bytes = response.read()
         return payload
-
-
-def wait_until_healthy(base: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited {process.returncode}:\n{log.read_text()[-6000:]}")
-        try:
-            get(f"{base}/health")
-            return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"no answer on {base}/health after {START_TIMEOUT} s:\n{log.read_text()[-6000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -98,33 +76,16 @@ def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_
         VLLM_CACHE_ROOT=str(workdir / "vllm-cache"), XPU_WORKAROUNDS_TEST_REFUSE=SYNC_TARGET,
         XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest), XPU_WORKAROUNDS_PLATFORM="xpu",
         XPU_WORKAROUNDS_FORCE=f"{CALL_THROUGH},{SYNC}")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = workdir / "server.log"
-    with open(log, "w") as output:
-        # Own session: the engine core and the worker go down with the front end.
-        process = subprocess.Popen(
-            [str(e2e_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model),
-             "--dtype", "float32", "--max-model-len", "128", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_until_healthy(base, process, log)
+    with vllm_harness.api_server(e2e_python, tiny_model, workdir, env, START_TIMEOUT) as base:
         completion = json.loads(get(f"{base}/v1/completions",
                                     {"model": str(tiny_model), "prompt": "hello", "max_tokens": 4}))
         scrape = get(f"{base}/metrics").decode()
         status = subprocess.run([str(CLI), "status", "--reports", str(reports), "--json"], capture_output=True,
                                 text=True, timeout=120,
                                 env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
     assert status.stdout, status.stderr
-    return Served(completion, scrape, json.loads(status.stdout), status.returncode, log.read_text(),
-                  own_workarounds.manifest)
+    return Served(completion, scrape, json.loads(status.stdout), status.returncode,
+                  (workdir / "server.log").read_text(), own_workarounds.manifest)
 
 
 def test_the_server_answers_a_completion_over_http(served):

