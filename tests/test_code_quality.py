@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+
+import tracker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,3 +75,47 @@ def test_a_new_import_against_the_contracts_fails_them(tmp_path, module, line):
     result = lint_imports(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path)})
     kept = module == "tracker/engine/source.py"  # a lower layer: allowed, and the check says so
     assert (result.returncode == 0) == kept, result.stdout + result.stderr
+
+
+# Where the process environment may be touched at all (docs/architecture.md, "One home per rule"):
+# every variable is read and parsed in tracker/model/environment.py; the fast path reads its few
+# without importing the model; two modules only hand this process's environment on.
+ENVIRONMENT_READERS = {
+    "tracker/model/environment.py": "every variable, parsed (Settings, OutsideVariables)",
+    "tracker/paths.py": "the fast path: the cache directory",
+    "tracker/plugin.py": "the fast path: the raw decision variables its key holds",
+    "tracker/runtime/activate.py": "hands this process's environment to Settings",
+    "tracker/runtime/metrics.py": "in vLLM's API server, without the model: vLLM's metrics directory, and the "
+                                  "report directory it sets for the processes that server starts",
+    "tracker/commands/check.py": "hands the environment on to the pip it runs",
+}
+
+
+def environment_uses(tree: ast.AST) -> list[int]:
+    """Lines that name ``os.environ`` or call ``os.getenv``."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "getenv") and isinstance(node.value, ast.Name) and node.value.id == "os"]
+
+
+def test_the_process_environment_is_read_in_one_module_and_the_fast_paths():
+    found = {}
+    for path in sorted((ROOT / "tracker").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        lines = environment_uses(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[relative] = lines
+    assert set(found) <= set(ENVIRONMENT_READERS), found
+
+
+VARIABLE_PREFIXES = ("XPU_WORKAROUNDS", "GITHUB_", "RAY_")
+
+
+def test_variable_names_are_spelled_only_in_the_package_top():
+    names = {value for name, value in vars(tracker).items()
+             if name.isupper() and isinstance(value, str) and value.isupper() and value.startswith(VARIABLE_PREFIXES)}
+    assert {tracker.KILL_SWITCH, tracker.GITHUB_TOKEN, tracker.RAY_ADDRESS} <= names
+    spelled = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sorted((ROOT / "tracker").rglob("*.py"))
+               if path.name != "__init__.py" or path.parent != ROOT / "tracker"
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and node.value in names]
+    assert spelled == []

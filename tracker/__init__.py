@@ -1,13 +1,15 @@
 """xpu-workarounds: the machinery that decides, applies and retires XPU workarounds.
 
-The package's top holds one thing more: the names of the ``XPU_WORKAROUNDS*`` environment
-variables (docs/commands.md, "Environment variables") and the one reading the plugin's two paths share.
-They are here rather than in a module of their own because every vLLM process imports this
-package, and pays for each module its replay imports (``tracker.plugin``).
-The values are read and parsed once per activation, by ``tracker.model.environment.Settings``
-(the fast path keeps the raw decision variables in its key without parsing them);
-``strict`` is the one reading both share, so that a process carrying out stored plans knows
-strict mode from its own environment, as the key does. Stdlib only.
+The package's top holds one thing more: the names of the environment variables this tool
+reads (``XPU_WORKAROUNDS*``, docs/commands.md, "Environment variables"; and GitHub's and Ray's) and the readings the
+plugin's two paths share. They are here rather than in a module of their own because every
+vLLM process imports this package, and pays for each module its replay imports
+(``tracker.plugin``). Every variable is read and parsed by ``tracker.model.environment``
+(``Settings``, ``OutsideVariables``), except on the fast path, which reads without importing
+the model: ``strict`` and ``report_dir`` here (so that a process carrying out stored plans
+knows them from its own environment, as the key does), the raw decision variables the key
+holds (``tracker.plugin.head``) and the cache directory (``tracker.paths.cache_dir``).
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ MANIFEST = "XPU_WORKAROUNDS_MANIFEST"
 REPORT = "XPU_WORKAROUNDS_REPORT"
 CACHE_DIR = "XPU_WORKAROUNDS_CACHE_DIR"
 GITHUB_TOKEN = "XPU_WORKAROUNDS_GITHUB_TOKEN"
+GITHUB_API = "XPU_WORKAROUNDS_GITHUB_API"  # graphql (default): GraphQL first, REST for the rest; rest: REST only
+# Other tools' variables this one reads: GitHub's (a token, the REST base URL, an Actions step's
+# files), Ray's cluster address, vLLM's metrics directory and the terminal's colour conventions.
+GITHUB_TOKENS = (GITHUB_TOKEN, "GITHUB_TOKEN")  # the first set wins
+GITHUB_API_URL = "GITHUB_API_URL"
+GITHUB_ACTIONS = "GITHUB_ACTIONS"
+GITHUB_OUTPUT = "GITHUB_OUTPUT"
+GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+RAY_ADDRESS = "RAY_ADDRESS"
+PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # vLLM serves these files instead of a registry
+# The colour conventions every command keeps (no-color.org; FORCE_COLOR as rich and others take it).
+NO_COLOR = "NO_COLOR"
+FORCE_COLOR = "FORCE_COLOR"
+TERM = "TERM"
 
 # Every variable an activation's decisions read (not the token, the cache or the report directory;
 # tests/test_fastpath.py checks the list against what an activation asks for).
@@ -39,3 +55,8 @@ def strict(environ: Mapping[str, str]) -> bool:
     """Whether ``XPU_WORKAROUNDS_STRICT`` asks for strict mode (``Settings`` reports a value
     that is neither on nor off)."""
     return environ.get(STRICT, "").strip().lower() in STRICT_ON
+
+
+def report_dir(environ: Mapping[str, str]) -> str | None:
+    """Where ``XPU_WORKAROUNDS_REPORT`` asks each process to write its report (None: nowhere)."""
+    return environ.get(REPORT) or None

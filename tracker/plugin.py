@@ -364,7 +364,7 @@ def replay(environ: Mapping[str, str] | None = None) -> bool:
     for warning in stored["report"]["warnings"]:
         warn(warning)
     log(logging.INFO, stored["line"])
-    directory = env.get(tracker.REPORT)
+    directory = tracker.report_dir(env)
     if directory:
         write_report(directory)
         if hasattr(os, "register_at_fork"):

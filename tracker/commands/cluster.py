@@ -20,7 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import tracker
 from tracker.commands.output import table
+from tracker.model.environment import OutsideVariables
 from tracker.model.vocabulary import SCHEMA, Choice, Outcome, Reason
 
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
@@ -104,10 +106,11 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
     from tracker.commands import cluster_probe
 
     source = "--address"
-    if address == "auto" and os.environ.get("RAY_ADDRESS", "").strip():
+    configured = OutsideVariables.from_env().ray_address
+    if address == "auto" and configured is not None:
         # What ray.init does with "auto", done here first so that an address nobody serves
         # fails fast like an explicit one (ray.init would wait for its GCS for minutes).
-        address, source = os.environ["RAY_ADDRESS"].strip(), "RAY_ADDRESS"
+        address, source = configured, tracker.RAY_ADDRESS
     _check_reachable(address, source, timeout)
     try:
         context = ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)

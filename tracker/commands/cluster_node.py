@@ -35,22 +35,22 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
         installed: str | None = version("xpu-workarounds")
     except PackageNotFoundError:
         installed = None
-    manifest_path = os.environ.get("XPU_WORKAROUNDS_MANIFEST") or None
+    variables = Settings.from_env()
     answer: dict[str, Any] = {"xpu_workarounds_version": installed}
     try:
-        manifest = reader.load(manifest_path)
+        manifest = reader.load(variables.manifest)
     except manifest_module.ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         return {**answer, "state": "error", "detail": f"the manifest is invalid: {first}"}
     except OSError as error:
         return {**answer, "state": "error", "detail": f"cannot read the manifest: {error.strerror or error}"}
-    settings = Settings.from_env(known_ids=manifest.ids)
+    settings = variables.for_ids(manifest.ids)
     try:
         decided = decide_stack(manifest, settings)
     except InputError as error:
         return {**answer, "state": "error", "detail": str(error)}
     document = status_document(manifest, decided)
-    directory = reports_dir or os.environ.get("XPU_WORKAROUNDS_REPORT") or None
+    directory = reports_dir or settings.report_dir
     return {
         **answer,
         "state": "ok",

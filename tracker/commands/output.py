@@ -11,10 +11,11 @@ rich is imported only when something is drawn: ``--json`` never pays for it.
 from __future__ import annotations
 
 import io
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TextIO
+
+from tracker.model.environment import OutsideVariables
 
 # A cell whose first word is one of these is highlighted on a colour terminal.
 STYLES = {
@@ -27,10 +28,9 @@ STYLES = {
 
 def colour(stream: TextIO | None = None) -> bool:
     """Whether ``stream`` (default: stdout) takes colour: a terminal, without ``NO_COLOR`` or ``TERM=dumb``."""
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
+    asked = OutsideVariables.from_env().colour
+    if asked is not None:
+        return asked
     stream = sys.stdout if stream is None else stream
     try:
         return stream.isatty()

@@ -1,8 +1,10 @@
 """The stack a decision is made for, and the settings people control it with.
 
 ``Environment`` is what is installed (or assumed): the platform and each
-component's version. ``Settings`` is what the ``XPU_WORKAROUNDS*`` variables say.
-Both are read here and nowhere else; neither imports torch or vLLM.
+component's version. ``Settings`` is what the ``XPU_WORKAROUNDS*`` variables say, and
+``OutsideVariables`` what GitHub's and Ray's say. This is the one module that reads
+environment variables, but for the fast path's few (``tracker`` says which); nothing here
+imports torch or vLLM.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ class Settings(NamedTuple):
             platform=platform,
             assume=assume,
             manifest=env.get(tracker.MANIFEST) or None,
-            report_dir=env.get(tracker.REPORT) or None,
+            report_dir=tracker.report_dir(env),
             problems=tuple(problems),
         )
         return settings.for_ids(known_ids)
@@ -190,3 +192,37 @@ class Settings(NamedTuple):
 
 def _ids(text: str) -> frozenset[str]:
     return frozenset(part.strip() for part in text.split(",") if part.strip())
+
+
+class OutsideVariables(NamedTuple):
+    """What GitHub's and Ray's variables (and this tool's GitHub ones) say. The token is never shown."""
+
+    github_token: str | None = None  # XPU_WORKAROUNDS_GITHUB_TOKEN, else GITHUB_TOKEN
+    github_api_url: str | None = None  # GITHUB_API_URL, without a trailing slash
+    github_api: str = "graphql"  # XPU_WORKAROUNDS_GITHUB_API: graphql | rest
+    in_actions: bool = False  # GITHUB_ACTIONS=true: a GitHub Actions step
+    actions_output: str | None = None  # GITHUB_OUTPUT: the step's outputs file
+    actions_summary: str | None = None  # GITHUB_STEP_SUMMARY: the step's summary file
+    ray_address: str | None = None  # RAY_ADDRESS: what ray.init takes "auto" to mean
+    colour: bool | None = None  # False: NO_COLOR or TERM=dumb; True: FORCE_COLOR; None: a terminal decides
+
+    def __repr__(self) -> str:
+        shown = self._replace(github_token="***" if self.github_token else None)
+        return "OutsideVariables(" + ", ".join(f"{name}={value!r}" for name, value in zip(
+            self._fields, tuple(shown), strict=True)) + ")"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OutsideVariables:
+        env = os.environ if environ is None else environ
+        token = next((env[name] for name in tracker.GITHUB_TOKENS if env.get(name, "").strip()), None)
+        return cls(
+            github_token=token.strip() if token else None,
+            github_api_url=(env.get(tracker.GITHUB_API_URL) or "").strip().rstrip("/") or None,
+            github_api="rest" if env.get(tracker.GITHUB_API, "graphql").strip().lower() == "rest" else "graphql",
+            in_actions=env.get(tracker.GITHUB_ACTIONS) == "true",
+            actions_output=env.get(tracker.GITHUB_OUTPUT) or None,
+            actions_summary=env.get(tracker.GITHUB_STEP_SUMMARY) or None,
+            ray_address=env.get(tracker.RAY_ADDRESS, "").strip() or None,
+            colour=(False if env.get(tracker.NO_COLOR) or env.get(tracker.TERM) == "dumb"
+                    else True if env.get(tracker.FORCE_COLOR) else None),
+        )

@@ -11,19 +11,20 @@ annotation.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Iterable, Mapping
 
+import tracker
+from tracker.model.environment import OutsideVariables
 from tracker.model.manifest import Problem
 from tracker.retire.results import ActionKind, RetireResult
 
-OUTPUT_VARIABLE = "GITHUB_OUTPUT"
-SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
+OUTPUT_VARIABLE = tracker.GITHUB_OUTPUT
+SUMMARY_VARIABLE = tracker.GITHUB_STEP_SUMMARY
 
 
 def in_actions(environ: Mapping[str, str] | None = None) -> bool:
-    return (environ if environ is not None else os.environ).get("GITHUB_ACTIONS") == "true"
+    return OutsideVariables.from_env(environ).in_actions
 
 
 # ------------------------------------------------------------------------------ outputs
@@ -61,7 +62,8 @@ def output_lines(values: Mapping[str, str]) -> str:
 
 def append(variable: str, text: str, environ: Mapping[str, str] | None = None) -> bool:
     """Append ``text`` to the file Actions named in ``variable``; False when it named none."""
-    path = (environ if environ is not None else os.environ).get(variable)
+    variables = OutsideVariables.from_env(environ)
+    path = {OUTPUT_VARIABLE: variables.actions_output, SUMMARY_VARIABLE: variables.actions_summary}[variable]
     if not path:
         return False
     with open(path, "a", encoding="utf-8") as handle:

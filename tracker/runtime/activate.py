@@ -184,7 +184,7 @@ def _decide(env: Mapping[str, str], before: list[Any] | None) -> None:
 def _replay(env: Mapping[str, str], stored: dict[str, Any]) -> None:
     """Carry out the plans an earlier process made on the same inputs (``tracker.plugin``'s key)."""
     # Strict mode from this environment (its raw value is in the key), never from the record.
-    _state.strict, _state.report_dir = tracker.strict(env), env.get(tracker.REPORT) or None
+    _state.strict, _state.report_dir = tracker.strict(env), tracker.report_dir(env)
     _state.environment = stored["environment"]
     _state.tool = stored["tool"]  # hashed by the process that stored it: a replay reads no manifest
     _state.warnings += stored["warnings"]

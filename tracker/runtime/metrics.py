@@ -49,11 +49,11 @@ def install() -> None:
         return
     installed = True
     try:
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        if os.environ.get(tracker.PROMETHEUS_MULTIPROC_DIR):
             plugin.log(logging.INFO, "xpu-workarounds: not in /metrics: vLLM serves PROMETHEUS_MULTIPROC_DIR's files, "
                            "not a registry; read the processes with `xpu-workarounds status --reports`")
             return
-        directory = os.environ.get(tracker.REPORT) or _report_directory()
+        directory = tracker.report_dir(os.environ) or _report_directory()
         from prometheus_client import REGISTRY
 
         REGISTRY.register(Collector(directory))

@@ -23,7 +23,6 @@ PyGithub's own ``GithubObject.update()`` revalidates: a 304 costs no rate limit.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,7 +41,8 @@ from github.GithubException import (
 from github.GithubRetry import GithubRetry
 from urllib3.exceptions import ReadTimeoutError
 
-TOKEN_VARIABLES = ("XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN")
+from tracker.model.environment import OutsideVariables
+
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "xpu-workarounds"
 
@@ -78,10 +78,8 @@ class ClientSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
-        env = os.environ if environ is None else environ
-        token = next((env[name] for name in TOKEN_VARIABLES if env.get(name, "").strip()), None)
-        base_url = (env.get("GITHUB_API_URL") or "").strip().rstrip("/") or DEFAULT_API_URL
-        return cls(token=token.strip() if token else None, base_url=base_url, **overrides)
+        variables = OutsideVariables.from_env(environ)
+        return cls(token=variables.github_token, base_url=variables.github_api_url or DEFAULT_API_URL, **overrides)
 
     @property
     def host(self) -> str:

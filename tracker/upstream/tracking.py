@@ -5,13 +5,13 @@ Cost: one request per fact, none repeated in a run; see ``cache`` for what is as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tracker.model.environment import OutsideVariables
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround
 from tracker.model.vocabulary import RELEASED_STATES
 from tracker.paths import cache_dir as environment_cache_dir
@@ -23,8 +23,6 @@ from tracker.upstream.facts import Facts, Learned, Report
 from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
 from tracker.upstream.state import classify_issue, classify_pr, referenced_after_landing, reverted_sha
-
-API_VARIABLE = "XPU_WORKAROUNDS_GITHUB_API"  # graphql (default): GraphQL first, REST for the rest; rest: REST only
 
 
 class Tracker:
@@ -209,7 +207,7 @@ def _judged(manifest: Manifest, source: Source) -> tuple[list[Facts], Floors]:
 
 def _graphql_wanted(graphql: bool | None) -> bool:
     if graphql is None:
-        return os.environ.get(API_VARIABLE, "graphql").strip().lower() != "rest"
+        return OutsideVariables.from_env().github_api != "rest"
     return graphql
 
 
