@@ -35,8 +35,8 @@ def start(python: Path, site: Path, model: Path, scratch: Path, index: int) -> d
     env = vllm_harness.subprocess_env([TIMING, site], XPU_WORKAROUNDS_CACHE_DIR=str(scratch / "plugin-cache"),
                                       XPU_WORKAROUNDS_REPORT=str(reports),
                                       XPU_WORKAROUNDS_TIMING=str(timings), VLLM_CACHE_ROOT=str(scratch / "vllm-cache"))
-    workdir = scratch / f"start-{index}"
-    workdir.mkdir()
+    workdir = scratch / "server"  # the same for every start, as a service restarts where it ran before
+    workdir.mkdir(exist_ok=True)
     launched = time.monotonic()
     with vllm_harness.api_server(python, model, workdir, env) as base:
         ready = time.monotonic() - launched

@@ -54,10 +54,14 @@ SERVER = textwrap.dedent('''
         core.start()
         assert ready.wait(120)
         directory = os.environ["XPU_WORKAROUNDS_REPORT"]
+        child = os.fork()
+        if child == 0:  # a forked child that exits normally (its atexit handlers run)
+            sys.exit(0)
+        os.waitpid(child, 0)
         deadline = time.monotonic() + 60
         while len(os.listdir(directory)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        sys.stdout.write(json.dumps({"pid": os.getpid(), "reports": directory,
+        sys.stdout.write(json.dumps({"pid": os.getpid(), "reports": directory, "kept": os.path.isdir(directory),
                                      "mode": oct(os.stat(directory).st_mode & 0o777),
                                      "scrape": prometheus_client.generate_latest().decode()}))
         core.kill()
@@ -114,6 +118,7 @@ def test_the_info_series_names_the_version_the_manifest_digest_and_the_platform(
 def test_without_a_report_directory_the_server_makes_a_private_one_its_processes_inherit(tmp_path):
     served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu")
     assert served["mode"] == "0o700"
+    assert served["kept"]  # a forked child's exit left it alone
     assert not os.path.exists(served["reports"])  # removed when the server exited
 
 

@@ -64,9 +64,14 @@ def install() -> None:
 def _report_directory() -> str:
     """A private directory for the reports of the processes this one starts, removed at exit."""
     directory = tempfile.mkdtemp(prefix="xpu-workarounds-reports-")
-    atexit.register(shutil.rmtree, directory, True)
+    atexit.register(_remove, directory, os.getpid())
     os.environ[tracker.REPORT] = directory
     return directory
+
+
+def _remove(directory: str, owner: int) -> None:
+    if os.getpid() == owner:  # not a forked child leaving while the server runs on
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class Collector:
