@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support import own_workaround, repository, upstream_history, vllm_harness
+from support import own_workaround, removal_proof, repository, upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
 from support.packages import Package
 
@@ -20,34 +20,44 @@ SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")
 
 def _rank(item: pytest.Item) -> int:
     if item.get_closest_marker("removal_proof"):
-        return 1
-    return 2 if any(item.get_closest_marker(marker) for marker in SLOW) else 0
+        return 2
+    return 1 if any(item.get_closest_marker(marker) for marker in SLOW) else 0
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, then the removal proof, then the slow tests (each group in its
-    usual order): what the slow tests need is built in the background meanwhile."""
+    """The fast tests first, then the slow ones, then the removal proof's (each group in its
+    usual order): meanwhile, in the background, what the slow tests need is built and the
+    removal proof's copies run (``pytest_runtestloop``)."""
     items.sort(key=_rank)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
-    """Builds, while the fast tests run, the cached environments and downloads that the
-    selected slow tests will ask for (tests/support/vllm_harness.py ``prebuild``)."""
+    """Starts, with the session's tests, the work they will wait for: the cached environments
+    and downloads the selected slow tests ask for (tests/support/vllm_harness.py ``prebuild``)
+    and the removal proof's copies (tests/support/removal_proof.py), each in processes of its
+    own; the machine's two cores stay busy while one test process runs."""
     items = session.items
-    slow = {marker for item in items for marker in SLOW if item.get_closest_marker(marker)}
-    if not slow or session.config.option.collectonly:
+    if session.config.option.collectonly:
         return (yield)
-    uses = {name for item in items for name in getattr(item, "fixturenames", ())}
-    ray_nodes = any(item.get_closest_marker("ray_cluster") for item in items)
-    needed = check_needed()
-    pool = vllm_harness.prebuild(e2e="e2e_venv" in uses, ray_site=ray_nodes and "e2e_venv" in uses,
-                                 bare_ray=ray_nodes, releases="release_matrix" in slow, needed=needed)
+    slow = {marker for item in items for marker in SLOW if item.get_closest_marker(marker)}
+    prebuilt = None
+    if slow:
+        uses = {name for item in items for name in getattr(item, "fixturenames", ())}
+        ray_nodes = "ray_cluster" in slow
+        prebuilt = vllm_harness.prebuild(e2e="e2e_venv" in uses, ray_site=ray_nodes and "e2e_venv" in uses,
+                                         bare_ray=ray_nodes, releases="release_matrix" in slow, needed=check_needed())
+    proved = removal_proof.selected(items)
+    if proved:
+        session.config.stash[removal_proof.STARTED] = removal_proof.Proofs(proved)
     try:
         return (yield)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if proved:
+            session.config.stash[removal_proof.STARTED].close()
+        if prebuilt is not None:
+            prebuilt.shutdown(wait=True, cancel_futures=True)
 
 
 def check_needed() -> set[str]:

@@ -1,11 +1,11 @@
-"""Every removal PR passes this repository's own tests (issue 11, item 7).
+"""Every removal PR passes this repository's own tests (CONTRIBUTING.md "How a removal is proven").
 
 For each shipped workaround, its removal as ``retire --open-prs`` commits it
 (``compute_removal``: its module, its own tests and fixtures deleted, its entry cut from
 ``workarounds.toml``, the catalogue regenerated) is applied to a copy of this checkout's
 tracked files, and the fast suite runs on the copy with the copy's code first on
-``PYTHONPATH``. Marker ``removal_proof``: about 3.5 minutes a workaround, two copies at a
-time (README "Tests").
+``PYTHONPATH`` (tests/support/removal_proof.py). Marker ``removal_proof``: the copies start
+with the session's tests, two at a time, and each proof test waits for its copy's result.
 
 The slow parts (real vLLM, real Ray, the release matrix) are not run on the copies; what
 keeps them passing is checked fast, for the whole of ``tests/``: no file names a shipped
@@ -15,82 +15,55 @@ removal deletes) or it is frozen on purpose (``FROZEN``, each with its reason).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from support import removal_proof
 from support.repository import ROOT, tracked_paths
 
 from tracker.model import reader
-from tracker.retire import MANIFEST_PATH, Snapshot, blob_sha, compute_removal
+from tracker.retire import MANIFEST_PATH
 from tracker.retire.removal import module_name, owned_paths
 
-# The fast part of the README's test command, less this proof (it does not recurse).
-FAST = "not vllm_e2e and not release_matrix and not ray_cluster and not removal_proof"
-AT_ONCE = 2  # copies tested at the same time: the machine has 2 cores
 MANIFEST = reader.load(ROOT / MANIFEST_PATH)
 SHIPPED = [w.id for w in MANIFEST.workarounds]
 
 
-def removed_copy(workaround_id: str, destination: Path) -> Path:
-    """This checkout's tracked files (as in the working tree) with ``workaround_id``'s removal
-    applied, committed to a fresh git repository (the tests read ``git ls-files``)."""
-    paths = tracked_paths()
-    for path in paths:
-        (destination / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / path, destination / path)
-    text = (ROOT / MANIFEST_PATH).read_text(encoding="utf-8")
-    snapshot = Snapshot("main", "0" * 40, "0" * 40, {p: blob_sha(p) for p in paths}, {}, text)
-    removal = compute_removal(snapshot, reader.load(ROOT / MANIFEST_PATH).get(workaround_id))
-    for path in removal.deleted:
-        (destination / path).unlink()
-    for path, written in removal.written.items():
-        (destination / path).write_text(written, encoding="utf-8")
-    git = ["git", "-C", str(destination), "-c", "user.name=removal proof", "-c", "user.email=proof@localhost"]
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"Retire workaround {workaround_id}"]):
-        subprocess.run([*git, *command], check=True, capture_output=True)
-    # mypy's incremental cache (not tracked, so not in the commit): mypy checks each module
-    # against its source again, so the copy's own changes are checked; the rest is not redone.
-    if (ROOT / ".mypy_cache").is_dir():
-        shutil.copytree(ROOT / ".mypy_cache", destination / ".mypy_cache", ignore_dangling_symlinks=True)
-    return destination
-
-
-def fast_suite(copy: Path) -> subprocess.CompletedProcess[str]:
-    # Each copy has its own user cache directory: the copies run at the same time.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")])),
-           "XDG_CACHE_HOME": str(copy.parent / "cache")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", FAST,
-                           f"--basetemp={copy.parent / 'pytest'}"],
-                          cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
-
-
 @pytest.fixture(scope="module")
-def proofs(request, tmp_path_factory):
-    """The selected workarounds' copies, all made from the checkout as it is at the first use,
-    then tested ``AT_ONCE`` at a time."""
-    selected = [item.callspec.params["workaround_id"] for item in request.session.items
-                if item.originalname == "test_the_fast_suite_passes_on_a_copy_without_the_workaround"]
-    copies = {workaround_id: removed_copy(workaround_id, tmp_path_factory.mktemp(f"without-{workaround_id}") / "repository")
-              for workaround_id in selected}
-    pool = ThreadPoolExecutor(max_workers=AT_ONCE)
-    started: dict[str, Future[subprocess.CompletedProcess[str]]] = {
-        workaround_id: pool.submit(fast_suite, copy) for workaround_id, copy in copies.items()}
-    yield started
-    pool.shutdown(cancel_futures=True)
+def proofs(request):
+    """The copies started with the session's tests (tests/conftest.py), or started now when
+    the session did not start them."""
+    started = request.config.stash.get(removal_proof.STARTED, None)
+    if started is not None:
+        yield started
+        return
+    started = removal_proof.Proofs(removal_proof.selected(request.session.items))
+    try:
+        yield started
+    finally:
+        started.close()
 
 
 @pytest.mark.removal_proof
 @pytest.mark.parametrize("workaround_id", SHIPPED)
 def test_the_fast_suite_passes_on_a_copy_without_the_workaround(proofs, workaround_id):
-    result = proofs[workaround_id].result()
+    result = proofs.result(workaround_id)
     failures = result.stdout[result.stdout.find("= FAILURES ="):]  # pytest's report of each failure
     assert result.returncode == 0, f"without {workaround_id}: {failures[-6000:]}{result.stderr[-2000:]}"
+
+
+def test_a_removal_that_breaks_a_test_fails_its_proof(tmp_path):
+    """The copy is what the proof tests: its own manifest and code, not this checkout's. A test
+    that needs the removed workaround (here: that it is shipped) passes here and fails there."""
+    victim = MANIFEST.workarounds[-1].id
+    copy = removal_proof.removed_copy(victim, tmp_path / "repository")
+    needs_it = copy / "tests" / "test_needs_the_workaround.py"
+    needs_it.write_text("from tracker.model import reader\n\n\n"
+                        f"def test_it_is_shipped():\n    assert {victim!r} in reader.load().ids\n", encoding="utf-8")
+    assert victim in reader.load().ids
+    result = removal_proof.fast_suite(copy, only=(needs_it,))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed" in result.stdout and "test_it_is_shipped" in result.stdout
 
 
 # ------------------------------------------------- fast: no test names a shipped workaround
