@@ -442,6 +442,10 @@ class FakeGitHub:
         self._idle = threading.Condition()
         self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True,
                                    request_handler=_QuietHandler)
+        # serve_forever accepts only once select says a connection waits, but a client that gave
+        # up meanwhile (a reset before accept) leaves accept blocking for good, and stop()'s
+        # shutdown waiting for it: bounded, accept gives up and the loop sees the shutdown.
+        self._server.socket.settimeout(1.0)
         self.base_url = f"http://127.0.0.1:{self._server.server_port}{self.prefix}"
         self._thread: threading.Thread | None = None
 
