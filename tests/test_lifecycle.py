@@ -222,11 +222,15 @@ def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
 # XPU pins at the new oldest supported release); compares, commits and files at a tag are
 # never asked again. GraphQL has no conditional requests, so an idle week costs one query
 # (1 point of a GITHUB_TOKEN's 1,000 an hour) where REST's 35 revalidations cost none; and no write.
+# The three issues the [[tracked]] entries wait on (pytorch#146431, pytorch#191458, triton#8121)
+# are read over REST (GraphQL's pullRequest does not answer an issue): 3 requests in week 0,
+# then 3 conditional ones a week, answered 304 (no rate limit).
+ISSUES = 3
 EXPECTED_REQUESTS = {
-    "current": {"upstream": 3, "upstream_not_304": 3, "repository_reads": 15, "writes": 2},
-    "moved": {"upstream": 2, "upstream_not_304": 2, "repository_reads": 16, "writes": 9},
-    "retiring": {"upstream": 2, "upstream_not_304": 2, "repository_reads": 16, "writes": 8},
-    "idle": {"upstream": 1, "upstream_not_304": 1, "repository_reads": 18, "writes": 0},
+    "current": {"upstream": 3 + ISSUES, "upstream_not_304": 3 + ISSUES, "repository_reads": 15, "writes": 2},
+    "moved": {"upstream": 2 + ISSUES, "upstream_not_304": 2, "repository_reads": 16, "writes": 9},
+    "retiring": {"upstream": 2 + ISSUES, "upstream_not_304": 2, "repository_reads": 16, "writes": 8},
+    "idle": {"upstream": 1 + ISSUES, "upstream_not_304": 1, "repository_reads": 18, "writes": 0},
 }
 
 

@@ -282,7 +282,7 @@ def test_both_ways_give_the_same_facts_on_the_frozen_manifest(tmp_path):
     assert facts(batched) == facts(rest)
     learned = {f.ref: (f.state, str(f.released_in) if f.released_in else None) for f in batched.references}
     assert learned == {ref: upstream_history.EXPECTED[ref] for ref in learned}
-    assert set(learned) == {ref.ref for w in reader.load(FROZEN_MANIFEST).workarounds for ref in w.upstream}
+    assert set(learned) == upstream_history.references(reader.load(FROZEN_MANIFEST))
     assert requests_made <= 6 < rest_requests  # issue 14: a cold refresh in at most 6 requests
     assert batched.graphql.left_to_rest == 0 and batched.graphql.refused is None
 

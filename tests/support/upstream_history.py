@@ -1,6 +1,7 @@
 """A realistic upstream history for every reference in the frozen manifest
-(tests/fixtures/frozen_repository/workarounds.toml, the shipped one of 2026-12-04); every
-reference of the shipped manifest must be here too (tests/test_upstream_cli.py).
+(tests/fixtures/frozen_repository/workarounds.toml, the shipped one of 2026-12-04), and for
+what its [[tracked]] entries wait on; every reference of the shipped manifest must be here too
+(tests/test_upstream_cli.py).
 
 Dates, release pins and landing styles follow ../shared/reference/upstream-facts.md:
 vLLM cuts ``releases/vX.Y.0`` from main a few days before each ``.0`` tag and ships
@@ -16,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from support.fakegithub import FakeGitHub, Repo
+from tracker.model.manifest import Manifest
 
 # vLLM XPU pins per release (torch, vllm-xpu-kernels): upstream-facts.md, "vLLM releases".
 VLLM_RELEASES: list[tuple[str, str, str, str]] = [
@@ -106,6 +108,11 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "vllm-project/vllm-xpu-kernels#564": ("merged", "vllm-xpu-kernels>=0.1.15.1"),
     "vllm-project/vllm-xpu-kernels#262": ("merged", "vllm-xpu-kernels>=0.1.6"),
     "intel/torch-xpu-ops#4533": ("closed", None),  # an issue: Intel's XPU alignment tracker for pytorch#189017
+    # What the [[tracked]] entries wait on (where no workaround names it too).
+    "pytorch/pytorch#146431": ("closed", None),  # an issue (MemPool frees with cudaFree)
+    "pytorch/pytorch#191458": ("closed", None),  # an issue (uint64 setitem overflow)
+    "intel/intel-xpu-backend-for-triton#8121": ("open", None),  # an issue, labelled vllm and tests: vllm
+    "intel/intel-xpu-backend-for-triton#6758": ("merged", None),  # triton is no component: no release
 }
 # vLLM 0.34.0 pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU.
 INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
@@ -114,6 +121,13 @@ INLINE_PARTLY_DEAD_AT_0_34 = {"event-blocking-kwarg"}
 # vLLM's own inline workarounds ([[tracked]]) at v0.34.0: census, "waits on".
 TRACKED_DEAD_AT_0_34 = {"vllm-static-launcher-off", "vllm-ec-uint64-pointers"}
 TRACKED_PARTLY_DEAD_AT_0_34 = {"vllm-uva-view-unpinned", "vllm-xpu-event-keywords"}
+
+
+def references(manifest: Manifest) -> set[str]:
+    """What `upstream` follows for ``manifest``: its workarounds' references and what its
+    [[tracked]] entries wait on."""
+    return ({ref.ref for w in manifest.workarounds for ref in w.upstream}
+            | {inline.waits_on for inline in manifest.tracked if inline.waits_on})
 
 
 def requirements(torch: str, kernels: str) -> str:
@@ -209,7 +223,19 @@ def seed_torch(server: FakeGitHub) -> Repo:
         repo.tag(tag, branch)
     repo.tag("ciflow/xpu/188240", "main")
     repo.commit("Bump the 2.16 branch cut", date="2026-11-30T10:00:00")
+    for number, title, filed, closed in TORCH_ISSUES:
+        repo.issue(title, number=number, created=_day(filed))
+        repo.close(number, date=_day(closed))
     return repo
+
+
+# Issues the [[tracked]] entries wait on: (number, title, filed, closed). Both are closed; the day
+# each was closed is not known here (#191458's fix, pytorch#191604, was sent to merge 2026-08-04).
+TORCH_ISSUES = [
+    (146431, "Failing to free a tensor allocated while a torch.cuda.Mempool is active results in that tensor "
+             "being freed with cudaFree() rather than the custom free function.", "2025-02-04", "2025-06-01"),
+    (191458, "uint64 scalar assignment overflow", "2026-07-29", "2026-08-05"),
+]
 
 
 def seed_kernels(server: FakeGitHub) -> Repo:
@@ -248,6 +274,15 @@ INTEL_ISSUES: dict[str, list[tuple[int, str, str, str | None]]] = {
 }
 
 
+# intel/intel-xpu-backend-for-triton labels the issues vLLM meets `vllm` and `tests: vllm`. #8121
+# (filed 2026-09-20, open) is what vLLM's npid = 1 waits on; #6758 is the merged pull request
+# (2026-05-11, commit 088f8b8b7b) whose review vLLM cites for its None pointer defaults.
+TRITON_ISSUES = [(8121, "[XPU][VLLM] Wrong (zeroed) output when NPID_FACTOR > 1 is combined with a small M-tile "
+                        "(BLOCK_SIZE_M == 16)", "2026-09-20",
+                  ["codegen: control-flow", "codegen: pass-correctness", "hw: b60", "tests: vllm", "vllm"])]
+TRITON_PULLS = [(6758, "[vLLM] update pin past unified attention 2d and 3d unification refactor", "2026-05-11")]
+
+
 def seed_intel(server: FakeGitHub) -> None:
     for name, issues in INTEL_ISSUES.items():
         repo = server.add_repo(name)
@@ -256,6 +291,13 @@ def seed_intel(server: FakeGitHub) -> None:
             repo.issue(title, number=number, created=_day(filed), user="laifenxiawucha")
             if closed is not None:
                 repo.close(number, date=_day(closed))
+    triton = server.add_repo("intel/intel-xpu-backend-for-triton")
+    triton.commit("Initial", files={"README.md": "# Intel XPU backend for Triton\n"}, date="2026-01-01T00:00:00")
+    for number, title, merged in TRITON_PULLS:
+        triton.pull(title, number=number, created=_day(merged) - timedelta(days=3), user="quinnlp", labels=["vllm"])
+        triton.merge(number, date=_day(merged), files={"scripts/vllm-pin.txt": "8189a15914ca\n"})
+    for number, title, filed, labels in TRITON_ISSUES:
+        triton.issue(title, number=number, created=_day(filed), user="chaojun-zhang", labels=labels)
 
 
 def seed(server: FakeGitHub) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tracker.model.environment import OutsideVariables
-from tracker.model.manifest import Manifest, UpstreamRef, Workaround
-from tracker.model.vocabulary import RELEASED_STATES
+from tracker.model.manifest import Manifest, UpstreamRef
+from tracker.model.vocabulary import RELEASED_STATES, Role, State
 from tracker.paths import cache_dir as environment_cache_dir
 from tracker.upstream.audit import inline_audit
 from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
@@ -34,13 +34,19 @@ class Tracker:
         self.releases = Releases(source, manifest.sources)
 
     def references(self) -> list[Facts]:
-        seen: dict[str, list[Workaround]] = {}
+        """Every reference of the workarounds, then what each [[tracked]] entry waits on (those
+        no workaround names too), each once with the ids that name it."""
+        seen: dict[str, list[str]] = {}
         first: dict[str, UpstreamRef] = {}
         for w in self.manifest.workarounds:
             for ref in w.upstream:
-                seen.setdefault(ref.ref, []).append(w)
+                seen.setdefault(ref.ref, []).append(w.id)
                 first.setdefault(ref.ref, ref)
-        return [self.facts(first[name], tuple(w.id for w in seen[name])) for name in seen]
+        for inline in self.manifest.tracked:
+            if inline.waits_on is not None:
+                seen.setdefault(inline.waits_on, []).append(inline.id)
+                first.setdefault(inline.waits_on, UpstreamRef(inline.waits_on, Role.RELATED, State.OPEN))
+        return [self.facts(first[name], tuple(seen[name])) for name in seen]
 
     def facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
         try:
