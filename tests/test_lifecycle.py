@@ -224,13 +224,15 @@ def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
 # (1 point of a GITHUB_TOKEN's 1,000 an hour) where REST's 35 revalidations cost none; and no write.
 # The three issues the [[tracked]] entries wait on (pytorch#146431, pytorch#191458, triton#8121)
 # are read over REST (GraphQL's pullRequest does not answer an issue): 3 requests in week 0,
-# then 3 conditional ones a week, answered 304 (no rate limit).
+# then 3 conditional ones a week, answered 304 (no rate limit). A run that computes a removal
+# reads the base's README.md once (its symptom table's row for the workaround goes with it):
+# one read more in the retiring and idle weeks, and the edited README one write more.
 ISSUES = 3
 EXPECTED_REQUESTS = {
     "current": {"upstream": 3 + ISSUES, "upstream_not_304": 3 + ISSUES, "repository_reads": 15, "writes": 2},
     "moved": {"upstream": 2 + ISSUES, "upstream_not_304": 2, "repository_reads": 16, "writes": 9},
-    "retiring": {"upstream": 2 + ISSUES, "upstream_not_304": 2, "repository_reads": 16, "writes": 8},
-    "idle": {"upstream": 1 + ISSUES, "upstream_not_304": 1, "repository_reads": 18, "writes": 0},
+    "retiring": {"upstream": 2 + ISSUES, "upstream_not_304": 2, "repository_reads": 17, "writes": 9},
+    "idle": {"upstream": 1 + ISSUES, "upstream_not_304": 1, "repository_reads": 19, "writes": 0},
 }
 
 

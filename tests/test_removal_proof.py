@@ -82,6 +82,8 @@ FROZEN = {
     "tests/test_retire_github.py": ("retires the frozen repository's workarounds", "files = frozen()"),
     "tests/test_retire_removal.py": ("computes removals over the frozen repository",
                                      "FROZEN = repository.FROZEN_MANIFEST.read_text("),
+    "tests/test_action.py": ("an adopter's repository built from the frozen manifest",
+                             "text = FROZEN_MANIFEST.read_text("),
     "tests/test_upstream_cli.py": ("upstream on the frozen manifest against its seeded history",
                                    "manifest=FROZEN_MANIFEST"),
 }

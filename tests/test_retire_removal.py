@@ -258,3 +258,19 @@ def test_no_shipped_removal_touches_the_frozen_repository(shipped_removal):
     frozen = repository.FROZEN.relative_to(repository.ROOT).as_posix() + "/"
     assert not [path for path in removal.deleted if path.startswith(frozen)]
     assert module_name(removal.workaround) != repository.FROZEN.name
+
+
+def test_a_removal_drops_the_front_page_rows_that_link_to_its_catalogue_heading():
+    """README.md's symptom table links each row to the catalogue's heading; the heading goes with the
+    workaround, so its row goes too, and every other line stays as it was."""
+    readme = ("# Project\n\n| if you see this | workaround |\n|---|---|\n"
+              "| `boom` | [`static-launcher-uva`](docs/workarounds.md#static-launcher-uva) |\n"
+              "| `bang` | [`uva-view-unpinned`](docs/workarounds.md#uva-view-unpinned) |\n\n"
+              "See [static-launcher-uva](docs/workarounds.md#static-launcher-uva) in prose: kept.\n")
+    plain = snapshot(RETIRING_TORCH_FLOOR, extra=["README.md", DOCS_PATH])
+    base = dataclasses.replace(plain, read={"README.md": readme}.__getitem__)
+    removal = compute_removal(base, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    assert removal.written["README.md"] == readme.replace(
+        "| `boom` | [`static-launcher-uva`](docs/workarounds.md#static-launcher-uva) |\n", "")
+    without_reader = compute_removal(plain, workaround(RETIRING_TORCH_FLOOR, "static-launcher-uva"))
+    assert "README.md" not in without_reader.written

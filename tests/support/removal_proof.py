@@ -40,7 +40,8 @@ def removed_copy(workaround_id: str, destination: Path, mypy_cache: Path | None 
         (destination / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / path, destination / path)
     text = (ROOT / MANIFEST_PATH).read_text(encoding="utf-8")
-    snapshot = Snapshot("main", "0" * 40, "0" * 40, {p: blob_sha(p) for p in paths}, {}, text)
+    snapshot = Snapshot("main", "0" * 40, "0" * 40, {p: blob_sha(p) for p in paths}, {}, text,
+                        read=lambda path: (ROOT / path).read_text(encoding="utf-8"))
     removal = compute_removal(snapshot, reader.load(ROOT / MANIFEST_PATH).get(workaround_id))
     for path in removal.deleted:
         (destination / path).unlink()

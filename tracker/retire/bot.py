@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -122,7 +123,13 @@ class Retirer:
                                          f"action's manifest input)")
             text = _blob_text(repo.get_git_blob(blobs[self.manifest_path]), what, self.manifest_path)
         self._base = (commit, tree)
-        return Snapshot(branch, head, commit.tree.sha, blobs, modes, text, self.manifest_path)
+        return Snapshot(branch, head, commit.tree.sha, blobs, modes, text, self.manifest_path,
+                        read=functools.cache(lambda path: self.read_text(repo, what, blobs[path], path)))
+
+    def read_text(self, repo: Repository, what: str, sha: str, path: str) -> str:
+        """One blob of the base tree as text (read when a removal needs it, once a run)."""
+        with github_step(self.settings, what=what, fatal=True):
+            return _blob_text(repo.get_git_blob(sha), what, path)
 
     def laid_out(self, snapshot: Snapshot, manifest: Manifest) -> Snapshot:
         """``snapshot`` with the manifest's ``[layout]`` (and ``--docs``); a path the manifest or the caller
@@ -348,7 +355,8 @@ __all__ = ["LABEL", "Retirer", "check_repository"]
 
 
 def _blob_text(blob: Any, what: str, path: str = MANIFEST_PATH) -> str:
-    """The manifest blob's text; ``RetireError`` naming ``what`` and the file when it is not UTF-8."""
+    """A blob's text (the manifest's, the README's); ``RetireError`` naming ``what`` and the file when it is
+    not UTF-8."""
     if blob.encoding != "base64":
         return str(blob.content)
     try:

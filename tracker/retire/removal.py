@@ -11,7 +11,10 @@ folders the manifest's ``[layout]`` names (defaults shown):
   comment stays as it was);
 
 and the catalogue (``docs/workarounds.md``; none when the layout names none) is regenerated
-from the edited manifest. Nothing the repository does not have is created.
+from the edited manifest. Where the repository's ``README.md`` has a table row linking to the
+workaround's heading in that catalogue (``docs/workarounds.md#<id>``), the row goes too, so the
+front page never links to a heading the removal deleted. Nothing the repository does not have
+is created.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import tomlkit
@@ -32,6 +35,7 @@ from tracker.model.manifest import Layout, Manifest, Problem, Workaround
 
 MANIFEST_PATH = "workarounds.toml"  # the defaults: this repository's layout
 DOCS_PATH = "docs/workarounds.md"
+README = "README.md"
 
 _HEADER = re.compile(r"^\s*\[\[\s*workaround\s*\]\]\s*(#.*)?$")
 _COMMENT = re.compile(r"^\s*#")
@@ -71,6 +75,8 @@ class Snapshot:
     manifest_text: str
     manifest_path: str = MANIFEST_PATH
     layout: Layout = Layout()  # where the docs path is None, the repository keeps no catalogue
+    # Reads one more file of the tree as text (the README a removal may edit); None: none is read.
+    read: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def paths(self) -> frozenset[str]:
@@ -86,6 +92,14 @@ class Snapshot:
     def catalogue(self, manifest: Manifest) -> dict[str, str]:
         """The regenerated catalogue, where the repository keeps one."""
         return {self.docs_path: markdown(manifest)} if self.docs_path else {}
+
+    def front_page(self, w: Workaround) -> dict[str, str]:
+        """``README.md`` without its table rows linking to ``w``'s catalogue heading, where it has any."""
+        if not self.docs_path or README not in self.blobs or self.read is None:
+            return {}
+        text = self.read(README)
+        edited = without_rows_linking(text, f"{self.docs_path}#{w.id}")
+        return {README: edited} if edited != text else {}
 
 
 @dataclass(frozen=True)
@@ -221,7 +235,15 @@ def compute_removal(snapshot: Snapshot, w: Workaround) -> Removal:
                                 f"does not exist in the edited tree")
     if problems or edited is None:
         raise RemovalError("; ".join(problems))
-    return Removal(w, tuple(deleted), {manifest_path: manifest_text, **snapshot.catalogue(edited)})
+    return Removal(w, tuple(deleted), {manifest_path: manifest_text, **snapshot.catalogue(edited),
+                                       **snapshot.front_page(w)})
+
+
+def without_rows_linking(text: str, target: str) -> str:
+    """``text`` without the Markdown table rows that link to ``target`` (``path#anchor``)."""
+    link = re.compile(rf"\]\({re.escape(target)}\)")
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not (line.lstrip().startswith("|") and link.search(line)))
 
 
 def manifest_from_text(text: str, where: str = "the base branch", manifest_path: str = MANIFEST_PATH) -> Manifest:
