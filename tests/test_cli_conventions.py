@@ -317,3 +317,13 @@ def test_a_table_as_plain_text_is_two_spaces_between_left_aligned_columns_never_
     assert table(("A", "B", "C"), rows) == ("A       B                                      C\n"
                                             "x       a cell much wider than twenty columns  1\n"
                                             "longer  b                                      22")
+
+
+@pytest.mark.parametrize("args", [[], ["--json"], ["--format", "github"]])
+def test_lint_of_a_manifest_that_is_not_there_is_bad_input_exit_2_in_one_line(tmp_path, args):
+    missing = tmp_path / "missing.toml"
+    for given in (["lint", str(missing), *args], ["--manifest", str(missing), "lint", *args]):
+        result = run(*given)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert result.stderr == f"xpu-workarounds: error: cannot read the manifest {missing}: No such file or directory\n"
