@@ -67,3 +67,38 @@ def test_relative_links_resolve_to_a_file_and_heading(page):
 def test_readme_shows_the_test_command_ci_runs():
     command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# Comments in the project's configuration that send a reader to a page's section:
+# `README "Benchmarks"`, `docs/action.md "Repository settings"`, `(docs/security.md)`.
+CONFIGURATION = sorted([ROOT / "pyproject.toml", ROOT / "action.yml", ROOT / ".ci" / "run",
+                        *(ROOT / ".github" / "workflows").glob("*.yml")])
+POINTER = re.compile(r"\b(README(?:\.md)?|docs/[\w./-]+\.md)(?:(?:'s)? \"([^\"]+)\")?")
+
+
+def pointers(path: Path) -> list[tuple[str, str]]:
+    """(page, section or "") of every pointer in ``path``'s comments."""
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        comment = re.search(r"(?:^|\s)#(.*)$", line)  # "#" after a space: not a URL's fragment
+        found += POINTER.findall(comment.group(1)) if comment else []
+    return found
+
+
+@pytest.mark.parametrize("path", CONFIGURATION, ids=lambda path: str(path.relative_to(ROOT)))
+def test_comments_in_the_configuration_point_at_sections_that_exist(path):
+    broken = []
+    for page, section in pointers(path):
+        target = ROOT / ("README.md" if page.startswith("README") else page)
+        headings = re.findall(r"^#+\s+(.+?)\s*$", target.read_text(encoding="utf-8"), re.MULTILINE) \
+            if target.is_file() else []
+        if not target.is_file() or (section and section not in headings):
+            broken.append(f'{page} "{section}"' if section else page)
+    assert not broken, f"{path.relative_to(ROOT)} points at sections that are not there (moved to docs/?): {broken}"
+
+
+def test_the_pointer_check_reads_page_and_section(tmp_path):
+    sample = tmp_path / "sample.toml"
+    sample.write_text('x = 1  # see README "Benchmarks"\n# Settings: docs/action.md "Repository settings".\n'
+                      'url = "https://example.com/#README"\n')
+    assert pointers(sample) == [("README", "Benchmarks"), ("docs/action.md", "Repository settings")]
