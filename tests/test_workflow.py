@@ -310,9 +310,40 @@ def write_documented(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def test_the_documented_workflows_pin_the_action_to_a_placeholder_commit():
+WEEKLY, UPGRADE = "Retire workarounds", "Check a vLLM upgrade"
+
+
+def test_the_documented_workflows_are_the_weekly_run_and_the_upgrade_check():
+    # Both are linted below (parametrized by these names): neither may drop out of the extraction.
+    workflows = documented_workflows()
+    assert sorted(workflows) == sorted([WEEKLY, UPGRADE])
+    assert "\n  schedule:\n" in workflows[WEEKLY] and "\n  pull_request:\n" in workflows[UPGRADE]
+    assert "pull_request_target" not in workflows[UPGRADE]
+
+
+def test_the_documented_workflows_pin_the_action_to_a_commit_with_the_current_version_in_a_comment():
+    import tracker
+
     for name, text in documented_workflows().items():
-        assert re.search(rf"uses: {re.escape(PLACEHOLDER)}  # v\d+\.\d+\.\d+\n", text), name
+        [line] = re.findall(r"^\s*uses: .*$", text, flags=re.M)
+        assert line.strip() == f"uses: {PLACEHOLDER}  # v{tracker.__version__}", name
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"uses: {PLACEHOLDER}  # v{tracker.__version__}\n" in readme
+
+
+def job_permissions(text: str) -> list[tuple[str, str]]:
+    """The permissions a workflow's jobs are granted (job level: six spaces in), sorted."""
+    return sorted(re.findall(r"^      ([a-z-]+): (read|write|none)\b", text, flags=re.M))
+
+
+def test_the_documented_workflows_grant_only_what_their_mode_needs_on_the_job():
+    workflows = documented_workflows()
+    for text in workflows.values():
+        assert re.search(r"^permissions: \{\}$", text, flags=re.M)  # nothing at the top level
+    assert job_permissions(workflows[WEEKLY]) == [("contents", "write"), ("issues", "write"),
+                                                  ("pull-requests", "write")]
+    # The check reads the base's manifest and the PR's pin files (contents) and keeps one comment.
+    assert job_permissions(workflows[UPGRADE]) == [("contents", "read"), ("pull-requests", "write")]
 
 
 @pytest.mark.parametrize("name", sorted(documented_workflows()))
