@@ -8,18 +8,17 @@ cannot fetch, archives read without running or trusting them.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.packages import sdist_bytes
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
@@ -132,22 +131,13 @@ def test_a_tree_without_a_vllm_package_is_bad_input(tmp_path):
 def test_a_release_pip_cannot_fetch_exits_4_in_one_line(tmp_path):
     # No index and no links: pip fails as it would with no network. The real command, in its own process.
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
-           "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
+           "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
+           "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-m", "tracker.commands", "check", "vllm==0.34.0"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 4, done.stderr
     assert done.stderr.startswith("xpu-workarounds: error: pip download vllm==0.34.0 failed: ")
     assert done.stderr.count("\n") == 1 and done.stdout == ""
-
-
-def sdist_bytes(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(tmp_path):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import io
 import itertools
 import sys
+import tarfile
 import textwrap
 import types
 from pathlib import Path
@@ -38,3 +40,14 @@ class Package:
         """Drop the package and its modules from sys.modules."""
         for name in [name for name in sys.modules if name == self.name or name.startswith(self.name + ".")]:
             del sys.modules[name]
+
+
+def sdist_bytes(members: dict[str, bytes]) -> bytes:
+    """A gzipped tar of ``members`` (name -> bytes), as a source distribution is laid out."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -7,7 +7,8 @@ release's XPU pins (its ``requirements/xpu.txt``); and where those answers disag
 the manifest. Nothing of the release is installed, imported or executed: the source
 distribution is fetched with ``pip download --no-deps`` and pip's metadata step is given a
 stand-in build backend that only reads the sdist's ``PKG-INFO``, so vLLM's ``setup.py``
-never runs. The test suite's release matrix calls ``check_tree`` for every release.
+never runs; it is kept in the per-user cache for the next check (``release_cache``). The
+test suite's release matrix calls ``check_tree`` for every release.
 """
 
 from __future__ import annotations
@@ -95,6 +96,35 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
         lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
         raise NotFetchable(f"pip download vllm=={version} failed: {lines[-1].strip() if lines else 'no sdist'}")
     return found[0]
+
+
+def release_archive(version: str, scratch: Path) -> Path:
+    """``vllm==version``'s sdist from the per-user cache when it is there and intact
+    (``release_cache``), else fetched by pip and kept there; fetched into ``scratch`` when the
+    cache cannot be used (said in one warning)."""
+    from tracker.commands import release_cache
+
+    try:
+        where = release_cache.directory()
+        found, why = release_cache.cached(where, version)
+    except OSError as error:  # UnsafeLocation too
+        _warn(f"the release cache is not used: {error}")
+        return fetch(version, scratch)
+    if why is not None:
+        _warn(f"{why}: fetched again")
+    if found is not None:
+        return found
+    try:
+        return release_cache.store(where, version, lambda into: fetch(version, into))
+    except OSError as error:
+        _warn(f"vllm=={version} could not be kept in the release cache: {error}")
+        return fetch(version, scratch)
+
+
+def _warn(line: str) -> None:
+    from tracker.commands.context import escape_controls
+
+    typer.echo(f"xpu-workarounds: warning: {escape_controls(line)}", err=True)
 
 
 def needed_files(manifest: Manifest) -> set[str]:
@@ -360,7 +390,7 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None) -> Rele
         return check_tree(manifest, candidate)
     wanted = needed_files(manifest)
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
-        archive = fetch(matched.group("version"), Path(scratch)) if matched else candidate
+        archive = release_archive(matched.group("version"), Path(scratch)) if matched else candidate
         root = unpack(archive, Path(scratch) / "tree", wanted.__contains__)
         result = check_tree(manifest, root, label=archive.name)
         shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,181 @@
+"""``check vllm==X`` keeps the sdist it fetched in the per-user cache: the second check of the same
+release sends pip nowhere, a cached file whose bytes changed is fetched again, the directory is
+private, and the cache stays under its cap.
+
+Real pip against a real package index on loopback (a PEP 503 simple index with the sdist's sha256
+in its link, as PyPI gives it) serving a small vLLM-shaped sdist; the index's log of requests is the
+fact each test reads. How long a reuse takes is measured in benchmarks/, not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from support.packages import sdist_bytes
+from typer.testing import CliRunner
+
+from tracker.commands import release_cache
+from tracker.commands.app import app
+
+VERSION = "0.99.0"
+SDIST = f"vllm-{VERSION}.tar.gz"
+
+
+def vllm_sdist() -> bytes:
+    top = f"vllm-{VERSION}"
+    return sdist_bytes({
+        f"{top}/PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n".encode(),
+        f"{top}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+        f"{top}/requirements/xpu.txt": b"torch==2.15.0+xpu\nvllm-xpu-kernels==0.1.16\n",
+        f"{top}/vllm/_version.py": f'__version__ = "{VERSION}"\n'.encode(),
+        f"{top}/vllm/__init__.py": b"",
+    })
+
+
+class Index:
+    """A simple index on 127.0.0.1 with one release of vllm; ``requests`` lists the paths asked for."""
+
+    def __init__(self, digest: str | None = None) -> None:
+        self.sdist = vllm_sdist()
+        self.requests: list[str] = []
+        digest = digest or hashlib.sha256(self.sdist).hexdigest()
+        page = f'<html><body><a href="/files/{SDIST}#sha256={digest}">{SDIST}</a></body></html>'.encode()
+        index = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                index.requests.append(self.path)
+                body = {"/simple/vllm/": page, f"/files/{SDIST}": index.sdist}.get(self.path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html" if self.path.startswith("/simple") else
+                                 "application/octet-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def downloads(self) -> int:
+        return self.requests.count(f"/files/{SDIST}")
+
+
+@pytest.fixture
+def index():
+    served = Index()
+    yield served
+    served.server.shutdown()
+    served.server.server_close()
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return tmp_path / "cache"
+
+
+def environment(index: Index, cache: Path) -> dict[str, str | None]:
+    return {"PIP_INDEX_URL": index.url, "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "PIP_NO_CACHE_DIR": "1",
+           "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0", "XPU_WORKAROUNDS_CACHE_DIR": str(cache),
+           "XPU_WORKAROUNDS_MANIFEST": None}
+
+
+def check(index: Index, cache: Path):
+    result = CliRunner().invoke(app, ["check", "--json", f"vllm=={VERSION}"], env=environment(index, cache))
+    assert "Traceback" not in result.output
+    document = json.loads(result.stdout)
+    assert (document["vllm"], document["source"]) == (VERSION, SDIST)
+    assert document["xpu_pins"] == {"torch": "2.15.0", "vllm-xpu-kernels": "0.1.16"}
+    return result
+
+
+def test_the_second_check_of_a_release_asks_the_index_nothing(index, cache):
+    first = check(index, cache)
+    assert first.stderr == ""
+    assert index.downloads() == 1
+    kept = cache / "releases" / SDIST
+    assert kept.read_bytes() == index.sdist
+    asked = len(index.requests)
+    again = check(index, cache)
+    assert index.requests[asked:] == []  # pip never ran: not even the index page was asked for
+    assert again.stdout == first.stdout and again.stderr == ""
+
+
+def test_the_cache_is_private(index, cache):
+    check(index, cache)
+    releases = cache / "releases"
+    assert stat.S_IMODE(releases.stat().st_mode) == 0o700
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in releases.iterdir()} == {
+        SDIST: 0o600, f"{SDIST}.json": 0o600}
+    assert json.loads((releases / f"{SDIST}.json").read_text()) == {
+        "sha256": hashlib.sha256(index.sdist).hexdigest(), "version": VERSION}
+
+
+def test_a_cached_sdist_whose_bytes_changed_is_fetched_again(index, cache):
+    check(index, cache)
+    kept = cache / "releases" / SDIST
+    tampered = bytearray(kept.read_bytes())
+    tampered[-1] ^= 0xFF
+    kept.write_bytes(bytes(tampered))
+    again = check(index, cache)
+    assert again.stderr == (f"xpu-workarounds: warning: the cached {SDIST} does not match the sha256 recorded when "
+                            f"it was downloaded: fetched again\n")
+    assert index.downloads() == 2
+    assert kept.read_bytes() == index.sdist
+    asked = len(index.requests)
+    check(index, cache)
+    assert index.requests[asked:] == []
+
+
+def test_an_sdist_that_is_not_what_the_index_says_is_neither_checked_nor_kept(cache):
+    index = Index(digest="0" * 64)  # the index's sha256 of the file is not the file's
+    try:
+        result = CliRunner().invoke(app, ["check", f"vllm=={VERSION}"], env=environment(index, cache))
+    finally:
+        index.server.shutdown()
+        index.server.server_close()
+    assert result.exit_code == 4 and index.downloads() == 1
+    assert result.stderr.startswith(f"xpu-workarounds: error: pip download vllm=={VERSION} failed: ")
+    assert list((cache / "releases").iterdir()) == []
+
+
+def test_a_cache_directory_others_may_write_is_not_used(index, cache):
+    releases = cache / "releases"
+    releases.mkdir(parents=True)
+    releases.chmod(0o777)
+    result = check(index, cache)
+    assert result.stderr == f"xpu-workarounds: warning: the release cache is not used: {releases} is writable by " \
+                            f"other users (mode 777)\n"
+    assert list(releases.iterdir()) == []
+    check(index, cache)
+    assert index.downloads() == 2
+
+
+def test_the_cache_keeps_under_its_cap_the_sdists_used_last(tmp_path):
+    where = tmp_path / "releases"
+    where.mkdir(mode=0o700)
+    for age, version in enumerate(["0.3.0", "0.2.0", "0.1.0"]):  # 0.1.0 used longest ago
+        (where / release_cache.archive_name(version)).write_bytes(b"x" * 100)
+        (where / f"{release_cache.archive_name(version)}.json").write_text("{}")
+        os.utime(where / release_cache.archive_name(version), (1000 - age * 100,) * 2)
+    stale = where / ".download-left-by-a-killed-run"
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    assert release_cache.evict(where, cap=250, keep="vllm-0.2.0.tar.gz") == ["vllm-0.1.0.tar.gz"]
+    assert sorted(path.name for path in where.iterdir()) == [
+        "vllm-0.2.0.tar.gz", "vllm-0.2.0.tar.gz.json", "vllm-0.3.0.tar.gz", "vllm-0.3.0.tar.gz.json"]
+    # The one just stored is kept even when it alone is over the cap.
+    assert release_cache.evict(where, cap=50, keep="vllm-0.2.0.tar.gz") == ["vllm-0.3.0.tar.gz"]
