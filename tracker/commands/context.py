@@ -17,6 +17,7 @@ from tracker.model.environment import Environment, InputError, Settings, assumpt
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
+    from tracker.upstream.client import ClientSettings
 
 EXIT_BAD_INPUT = 2
 
@@ -70,6 +71,17 @@ def require_extra(module: str, extra: str, what: str) -> None:
         found = False
     if not found:
         fail(f"{what} needs the {extra} extra: pip install 'xpu-workarounds[{extra}]'")
+
+
+def github_settings() -> ClientSettings:
+    """The GitHub client's settings from the environment; a malformed ``GITHUB_API_URL`` (or one
+    with credentials in it) is one line that never repeats it, exit 2."""
+    from tracker.upstream.client import BadApiUrl, ClientSettings
+
+    try:
+        return ClientSettings.from_env()
+    except BadApiUrl as error:
+        fail(str(error))
 
 
 def escape_controls(text: str) -> str:

@@ -85,13 +85,14 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
     if not fresh and not manifest.policy.active:
         return manifest, fixed_floors(manifest), {"source": "manifest"}
     from tracker.upstream.cache import Mode, NoUsableCache
-    from tracker.upstream.client import ClientSettings, GitHubError
+    from tracker.upstream.client import GitHubError
     from tracker.upstream.overlay import with_facts
     from tracker.upstream.tracking import learn
 
+    client = context.github_settings()
     try:
         # A policy alone is evaluated from the cache (no network); --fresh asks GitHub as `upstream` does.
-        learned = learn(manifest, client=ClientSettings.from_env(), mode=Mode.NORMAL if fresh else Mode.OFFLINE)
+        learned = learn(manifest, client=client, mode=Mode.NORMAL if fresh else Mode.OFFLINE)
     except (GitHubError, NoUsableCache, OSError) as error:
         why = ("the support policy needs upstream facts: run `xpu-workarounds upstream` first" if not fresh
                else f"upstream facts could not be learned ({error})")
@@ -131,10 +132,11 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
     given = context.state["manifest"]
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     docs_path = repository_path(docs, "--docs") if docs is not None else None
+    settings = context.github_settings()
     try:
         check_repository(repo)
         outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else typer.echo,
-                           refresh=refresh, manifest_path=manifest_path, docs=docs_path)
+                           refresh=refresh, manifest_path=manifest_path, docs=docs_path, settings=settings)
     except (ValueError, ConfigurationError) as error:
         fail(str(error))
     except ManifestInvalid as error:

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from tracker.commands.context import EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra, state
+from tracker.commands.context import (
+    EXIT_UPSTREAM,
+    JsonOption,
+    fail,
+    github_settings,
+    load_manifest,
+    require_extra,
+    state,
+)
 from tracker.model.reader import default_path
 
 
@@ -33,9 +41,10 @@ def upstream(
         fail(f"--write needs --manifest PATH, the manifest to update (the shipped {default_path()} is never "
              "written)")
     manifest = load_manifest()
+    client = github_settings()
     mode = "offline" if offline else "refresh" if refresh else "normal"
     try:
-        report = upstream_module.track(manifest, mode=mode)
+        report = upstream_module.track(manifest, mode=mode, client=client)
     except (upstream_module.NoUsableCache, GitHubError) as error:
         if isinstance(error, GitHubError):
             fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", EXIT_UPSTREAM)

@@ -3,7 +3,8 @@
 - token: ``XPU_WORKAROUNDS_GITHUB_TOKEN``, else ``GITHUB_TOKEN`` (empty counts as unset);
   never printed, logged, cached or put in an error message;
 - base URL: ``GITHUB_API_URL`` (GitHub Actions and GitHub Enterprise set it), else
-  ``https://api.github.com``;
+  ``https://api.github.com``; an http(s) URL with a host and no credentials, query or fragment,
+  else ``BadApiUrl`` (bad input: one line that never repeats the value);
 - bounded: a few retries of 5xx answers and dropped connections, a rate-limit wait of
   at most ``max_wait`` seconds (PyGithub's default can sleep an hour), ``Retry-After``
   honoured up to the same bound, a timeout on every request;
@@ -41,7 +42,7 @@ from github.GithubException import (
 from github.GithubRetry import GithubRetry
 from urllib3.exceptions import ReadTimeoutError
 
-from tracker.model.environment import OutsideVariables
+from tracker.model.environment import InputError, OutsideVariables
 
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "xpu-workarounds"
@@ -67,6 +68,43 @@ class UnexpectedAnswer(GithubException):
         self.line = line
 
 
+class BadApiUrl(InputError):
+    """``GITHUB_API_URL`` is not a URL this client can ask (the message never repeats it: it may hold a password)."""
+
+
+def _api_url_problem(url: str) -> str:
+    """What is wrong with ``url`` as the REST API's base URL, or "" when nothing is."""
+    if any(not char.isprintable() or char.isspace() for char in url):
+        return "has spaces or control characters in it"
+    authority = url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        return ("has credentials in it (USER:PASSWORD@), which are never sent nor shown: give the token in "
+                "XPU_WORKAROUNDS_GITHUB_TOKEN or GITHUB_TOKEN")
+    try:
+        parsed = urlparse(url)
+        port = parsed.port
+    except ValueError:
+        return "is not a URL (or its port is not one)"
+    if parsed.scheme not in ("https", "http") or not url.lower().startswith(f"{parsed.scheme}://"):
+        return "is not an https:// (or http://) URL"
+    if not parsed.hostname:
+        return "has no host"
+    if port == 0:
+        return "has port 0"
+    if parsed.query or parsed.fragment or "?" in url or "#" in url:
+        return "has a query or fragment"
+    return ""
+
+
+def api_url(url: str) -> str:
+    """``url`` if it can be the REST API's base URL, else ``BadApiUrl`` naming the problem."""
+    problem = _api_url_problem(url)
+    if problem:
+        raise BadApiUrl(f"GITHUB_API_URL {problem}; it is the REST API's URL, for example {DEFAULT_API_URL} "
+                        "or https://HOST/api/v3 on GitHub Enterprise")
+    return url
+
+
 @dataclass(frozen=True)
 class ClientSettings:
     token: str | None = field(default=None, repr=False)
@@ -76,6 +114,9 @@ class ClientSettings:
     max_wait: float = 60.0  # seconds: longest rate-limit or Retry-After wait accepted
     backoff: float = 0.5  # seconds, doubled on each retry of a 5xx answer
 
+    def __post_init__(self) -> None:
+        api_url(self.base_url)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
         variables = OutsideVariables.from_env(environ)
@@ -83,8 +124,8 @@ class ClientSettings:
 
     @property
     def host(self) -> str:
-        parsed = urlparse(self.base_url)
-        return parsed.netloc or self.base_url
+        """HOST[:PORT] of the base URL (checked: no credentials in it)."""
+        return urlparse(self.base_url).netloc
 
 
 class BoundedRetry(GithubRetry):
