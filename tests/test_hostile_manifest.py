@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,78 @@ def test_a_fifo_neither_blocks_lint_nor_vllm_start_up(tmp_path):
                                 env=env)
         assert "Traceback" not in result.stderr
         assert f"{fifo}:1: file: not a regular file" in result.stdout + result.stderr
+
+
+# vLLM's own way in: the entry point it finds in this package's metadata, called in a fresh
+# interpreter that must come back (the timeout fails the test, not the machine) and go on.
+ENTRY_POINT = (
+    "import json, sys\n"
+    "from importlib.metadata import entry_points\n"
+    "(plugin,) = entry_points(group='vllm.general_plugins', name='xpu_workarounds')\n"
+    "plugin.load()()\n"
+    "from tracker import runtime\n"
+    "print(json.dumps(runtime.report()))\n"
+)
+
+
+def plugin_start(tmp_path: Path, seconds: float, **variables: str) -> tuple[dict, str]:
+    """The plugin's entry point run as vLLM runs it, in a process given ``seconds`` to finish:
+    (its report, its stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS") and k != "PYTHONPATH"}
+    env.update(variables, XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    result = subprocess.run([sys.executable, "-c", ENTRY_POINT], capture_output=True, text=True, timeout=seconds,
+                            env=env)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+# tomllib's time grows with the square of a dotted key's parts: each of these took it 25 to 40 s.
+QUADRATIC = {
+    "one-long-dotted-key": "schema = 1\na" + ".a" * 40000 + " = 1\n",
+    "quoted-parts": "schema = 1\nk" + '."a.b"' * 14000 + " = 1\n",
+    "many-deep-keys": "schema = 1\n" + "".join(f"k{i}" + " . a" * 1500 + " = 1\n" for i in range(40)),
+}
+
+
+@pytest.mark.parametrize("text", QUADRATIC.values(), ids=QUADRATIC.keys())
+def test_a_manifest_that_would_take_the_parser_minutes_is_refused_before_it_in_one_line(tmp_path, text):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(text)
+    started = time.perf_counter()
+    code, lines = lint(manifest)
+    assert time.perf_counter() - started < 2  # refused before tomllib: milliseconds, not seconds
+    assert code == 1 and len(lines) == 1 and PROBLEM.match(lines[0]), lines
+    assert lines[0].startswith(f"{manifest}:2: toml: ")
+
+
+def test_a_line_over_the_cap_is_one_problem_at_its_line(tmp_path):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(SHIPPED.replace("\n", f"\n# {'x' * reader.LINE_LIMIT}\n", 1))
+    assert lint(manifest)[1] == [f"{manifest}:2: toml: a line longer than {reader.LINE_LIMIT} characters"]
+
+
+def test_a_key_of_more_parts_than_the_cap_is_one_problem_at_its_line(tmp_path):
+    manifest = tmp_path / "workarounds.toml"
+    deep = ".".join(["a"] * (reader.KEY_PARTS_LIMIT + 1))
+    manifest.write_text(SHIPPED + f"\n[{deep}]\n")
+    assert lint(manifest)[1] == [f"{manifest}:{SHIPPED.count(chr(10)) + 2}: toml: a dotted key of more than "
+                                 f"{reader.KEY_PARTS_LIMIT} parts"]
+
+
+def test_a_key_at_the_cap_is_parsed(tmp_path):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text("extra = { " + " . ".join(["a"] * reader.KEY_PARTS_LIMIT) + " = 1 }\n" + SHIPPED)
+    assert lint(manifest)[1] == [f"{manifest}:1: extra: unknown key"]
+
+
+@pytest.mark.parametrize("text", QUADRATIC.values(), ids=QUADRATIC.keys())
+def test_register_refuses_such_a_manifest_at_once_and_vllm_goes_on(tmp_path, text):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(text)
+    report, stderr = plugin_start(tmp_path, 20, XPU_WORKAROUNDS_MANIFEST=str(manifest))
+    assert report["environment"] is None and report["workarounds"] == []  # nothing patched
+    assert f"{manifest}:2: toml: " in stderr
 
 
 def test_a_file_over_the_size_cap_is_not_read(tmp_path):

@@ -20,8 +20,13 @@ from tracker.model.entries import Reader
 from tracker.model.manifest import Manifest, ManifestError, Problem
 from tracker.paths import shipped_manifest
 
-# A manifest larger than this is not one (the 500-workaround scale manifest is ~0.4 MiB).
-SIZE_LIMIT = 16 << 20
+# Bounds checked before the TOML parser sees a manifest (``_bounds``): tomllib takes about a
+# second a MiB here, and a dotted key's cost grows with the square of its parts (one line of
+# 40,000 parts takes it half a minute). The 500-workaround scale manifest is ~0.4 MiB, its
+# longest line a few hundred characters and its deepest key two parts.
+SIZE_LIMIT = 2 << 20
+LINE_LIMIT = 16384  # characters
+KEY_PARTS_LIMIT = 32
 
 
 def default_path() -> Path:
@@ -54,6 +59,9 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return None, [Problem(path, raw[:error.start].count(b"\n") + 1, "file", "not UTF-8")]
+    out_of_bounds = _bounds(path, text)
+    if out_of_bounds is not None:
+        return None, [out_of_bounds]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -97,6 +105,44 @@ def _read_bytes(path: Path) -> bytes | Problem:
         return Problem(path, 1, "file", f"cannot read: {error.strerror or error}")
     finally:
         os.close(handle)
+
+
+# A dotted key's parts (bare, "basic" or 'literal'), the dots and blanks between them, anything else.
+_KEY_TOKEN = re.compile(r"""([A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')|(\.)|([ \t]+)|.""")
+
+
+def _bounds(path: Path, text: str) -> Problem | None:
+    """The first line longer than ``LINE_LIMIT`` or holding a dotted key (or table name) of more
+    than ``KEY_PARTS_LIMIT`` parts, as a problem; None when the text is within bounds. Linear in
+    the text: only a line with that many dots is looked at token by token, each token once. Text
+    inside a string that reads as such a key counts too: no manifest needs one."""
+    lines = text.split("\n")
+    if max(map(len, lines)) > LINE_LIMIT:
+        number = next(number for number, line in enumerate(lines, start=1) if len(line) > LINE_LIMIT)
+        return Problem(path, number, "toml", f"a line longer than {LINE_LIMIT} characters")
+    for number, line in enumerate(lines, start=1):
+        if line.count(".") >= KEY_PARTS_LIMIT and _key_parts(line) > KEY_PARTS_LIMIT:
+            return Problem(path, number, "toml", f"a dotted key of more than {KEY_PARTS_LIMIT} parts")
+    return None
+
+
+def _key_parts(line: str) -> int:
+    """The most parts of any run ``part . part . part`` in ``line``."""
+    most = parts = 0
+    dotted = False  # the last token that was not a blank: a dot after a part
+    for found in _KEY_TOKEN.finditer(line):
+        part, dot, blank = found.groups()
+        if blank is not None:
+            continue
+        if part is not None:
+            parts = parts + 1 if dotted else 1
+            most = max(most, parts)
+            dotted = False
+        elif dot is not None and parts and not dotted:
+            dotted = True
+        else:
+            parts, dotted = 0, False
+    return most
 
 
 def _first_line(text: str, pattern: str) -> int:
