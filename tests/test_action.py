@@ -349,8 +349,10 @@ def test_an_upgrade_pr_gets_one_comment_updated_not_duplicated_on_a_second_push(
     assert first.returncode == 0, first.stdout + first.stderr
     [body] = comments(step, pr.number)
     assert MARKER in body and "moves vLLM 0.24.0 to **vLLM 0.25.0**" in body
-    assert "**Drift** (1)" in body and "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast" in body
-    assert f"**Stops applying** at vLLM 0.25.0: `{CHECKED}`" in body
+    assert "**Drift** (1)" in body
+    [line] = [line for line in body.splitlines() if line.startswith(f"- `{CHECKED}`: ")]
+    assert line.startswith(f"- `{CHECKED}`: **drift**: drifted: vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast ")
+    assert "; **stops applying** (vllm-carries-fix); **becomes retirable**" in line
     assert step.summary.read_text() == body  # the same text in the step summary
     assert [line.split("::")[1].split(" ")[0] for line in first.stdout.splitlines() if line.startswith("::")] == \
         ["warning"]  # drift is a warning without fail-on-drift
@@ -365,6 +367,93 @@ def test_an_upgrade_pr_gets_one_comment_updated_not_duplicated_on_a_second_push(
     # Nothing new: nothing written.
     third = step.run(check_script(), **env)
     assert third.returncode == 0 and writes(step.server) == 0 and len(comments(step, pr.number)) == 1
+
+
+def list_items(markdown: str) -> list[str]:
+    """The items of the Markdown lists in ``markdown`` as CommonMark parses it (GitHub's comments are
+    CommonMark with extensions), each item's text on one line."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    items, depth = [], 0
+    for token in tokens:
+        depth += {"list_item_open": 1, "list_item_close": -1}.get(token.type, 0)
+        if depth == 1 and token.type == "inline":
+            items.append(token.content)
+    return items
+
+
+def test_the_comment_lists_what_changes_one_markdown_list_item_per_workaround(upgrade):
+    from support.manifests import PP_TARGET, manifest_text, workaround
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    at_025 = [{**PP_TARGET, "params": ["self", "sampled_token_ids", "num_sampled", "input_batch"]}]
+    cause = [{"ref": "pytorch/pytorch#190001", "role": "cause", "state": "open"}]
+    entries = [workaround(),  # drifts, stops applying and becomes retirable at 0.25.0
+               workaround("late-regression", targets=at_025, vllm_carries_fix=None, upstream=cause,
+                          affected=[{"vllm": ">=0.25.0"}]),  # starts applying
+               workaround("steady-guard", targets=at_025, vllm_carries_fix=None, upstream=cause,
+                          affected=[{"vllm": ">=0.23.0"}])]  # applies before and after: not listed
+    repo.commit("Three workarounds", files={"workarounds.toml": manifest_text(*entries)})
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    items = list_items(body)
+    assert [item.split(":", 1)[0] for item in items] == [f"`{CHECKED}`", "`late-regression`"]
+    assert items[0].startswith(f"`{CHECKED}`: **drift**: drifted: vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast")
+    assert items[0].endswith("; **stops applying** (vllm-carries-fix); **becomes retirable** once vLLM 0.25.0 "
+                             "and its XPU pins are the oldest supported")
+    assert items[1] == "`late-regression`: **starts applying** (affected)"
+    # One source line per item: GitHub shows each workaround on a line of its own.
+    assert [line for line in body.splitlines() if line.startswith("- ")] == [f"- {item}" for item in items]
+
+
+def test_an_upgrade_that_changes_nothing_says_so_in_one_sentence(upgrade):
+    from support.manifests import PP_TARGET, manifest_text, workaround
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    steady = workaround("steady-guard", targets=[{**PP_TARGET, "params": ["self", "sampled_token_ids", "num_sampled",
+                                                                          "input_batch"]}], vllm_carries_fix=None,
+                        upstream=[{"ref": "pytorch/pytorch#190001", "role": "cause", "state": "open"}],
+                        affected=[{"vllm": ">=0.23.0"}])
+    repo.commit("One workaround the upgrade leaves alone", files={"workarounds.toml": manifest_text(steady)})
+    assert step.run(check_script(), **env).returncode == 0
+    [body] = comments(step, pr.number)
+    assert list_items(body) == []
+    assert ("Nothing changes at vLLM 0.25.0: no workaround drifts, starts or stops applying, or becomes retirable."
+            in body.splitlines())
+
+
+def test_an_old_release_that_cannot_be_fetched_is_named_and_the_new_one_still_checked(upgrade, tmp_path):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    (tmp_path / "index" / "vllm-0.24.0.tar.gz").unlink()  # the base's pin: gone from the index
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    [line] = [line for line in body.splitlines() if "could not be compared" in line]
+    assert line.startswith("**vLLM 0.24.0 could not be compared**, so what starts or stops applying is not known: "
+                           "pip download vllm==0.24.0 failed: ")
+    # The new release was checked all the same: its drift is there; no verdict needs the old one.
+    assert "**Drift** (1)" in body
+    [item] = list_items(body)
+    assert item.startswith(f"`{CHECKED}`: **drift**: ") and "stops applying" not in item
+    assert "warning    vLLM 0.24.0 could not be compared: pip download vllm==0.24.0 failed" in result.stdout
+    assert any(line.startswith("::warning ") and "could not be compared" in line for line in result.stdout.splitlines())
+
+
+def test_a_new_release_that_cannot_be_fetched_fails_in_one_line_with_exit_4_and_no_write(upgrade, tmp_path):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    (tmp_path / "index" / "vllm-0.25.0.tar.gz").unlink()  # what the PR pins: not in the index
+    result = step.run(check_script(), **env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and "pip download vllm==0.25.0 failed" in result.stderr
+    assert writes(step.server) == 0 and comments(step, pr.number) == []
 
 
 def test_drift_fails_the_step_only_with_fail_on_drift(upgrade):

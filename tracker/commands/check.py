@@ -34,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from tracker.commands.context import JsonOption, fail, load_manifest
 from tracker.commands.output import table
+from tracker.commands.upgrade import ReleaseUnavailable
 from tracker.decision.gates import Decision
 from tracker.decision.probe import carried_fix, markers
 from tracker.decision.stack import decide_stack
@@ -71,7 +72,7 @@ class CheckInputError(ValueError):
     """What to check is malformed or unreadable (exit 2)."""
 
 
-class NotFetchable(RuntimeError):
+class NotFetchable(ReleaseUnavailable, RuntimeError):
     """pip could not fetch the release (exit 4)."""
 
 
@@ -498,14 +499,19 @@ def check_pull_request_command(number: int | None, repository: str | None, fail_
         append(SUMMARY_VARIABLE, checked.text)
     if json_output:
         typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
-                               "drift": checked.drift, "comment": checked.comment, "detail": checked.note}))
+                               "drift": checked.drift, "comment": checked.comment, "detail": checked.note,
+                               "warnings": checked.warnings}))
     else:
         typer.echo(checked.note)
         for problem in checked.drift:
             typer.echo(f"drift      {problem}")
+        for warning in checked.warnings:
+            typer.echo(f"warning    {warning}")
     if in_actions():
         level = "error" if fail_on_drift else "warning"
         for problem in checked.drift:
             typer.echo(annotation(level, problem, title="drift at the new vLLM"), err=json_output)
+        for warning in checked.warnings:
+            typer.echo(annotation("warning", warning, title="not compared"), err=json_output)
     if checked.drift and fail_on_drift:
         raise typer.Exit(EXIT_DRIFT)

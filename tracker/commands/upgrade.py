@@ -5,9 +5,11 @@ pin file (``requirements*.txt``, ``requirements/**.txt``, ``pyproject.toml``) at
 head commits; nothing of it is checked out or run. The manifest is the base commit's. When
 the vLLM pin (``vllm==X``) moves, both releases are checked as ``check vllm==X`` checks one
 (source distributions fetched with pip, never installed or run), and one comment on the PR
-says what drifted, what starts or stops applying and what becomes retirable. The comment
-carries a hidden marker: a later push edits it, never adds a second. A PR from a fork gets
-a read-only token from GitHub: the same text then goes to the step summary only.
+lists, one line per workaround, what drifts, starts or stops applying and becomes retirable.
+The new release must be fetched (else exit 4); the old one only serves the comparison: when
+it cannot be fetched, the comment says so and why, and the new one is checked all the same.
+The comment carries a hidden marker: a later push edits it, never adds a second. A PR from a
+fork gets a read-only token from GitHub: the same text then goes to the step summary only.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import base64
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -28,6 +30,10 @@ from tracker.model.retirement import retirement
 
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
 _PINNED = re.compile(r"^(?:requirements[^/]*\.txt|requirements/.+\.txt|(?:.*/)?pyproject\.toml)$")
+
+
+class ReleaseUnavailable(Exception):
+    """A release the check needs could not be fetched (``tracker.commands.check.NotFetchable``)."""
 
 
 class UpgradeError(Exception):
@@ -111,30 +117,53 @@ def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
     return {w.id: w.decision["decision"] for w in result.workarounds if w.decision is not None}
 
 
-def comment_text(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseCheck | None,
-                 manifest_path: str) -> str:
+def verdicts(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseCheck | None) -> dict[str, list[str]]:
+    """What changes for each workaround at the new release, in the manifest's order: drift (each
+    problem), starts or stops applying (not known without ``old``), becomes retirable."""
     before, after = _decisions(old), _decisions(new)
-    starts = [w for w in after if after[w] == "apply" and before.get(w) == "skip"]
-    stops = [w for w in after if after[w] == "skip" and before.get(w) == "apply"]
     floors = {**manifest.support, "vllm": max(manifest.support.get("vllm", move.new), move.new),
               **{name: max(manifest.support.get(name, pin), pin) for name, pin in new.pins.items()}}
-    retirable = [w.id for w in manifest.workarounds
-                 if retirement(w, floors).retirable and not retirement(w, manifest.support).retirable]
-    drift = new.problems
+    checked = {w.id: w for w in new.workarounds}
+    found: dict[str, list[str]] = {}
+    for w in manifest.workarounds:
+        said = []
+        if w.id in checked and checked[w.id].problems:
+            said.append("**drift**: " + "; ".join(checked[w.id].problems))
+        decided = checked[w.id].decision if w.id in checked else None
+        if decided is not None and before.get(w.id) == "skip" and after.get(w.id) == "apply":
+            said.append(f"**starts applying** ({decided['reason']})")
+        if decided is not None and before.get(w.id) == "apply" and after.get(w.id) == "skip":
+            said.append(f"**stops applying** ({decided['reason']})")
+        if retirement(w, floors).retirable and not retirement(w, manifest.support).retirable:
+            said.append(f"**becomes retirable** once vLLM {move.new} and its XPU pins are the oldest supported")
+        if said:
+            found[w.id] = said
+    return found
+
+
+def comment_text(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseCheck | None,
+                 manifest_path: str, old_unavailable: str | None = None) -> str:
+    """The PR comment; ``old_unavailable``: why the old release could not be fetched (None: it was,
+    or there was no old pin)."""
+    before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
     lines = [f"### XPU workarounds at vLLM {move.new}", "",
              f"`{move.path}` moves {was} to **vLLM {move.new}** (its XPU pins: {pins}); every workaround in "
              f"`{manifest_path}` was checked against that release's source.", ""]
-    if drift:
-        lines += [f"**Drift** ({len(drift)}): the workaround would be left unapplied, or patch something else:", "",
-                  *[f"- {problem}" for problem in drift], ""]
+    if old_unavailable is not None:
+        why = " ".join(old_unavailable.split())
+        lines += [f"**{was} could not be compared**, so what starts or stops applying is not known: {why}", ""]
+    drift = new.problems
+    lines += [f"**Drift** ({len(drift)}): the workaround would be left unapplied, or patch something else."
+              if drift else "**No drift**: every target is where the manifest says, with the same signature.", ""]
+    changes = verdicts(manifest, move, new, old)
+    if changes:
+        lines += [f"What changes at vLLM {move.new}, one line per workaround:", "",
+                  *[f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], ""]
     else:
-        lines += ["**No drift**: every target is where the manifest says, with the same signature.", ""]
-    lines += [f"**Starts to apply** at vLLM {move.new}: " + (", ".join(f"`{w}`" for w in starts) or "none") + ".",
-              f"**Stops applying** at vLLM {move.new}: " + (", ".join(f"`{w}`" for w in stops) or "none") + ".",
-              f"**Becomes retirable** once vLLM {move.new} and its XPU pins are the oldest supported: "
-              + (", ".join(f"`{w}`" for w in retirable) or "none") + ".", ""]
+        lines += [f"Nothing changes at vLLM {move.new}: no workaround drifts, starts or stops applying, or becomes "
+                  "retirable.", ""]
     rows = []
     for w in new.workarounds:
         decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
@@ -158,6 +187,7 @@ class Checked:
     drift: list[str]
     comment: str  # what happened to the comment: created, updated, unchanged, summary only, none
     note: str
+    warnings: list[str] = field(default_factory=list)  # worth a line, not a failure (the old release unfetched)
 
 
 def check_pull_request(gh: Any, repository: str, number: int, manifest_path: str,
@@ -178,30 +208,38 @@ def check_pull_request(gh: Any, repository: str, number: int, manifest_path: str
     if not moves:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check")
     move = moves[0]
-    new = check(manifest, f"vllm=={move.new}")
-    old = check(manifest, f"vllm=={move.old}") if move.old is not None else None
-    text = comment_text(manifest, move, new, old, manifest_path)
+    new = check(manifest, f"vllm=={move.new}")  # unfetchable: the check cannot be done (exit 4)
+    old, unavailable, warnings = None, None, []
+    if move.old is not None:
+        try:
+            old = check(manifest, f"vllm=={move.old}")
+        except ReleaseUnavailable as error:  # only the comparison is lost
+            unavailable = " ".join(str(error).split())
+            warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
+    text = comment_text(manifest, move, new, old, manifest_path, unavailable)
+
+    def checked(comment: str, note: str) -> Checked:
+        return Checked(text, new.problems, comment, note, warnings)
+
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:
-        return Checked(text, new.problems, "summary only",
-                       "a PR from a fork gets a read-only token: the text is in the step summary")
+        return checked("summary only", "a PR from a fork gets a read-only token: the text is in the step summary")
     mine = [comment for comment in pr.get_issue_comments() if MARKER in (comment.body or "")]
     try:
         if mine:
             if mine[0].body == text:
-                return Checked(text, new.problems, "unchanged", f"the comment on #{number} is up to date")
+                return checked("unchanged", f"the comment on #{number} is up to date")
             mine[0].edit(text)
-            return Checked(text, new.problems, "updated", f"updated the comment on #{number}")
+            return checked("updated", f"updated the comment on #{number}")
         pr.create_issue_comment(text)
-        return Checked(text, new.problems, "created", f"commented on #{number}")
+        return checked("created", f"commented on #{number}")
     except GithubException as error:
         if error.status != 403:
             raise
-        return Checked(text, new.problems, "summary only",
-                       "the token may not comment (403): the text is in the step summary")
+        return checked("summary only", "the token may not comment (403): the text is in the step summary")
 
 
-__all__ = ["MARKER", "Checked", "PinMove", "UpgradeError", "check_pull_request", "comment_text", "pin_file",
-           "pin_moves", "vllm_pin"]
+__all__ = ["MARKER", "Checked", "PinMove", "ReleaseUnavailable", "UpgradeError", "check_pull_request", "comment_text",
+           "pin_file", "pin_moves", "verdicts", "vllm_pin"]
 
 
