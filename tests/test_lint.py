@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from tracker.commands.lint import protocol_problems
 
 GOOD = '''
@@ -63,3 +65,75 @@ def test_a_module_importing_more_of_tracker_than_the_api_is_a_problem(package):
 
 def test_a_module_that_does_not_exist_is_a_problem(package):
     assert protocol_problems(f"{package.name}.absent") == [f"module {package.name}.absent does not exist"]
+
+
+# ------------------------------------------------- an adopter's repository, laid out otherwise
+
+
+def adopter(tmp_path, git: bool = True):
+    """A repository laid out as tests/test_action.py's adopter is: manifest ``xpu/workarounds.toml``,
+    modules in ``xpu/workarounds/``, and a ``workarounds/`` of someone else's at the top."""
+    import subprocess
+
+    from test_action import adopter_files
+
+    for path, text in adopter_files().items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    if git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    from tracker.model import reader
+
+    manifest = reader.load(tmp_path / "xpu" / "workarounds.toml")
+    return manifest, manifest.workarounds[0].module.rpartition(".")[2]
+
+
+def run_lint(tmp_path, *args):
+    import subprocess
+    from pathlib import Path
+
+    cli = Path(sys.executable).parent / "xpu-workarounds"
+    return subprocess.run([str(cli), *args], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["in a git checkout", "no .git: the working directory"])
+def test_lint_reads_an_adopters_modules_in_its_layout_folder(tmp_path, git):
+    adopter(tmp_path, git)
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    # The top-level workarounds/ (not a workaround module: no docstring, no make_wrapper) is not read.
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == "xpu/workarounds.toml: ok\n"
+
+
+@pytest.mark.parametrize("args", [["--manifest", "xpu/workarounds.toml", "lint"], ["lint", "xpu/workarounds.toml"]])
+def test_lint_finds_a_broken_module_in_the_adopters_folder_not_this_tools_own(tmp_path, args):
+    manifest, name = adopter(tmp_path)
+    # The same module name exists in this tool's installed workarounds package, which passes lint.
+    (tmp_path / "xpu" / "workarounds" / f"{name}.py").write_text("def build():\n    pass\n", encoding="utf-8")
+    result = run_lint(tmp_path, *args)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert [line.split(": ", 2)[2] for line in result.stdout.splitlines()] == [
+        f"module workarounds.{name} has no docstring (it names the symptom a user saw)",
+        f"module workarounds.{name} has no top-level make_wrapper(context)"]
+
+
+def test_lint_reports_a_module_missing_from_the_adopters_folder(tmp_path):
+    manifest, name = adopter(tmp_path)
+    (tmp_path / "xpu" / "workarounds" / f"{name}.py").unlink()
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = result.stdout.splitlines()
+    assert line.endswith(f": workaround[{manifest.workarounds[0].id}].module: module workarounds.{name} does not "
+                         f"exist: no xpu/workarounds/{name}.py or xpu/workarounds/{name}/__init__.py")
+
+
+def test_a_layout_folder_the_repository_lacks_is_one_problem_at_its_line(tmp_path):
+    adopter(tmp_path)
+    manifest = tmp_path / "xpu" / "workarounds.toml"
+    text = manifest.read_text(encoding="utf-8").replace('workarounds = "xpu/workarounds"', 'workarounds = "xpu/fixes"')
+    manifest.write_text(text, encoding="utf-8")
+    line = text.splitlines().index('workarounds = "xpu/fixes"') + 1
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1
+    assert result.stdout == (f"xpu/workarounds.toml:{line}: layout.workarounds: no folder xpu/fixes/ in {tmp_path.resolve()} "
+                             "(the repository's root), where the workaround modules are read\n")

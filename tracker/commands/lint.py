@@ -6,6 +6,11 @@ workaround's module (``workarounds.<id with _>``) must exist and provide what
 ``make_wrapper(context)``, optionally ``probe(context)``, and no import from ``tracker``
 but ``tracker.api``. Modules are read as source (``tracker.engine.source``), never
 imported: linting runs no workaround code and needs neither torch nor vLLM.
+
+Where a module is looked for (``modules_folder``): in a repository's manifest, in the folder
+its ``[layout]`` names (default ``workarounds``) under the repository's root, never by import
+name, which would find this tool's own ``workarounds`` package, installed beside it; the
+shipped manifest's modules are that package, found on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -37,14 +42,41 @@ def lint(path: Path | str | None = None) -> list[Problem]:
     return module_problems(manifest)
 
 
+def repository_root(manifest: Manifest) -> Path | None:
+    """The root ``[layout]``'s paths are relative to: the nearest folder at or above the manifest
+    holding ``.git``; outside any repository, the working directory where the manifest names a
+    ``[layout]`` folder of modules; else None."""
+    here = manifest.path.resolve()
+    for folder in here.parents:
+        if (folder / ".git").exists():
+            return folder
+    return Path.cwd() if "workarounds" in manifest.layout.written else None
+
+
+def modules_folder(manifest: Manifest) -> tuple[Path, Path] | None:
+    """(repository root, folder) where the workaround modules of ``manifest`` are read: ``[layout]
+    workarounds`` under ``repository_root``; None (by import name on ``sys.path``) for the shipped
+    manifest and a manifest with no repository root."""
+    if manifest.path.resolve() == default_path().resolve():
+        return None
+    root = repository_root(manifest)
+    return (root, root / manifest.layout.workarounds) if root is not None else None
+
+
 def module_problems(manifest: Manifest) -> list[Problem]:
     found: dict[str, list[str]] = {}  # many entries may share a module (the scale benchmark: 500 and 6)
     problems: list[Problem] = []
     lines: LineLocator | None = None
+    located = modules_folder(manifest) if manifest.workarounds else None
+    folder = located[1] if located is not None else None
+    if located is not None and not located[1].is_dir():
+        where = LineLocator(manifest.path.read_text(encoding="utf-8")).of("layout", 0, "workarounds")
+        return [Problem(manifest.path, where, "layout.workarounds", f"no folder {manifest.layout.workarounds}/ in "
+                        f"{located[0]} (the repository's root), where the workaround modules are read")]
     for index, workaround in enumerate(manifest.workarounds):
         module = workaround.module
         if module not in found:
-            found[module] = protocol_problems(module)
+            found[module] = protocol_problems(module, folder)
         if not found[module]:
             continue
         if lines is None:
@@ -57,11 +89,20 @@ def module_problems(manifest: Manifest) -> list[Problem]:
     return problems
 
 
-def protocol_problems(module: str) -> list[str]:
-    """What module ``module`` lacks of the workaround-module protocol (``tracker.api``), read from its source."""
-    tree = source.parsed_module(module)
+def protocol_problems(module: str, folder: Path | None = None) -> list[str]:
+    """What module ``module`` lacks of the workaround-module protocol (``tracker.api``), read from its
+    source: in ``folder`` (the ``[layout]`` folder of workaround modules), else found by import name."""
+    if folder is not None:
+        name = module.rpartition(".")[2]
+        path = source.file_under(folder, name)
+        if path is None:
+            shown = _shown(folder / name)
+            return [f"module {module} does not exist: no {shown}.py or {shown}/__init__.py"]
+        tree = source.parsed_file(path)
+    else:
+        tree = source.parsed_module(module)
     if tree is None:
-        if source.module_exists(module) is False:
+        if folder is None and source.module_exists(module) is False:
             return [f"module {module} does not exist"]
         return [f"module {module} has no readable Python source"]
     problems = []
@@ -80,6 +121,14 @@ def protocol_problems(module: str) -> list[str]:
     return problems
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it, else as it is."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _takes_one_argument(args: ast.arguments) -> bool:
     positional = [*args.posonlyargs, *args.args]
     required_keywords = [arg for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True) if default is None]
@@ -96,7 +145,7 @@ def _tracker_imports(tree: ast.Module) -> set[str]:
     return {name for name in names if name == "tracker" or name.startswith("tracker.")}
 
 
-__all__ = ["lint", "module_problems", "protocol_problems"]
+__all__ = ["lint", "module_problems", "modules_folder", "protocol_problems", "repository_root"]
 
 
 class Format(StrEnum):

@@ -101,16 +101,22 @@ def _find(name: str) -> tuple[bool | None, Path | None]:
 
 @functools.lru_cache(maxsize=64)
 def _parsed(path: Path) -> ast.Module | None:
-    try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return None
+    return parsed_file(path)
 
 
 def parsed_module(name: str) -> ast.Module | None:
     """The syntax tree of module ``name``'s source, or None when it has no readable ``.py`` source."""
     source = module_source(name)
     return _parsed(source) if source is not None else None
+
+
+def parsed_file(path: Path) -> ast.Module | None:
+    """The syntax tree of the Python source at ``path`` as it is now (not cached), or None when it
+    cannot be read or parsed."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
 
 
 def file_under(root: Path, name: str) -> Path | None:
@@ -157,4 +163,5 @@ def declares(node: ast.AST | None, parameter: str) -> bool:
                                     for child in ast.walk(node))
 
 
-__all__ = ["contains", "declares", "definition", "file_under", "module_exists", "module_source", "parsed_module"]
+__all__ = ["contains", "declares", "definition", "file_under", "module_exists", "module_source", "parsed_file",
+           "parsed_module"]
