@@ -9,7 +9,12 @@ and no credential in any output.
 
 from __future__ import annotations
 
+import re
+import threading
+from collections import Counter
+
 import pytest
+from support.fakegithub import BAD_PAGINATION
 from support.fakegithub_git import writes
 from test_hostile_github import scenario  # noqa: F401 (the fixture)
 from test_retire_github import REPOSITORY, cli
@@ -17,6 +22,7 @@ from test_upstream_cli import TOKEN, run
 from typer.testing import CliRunner
 
 from tracker.commands.app import app
+from tracker.upstream.client import ClientSettings
 
 SECRET = "hunter2-stand-in-password"
 
@@ -30,6 +36,31 @@ def one_line(result, code: int, *secrets: str) -> str:
     lines = output.splitlines()
     assert len(lines) == 1, output
     return lines[0]
+
+
+def bounded(seconds: float, call):
+    """``call()``, failing the test (not hanging it) when it has not returned within ``seconds``."""
+    answers: list = []
+    thread = threading.Thread(target=lambda: answers.append(call()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    return answers[0]
+
+
+@pytest.fixture
+def limits(monkeypatch):
+    """Lower the client's limits for the command line (they are ClientSettings fields)."""
+
+    def lower(**values):
+        read = ClientSettings.from_env.__func__
+
+        def from_env(cls, environ=None, **overrides):
+            return read(cls, environ, **{**values, **overrides})
+
+        monkeypatch.setattr(ClientSettings, "from_env", classmethod(from_env))
+
+    return lower
 
 
 def malformed_urls(port: int) -> list[str]:
@@ -107,3 +138,50 @@ def test_other_commands_that_ask_github_refuse_it_too(tmp_path, command):
     result = CliRunner().invoke(app, command, env=env)
     line = one_line(result, 2, SECRET, TOKEN)
     assert line.startswith("xpu-workarounds: error: GITHUB_API_URL has credentials in it"), line
+
+
+# ---------------------------------------------------------------- pagination that never ends
+
+
+@pytest.mark.parametrize("shape", BAD_PAGINATION)
+def test_upstream_refuses_pagination_that_never_ends(github, tmp_path, shape, limits):
+    limits(max_pages=5)
+    github.paginate_badly(shape)
+    cache = tmp_path / "cache"
+
+    result = bounded(30, lambda: run(github, cache, "--refresh", api="rest"))
+
+    line = one_line(result, 4, TOKEN)
+    what = "a page it had already given" if shape != "next-endless" else "more than 5 pages"
+    assert f"GitHub at {github.base_url.split('//')[1]} named {what}" in line, line
+    assert line.endswith("the cache is left as it was"), line
+    assert not cache.exists() or not any(cache.iterdir())
+    assert 0 < github.count("/repos/<owner>/<repo>/issues/<int:number>/timeline") <= 5
+
+
+def test_the_default_limit_is_100_pages(github, tmp_path):
+    github.paginate_badly("next-endless")
+
+    result = bounded(60, lambda: run(github, tmp_path / "cache", "--refresh", api="rest"))
+
+    assert "named more than 100 pages" in one_line(result, 4, TOKEN)
+    assert github.count("/repos/<owner>/<repo>/issues/<int:number>/timeline") == 100
+    assert ClientSettings().max_pages == 100
+
+
+@pytest.mark.parametrize("shape", ["next-back", "next-endless"])  # next-self: as upstream's
+def test_retire_refuses_pagination_that_never_ends(scenario, shape, limits):  # noqa: F811
+    limits(max_pages=5)
+    assert cli(scenario, "--repo", REPOSITORY).exit_code == 0  # PRs and the dashboard: lists to page through
+    scenario.server.paginate_badly(shape)
+
+    result = bounded(60, lambda: cli(scenario, "--repo", REPOSITORY))
+
+    assert result.exit_code == 4, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if "GitHub at" in line]
+    assert lines and all("named a page it had already given" in line or "named more than 5 pages" in line
+                         for line in lines), result.output
+    lists = Counter((hit.path, re.sub(r"(^|&)page=\d+", "", hit.query)) for hit in scenario.server.log
+                    if hit.method == "GET" and "per_page=" in hit.query)
+    assert lists and max(lists.values()) <= 5, lists  # no list read past its fifth page

@@ -388,6 +388,14 @@ WRONG_SHAPES: dict[str, tuple[int, bytes, str | None, dict[str, str]]] = {
 }
 NEXT_ELSEWHERE = "next-elsewhere"  # the real answer, with ``Link: rel="next"`` to another host
 
+# Pagination that never ends (``FakeGitHub.paginate_badly``): every list answered with the
+# real page and a ``Link: rel="next"`` on this server that leads on for ever.
+BAD_PAGINATION = (
+    "next-self",  # the next page is the page asked for
+    "next-back",  # page 1 -> page 2 -> page 1 -> ...
+    "next-endless",  # page N -> page N + 1 -> ..., each answered with the same items
+)
+
 
 @dataclass
 class Fault:
@@ -433,6 +441,7 @@ class FakeGitHub:
         self.rate_limit_reset = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
         self.latency = 0.0  # seconds added to every answer (benchmarks: ~0.1 s like api.github.com)
         self.wrong_shape: tuple[str, str | None, int] | None = None  # see ``misanswer``
+        self.bad_pagination: tuple[str, str | None] | None = None  # see ``paginate_badly``
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -521,6 +530,26 @@ class FakeGitHub:
             return dataclasses.replace(reply, headers={**reply.headers, "Link": link})
         status, raw, content_type, headers = WRONG_SHAPES[shape]
         return Reply(status, None, dict(headers), raw=raw, content_type=content_type)
+
+    def paginate_badly(self, shape: str, rule: str | None = None) -> None:
+        """From now on, a list answered for ``rule`` (every route when None) names a next page
+        that never ends (``BAD_PAGINATION``)."""
+        if shape not in BAD_PAGINATION:
+            raise ValueError(shape)
+        self.bad_pagination = (shape, rule)
+
+    def _paginated_badly(self, request: Request, rule: str, reply: Reply) -> Reply:
+        if self.bad_pagination is None or not isinstance(reply.body, list) or reply.status != 200:
+            return reply
+        shape, only = self.bad_pagination
+        if only is not None and rule != only:
+            return reply
+        args = dict(request.args.items())
+        page = _int(args.get("page"), 1)
+        if shape != "next-self":  # the page asked for is the very URL asked
+            args["page"] = str(2 if page == 1 else 1) if shape == "next-back" else str(page + 1)
+        url = self.url(request.path[len(self.prefix):], **args)
+        return dataclasses.replace(reply, headers={**reply.headers, "Link": f'<{url}>; rel="next"'})
 
     def stall(self, rule: str, seconds: float) -> None:
         """Requests matching ``rule`` wait ``seconds`` before answering (for client timeouts)."""
@@ -619,6 +648,7 @@ class FakeGitHub:
         except NotFound:
             result = Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
         reply = self._misshaped(rule_text, result if isinstance(result, Reply) else Reply(200, result))
+        reply = self._paginated_badly(request, rule_text, reply)
         return self._finish(request, reply, rule_text, token, conditional, costed=reply.costed)
 
     def _finish(self, request: Request, reply: Reply, rule: str, token: str | None, conditional: bool,
@@ -667,7 +697,8 @@ class FakeGitHub:
     def page(self, request: Request, items: list[Any], last_modified: datetime | None = None) -> Reply:
         """GitHub pagination: ``per_page`` (default 30, max 100), ``page``, a ``Link`` header."""
         per_page = min(max(_int(request.args.get("per_page"), 30), 1), 100)
-        number = max(_int(request.args.get("page"), 1), 1)
+        # Pagination gone bad answers every page with the first one's items (``paginate_badly``).
+        number = max(_int(request.args.get("page"), 1), 1) if self.bad_pagination is None else 1
         last = max(1, -(-len(items) // per_page))
         chunk = items[(number - 1) * per_page: number * per_page]
         args = dict(request.args.items())

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from requests.utils import parse_header_links
-
 from tracker import paths
 from tracker.upstream import client as github_client
 from tracker.upstream.client import ClientSettings
@@ -172,15 +170,22 @@ class Source:
         """Every page of a list, following ``Link: rel="next"``."""
         items: list[Any] = []
         url: str | None = path
+        pages = github_client.Pages(self.client or github_client.ClientSettings(base_url=self.cache.base_url))
+        read: list[str] = []
         while url is not None:
+            if read:  # a loop or an endless chain, even when every page is known already
+                try:
+                    pages.check(read, pages.key(url))
+                except github_client.UnexpectedAnswer as error:
+                    raise github_client.GitHubUnavailable(f"{what}: {error.line}") from None
+            read.append(pages.key(url))
             entry = self._entry(url, what=what)
             if not isinstance(entry["data"], list):
                 raise github_client.GitHubUnavailable(
                     f"{what}: {self.client.host if self.client else 'the cache'} answered an object where a list "
                     "was expected: is GITHUB_API_URL the REST API?")
             items.extend(entry["data"])
-            link = entry["headers"].get("link", "")
-            url = next((item["url"] for item in parse_header_links(link) if item.get("rel") == "next"), None)
+            url = github_client.next_page(entry["headers"])
         return items
 
     def _key(self, url: str) -> str:

@@ -11,6 +11,8 @@
 - errors: ``GitHubUnavailable`` (nothing can be learned now: outage, rate limit, bad
   token) and ``GitHubMissing`` (GitHub answered that a thing does not exist), each
   carrying one line a person can act on;
+- bounded pagination: a list of more than ``max_pages`` pages, or whose next page is one it
+  already gave, is ``UnexpectedAnswer`` (a loop or an endless chain, never followed);
 - only GitHub's answers: every answer PyGithub receives is checked first (``_guard``): 2xx
   or 304, JSON of the shape GitHub gives (an object, or a list of objects for a page of a
   list), no redirect and no next page on another host. Anything else (``GITHUB_API_URL``
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import github
 import requests
@@ -45,6 +47,7 @@ from urllib3.exceptions import ReadTimeoutError
 from tracker.model.environment import InputError, OutsideVariables
 
 DEFAULT_API_URL = "https://api.github.com"
+MAX_PAGES = 100  # of one list: 10,000 items at 100 a page; the longest GitHub list read here has a few
 USER_AGENT = "xpu-workarounds"
 
 
@@ -113,6 +116,7 @@ class ClientSettings:
     retries: int = 3  # 0: no retries at all
     max_wait: float = 60.0  # seconds: longest rate-limit or Retry-After wait accepted
     backoff: float = 0.5  # seconds, doubled on each retry of a 5xx answer
+    max_pages: int = MAX_PAGES  # of one list; then the list is refused
 
     def __post_init__(self) -> None:
         api_url(self.base_url)
@@ -177,6 +181,7 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
     them and ``get()`` alike."""
     original = requester.requestJson
     home = urlparse(settings.base_url)
+    pages = Pages(settings)
 
     def request_json(verb: str, url: str, parameters: dict[str, Any] | None = None,
                      headers: dict[str, Any] | None = None, input: Any = None, cnx: Any = None,
@@ -193,13 +198,59 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
             raise UnexpectedAnswer(f"GitHub at {settings.host} answered 301 (a redirect elsewhere), "
                                    f"not JSON: {_NOT_API}") from None
         paged = bool(parameters and "per_page" in parameters) or "per_page=" in target.query
-        problem = _unexpected(verb, status, {str(k).lower(): str(v) for k, v in answer_headers.items()}, body,
-                              paged, home.netloc)
+        lowered = {str(k).lower(): str(v) for k, v in answer_headers.items()}
+        problem = _unexpected(verb, status, lowered, body, paged, home.netloc)
         if problem:
             raise UnexpectedAnswer(f"GitHub at {settings.host} answered {problem}: {_NOT_API}")
+        if verb == "GET" and 200 <= status < 300:
+            pages.follow(url, parameters, next_page(lowered))
         return status, answer_headers, body
 
     requester.requestJson = request_json
+
+
+def next_page(headers: Mapping[str, str]) -> str | None:
+    """The URL of the next page an answer names (``Link: rel="next"``; lower-case header names)."""
+    return next((link["url"] for link in requests.utils.parse_header_links(headers.get("link", ""))
+                 if link.get("rel") == "next" and link.get("url")), None)
+
+
+class Pages:
+    """The pages of each list read so far, to refuse a next page already given (a loop) or one
+    past ``max_pages`` (an endless chain) before it is asked."""
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self.prefix = urlparse(settings.base_url).path.rstrip("/")
+        self.before: dict[str, tuple[str, ...]] = {}  # a next page named -> the pages of its list before it
+
+    def key(self, url: str, parameters: Mapping[str, Any] | None = None) -> str:
+        """``url`` (absolute, or a path below the base URL) with ``parameters``, in one spelling."""
+        parsed = urlparse(url)
+        path = parsed.path
+        if parsed.netloc and self.prefix and path.startswith(self.prefix + "/"):
+            path = path[len(self.prefix):]
+        query = sorted([*parse_qsl(parsed.query, keep_blank_values=True),
+                        *((str(k), str(v)) for k, v in (parameters or {}).items())])
+        return path + (f"?{urlencode(query)}" if query else "")
+
+    def follow(self, url: str, parameters: Mapping[str, Any] | None, following: str | None) -> None:
+        """Record that the page at ``url`` names ``following`` next; ``UnexpectedAnswer`` when that
+        page was given already or the list would be longer than ``max_pages``."""
+        here = self.key(url, parameters)
+        pages = (*self.before.pop(here, ()), here)
+        if following is None:
+            return
+        self.check(pages, self.key(following))
+        self.before[self.key(following)] = pages
+
+    def check(self, pages: tuple[str, ...] | list[str] | set[str], following: str) -> None:
+        if following in pages:
+            raise UnexpectedAnswer(f"GitHub at {self.settings.host} named a page it had already given as the next "
+                                   f"page of a list (a loop): not followed")
+        if len(pages) >= self.settings.max_pages:
+            raise UnexpectedAnswer(f"GitHub at {self.settings.host} named more than {self.settings.max_pages} "
+                                   f"pages for one list: not followed")
 
 
 def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, paged: bool, host: str) -> str:
