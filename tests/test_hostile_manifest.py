@@ -90,10 +90,10 @@ ENTRY_POINT = (
 
 def plugin_start(tmp_path: Path, seconds: float, **variables: str) -> tuple[dict, str]:
     """The plugin's entry point run as vLLM runs it, in a process given ``seconds`` to finish:
-    (its report, its stderr)."""
+    (its report, its stderr). ``variables`` may set ``PYTHONPATH`` (this checkout's code last)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS") and k != "PYTHONPATH"}
-    env.update(variables, XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env.update(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env.update(variables)
     result = subprocess.run([sys.executable, "-c", ENTRY_POINT], capture_output=True, text=True, timeout=seconds,
                             env=env)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr

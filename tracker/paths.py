@@ -137,6 +137,34 @@ def private_file(path: Path | str, limit: int) -> bytes:
         os.close(handle)
 
 
+class NotRegular(UnsafeLocation):
+    """A FIFO, a device, a directory or a socket where a regular file was expected."""
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of ``path``, a regular file (following symlinks:
+    for files that are not private, such as a manifest or a distribution's metadata).
+
+    Opened without blocking and checked with ``fstat`` before anything is read, so a FIFO or a
+    device in its place is ``NotRegular`` at once, never a wait; ``OSError`` when it cannot be
+    opened or read."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise NotRegular(f"{os.fspath(path)} is not a regular file")
+        chunks = []
+        left = limit
+        while left > 0:
+            chunk = os.read(handle, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(handle)
+
+
 def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600,
                  before_replace: Callable[[Path], None] | None = None) -> None:
     """Replace ``path`` with ``data``: a random temporary name in the same directory, then a rename.

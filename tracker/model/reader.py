@@ -10,15 +10,13 @@ specifiers and versions it repeats are parsed once each.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 
 from tracker.model.entries import Reader
 from tracker.model.manifest import Manifest, ManifestError, Problem
-from tracker.paths import shipped_manifest
+from tracker.paths import NotRegular, read_regular, shipped_manifest
 
 # Bounds checked before the TOML parser sees a manifest (``_bounds``): tomllib takes about a
 # second a MiB here, and a dotted key's cost grows with the square of its parts (one line of
@@ -86,25 +84,14 @@ def _read_bytes(path: Path) -> bytes | Problem:
     """The file's bytes: a regular file only (a FIFO or a device would block or never end), at
     most ``SIZE_LIMIT`` bytes; opened without blocking, so a FIFO never stops vLLM's start-up."""
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        raw = read_regular(path, SIZE_LIMIT + 1)
+    except NotRegular:
+        return Problem(path, 1, "file", "not a regular file")
     except OSError as error:
         return Problem(path, 1, "file", f"cannot read: {error.strerror or error}")
-    try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            return Problem(path, 1, "file", "not a regular file")
-        if info.st_size > SIZE_LIMIT:
-            return Problem(path, 1, "file", f"larger than {SIZE_LIMIT // (1 << 20)} MiB")
-        os.set_blocking(handle, True)
-        with os.fdopen(os.dup(handle), "rb") as stream:
-            raw = stream.read(SIZE_LIMIT + 1)
-        if len(raw) > SIZE_LIMIT:
-            return Problem(path, 1, "file", f"larger than {SIZE_LIMIT // (1 << 20)} MiB")
-        return raw
-    except OSError as error:
-        return Problem(path, 1, "file", f"cannot read: {error.strerror or error}")
-    finally:
-        os.close(handle)
+    if len(raw) > SIZE_LIMIT:
+        return Problem(path, 1, "file", f"larger than {SIZE_LIMIT // (1 << 20)} MiB")
+    return raw
 
 
 # A dotted key's parts (bare, "basic" or 'literal'), the dots and blanks between them, anything else.

@@ -21,13 +21,14 @@ import functools
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.specifiers import version as parse_version
-from tracker.paths import path_directories
+from tracker.paths import path_directories, read_regular
 
 # Component name -> distribution names it may be installed under, in order of preference.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -128,10 +129,10 @@ def listings_shared() -> Iterator[None]:
         _listings = outer
 
 
-# Where a folder keeps its metadata. An egg-info that is a file, not a folder, is read by
-# importlib.metadata (the file named here does not exist); so is an egg.
-_METADATA_FILE = {"dist-info": "METADATA", "egg-info": "PKG-INFO"}
-_METADATA_SUFFIXES = (*_METADATA_FILE, "egg")
+_METADATA_SUFFIXES = ("dist-info", "egg-info", "egg")
+# A folder's metadata file, in importlib.metadata's order; an entry that is a file (an egg-info
+# file) is its own metadata.
+_METADATA_FILES = ("METADATA", "PKG-INFO")
 
 
 def metadata_entries(directory: str) -> list[tuple[str, str, str]] | None:
@@ -150,9 +151,10 @@ def metadata_entries(directory: str) -> list[tuple[str, str, str]] | None:
 
 
 def _metadata_files() -> dict[str, str] | None:
-    """Normalized distribution name -> its metadata file, the first on ``sys.path`` (as
-    ``importlib.metadata`` finds it), from one listing of each directory; None when a
-    directory cannot be listed (then ``importlib.metadata`` is asked instead).
+    """Normalized distribution name -> its metadata entry (a ``*.dist-info`` or ``*.egg-info``
+    folder or file; ``""`` for an egg), the first on ``sys.path`` (as ``importlib.metadata``
+    finds it), from one listing of each directory; None when a directory cannot be listed
+    (then ``importlib.metadata`` is asked where the distributions are).
 
     ``metadata.version`` searches every ``sys.path`` entry per call (~1.5 ms each, even
     for an absent name) and parses the whole file as e-mail; one listing and the
@@ -166,52 +168,88 @@ def _metadata_files() -> dict[str, str] | None:
                 return None  # a directory that cannot be listed: ask importlib.metadata
             continue  # absent, or a file (a zip) on sys.path
         for distribution, name, suffix in entries:
-            inner = _METADATA_FILE.get(suffix)  # none for an egg, zipped or unpacked: importlib.metadata reads it
-            files.setdefault(distribution, os.path.join(directory, name, inner) if inner else "")
+            # An egg, zipped or unpacked, is found by importlib.metadata (only where it is on sys.path).
+            files.setdefault(distribution, os.path.join(directory, name) if suffix != "egg" else "")
     return files
 
 
 _FIELD_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")  # RFC 5322: printable, no space, no colon
+HEADERS_LIMIT = 1 << 20  # bytes of a metadata file read for its headers (torch's whole file is ~40 KB)
 
 
-def _header_version(path: str) -> str | None:
-    """The ``Version`` header of a core-metadata file; None when it has none or cannot be read."""
+def _head_of(path: str) -> str | None:
+    """The start of the regular file ``path`` (at most ``HEADERS_LIMIT`` bytes, whole lines
+    only); None when it is absent, unreadable or not a regular file: a FIFO or a device planted
+    as a distribution's metadata must not stop vLLM's start-up."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line[:1] in (" ", "\t"):
-                    continue  # a folded line continues the header above it
-                name, colon, value = line.partition(":")
-                if not colon or not _FIELD_NAME.fullmatch(name):
-                    return None  # a blank line (or anything not a header) ends the headers
-                if name.lower() == "version":
-                    return value.strip() or None
+        data = read_regular(path, HEADERS_LIMIT)
     except OSError:
         return None
+    if len(data) == HEADERS_LIMIT:
+        data = data[:data.rfind(b"\n") + 1]  # more may follow: no partial last line
+    return data.decode("utf-8", errors="replace")
+
+
+def _metadata_text(entry: str) -> str | None:
+    """The start of a distribution's metadata: a folder's ``METADATA``, else its ``PKG-INFO``;
+    an entry that is a file is read itself (as ``importlib.metadata`` reads them)."""
+    for inner in _METADATA_FILES:
+        text = _head_of(os.path.join(entry, inner))
+        if text is not None:
+            return text
+    return _head_of(entry) if not os.path.isdir(entry) else None
+
+
+def _header_version(text: str) -> str | None:
+    """The ``Version`` header of a core-metadata file's text; None when it has none."""
+    for line in text.splitlines():
+        if line[:1] in (" ", "\t"):
+            continue  # a folded line continues the header above it
+        name, colon, value = line.partition(":")
+        if not colon or not _FIELD_NAME.fullmatch(name):
+            return None  # a blank line (or anything not a header) ends the headers
+        if name.lower() == "version":
+            return value.strip() or None
     return None
+
+
+def _entry_by_importlib(name: str) -> str | None:
+    """Where ``importlib.metadata`` finds ``name`` (an egg on ``sys.path``, or ``sys.path``
+    holding a directory that cannot be listed), read here as any other entry; inside a zip,
+    its own answer."""
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution(name)
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    location = getattr(distribution, "_path", None)  # PathDistribution's folder or file
+    if isinstance(location, Path):
+        text = _metadata_text(str(location))
+        return _header_version(text) if text is not None else None
+    version: str | None = distribution.version  # a zip's member: a regular file of the archive
+    return version
 
 
 def installed_distribution_version(names: tuple[str, ...], files: dict[str, str] | None = None) -> tuple[str, str] | None:
     """(distribution name, version) of the first of ``names`` installed, or None.
 
     With ``files`` (from ``_metadata_files``) an absent name costs nothing and a present one
-    costs one read of its headers; anything unusual there is left to ``importlib.metadata``.
+    costs one read of its headers; an egg is found by ``importlib.metadata``. A metadata file
+    is read only where it is a regular file, and only its headers: a FIFO in its place is no
+    version, never a wait.
     """
     for name in names:
-        path = None if files is None else files.get(normalized_name(name))
-        if files is not None and path is None:
+        entry = None if files is None else files.get(normalized_name(name))
+        if files is not None and entry is None:
             continue
-        found = _header_version(path) if path else None
+        if entry:
+            text = _metadata_text(entry)
+            found = _header_version(text) if text is not None else None
+        else:
+            found = _entry_by_importlib(name)
         if found is not None:
             return name, found
-        from importlib import metadata  # an egg, a zip on sys.path, a file without headers
-
-        try:
-            version: str | None = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-        if version is not None:
-            return name, version
     return None
 
 
