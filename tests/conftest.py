@@ -1,4 +1,4 @@
-"""Shared fixtures: the stand-in GitHub server, the cached real-vLLM environments (see tests/support/vllm_harness.py),
+"""Shared fixtures: the stand-in GitHub server, a package index, the cached real-vLLM environments (see tests/support/vllm_harness.py),
 and small real packages on sys.path."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support import own_workaround, removal_proof, repository, upstream_history, vllm_harness
 from support.fakegithub import FakeGitHub
+from support.package_index import Index
 from support.packages import Package
 
 from tracker.model import reader
@@ -130,6 +131,14 @@ def server():
     """A stand-in GitHub REST server on loopback, empty until a test adds repositories."""
     with FakeGitHub() as fake:
         yield fake
+
+
+@pytest.fixture
+def index():
+    """A package index on loopback serving one small vLLM sdist (tests/support/package_index.py)."""
+    served = Index()
+    yield served
+    served.close()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from support import terminal
 from typer.testing import CliRunner
 
 import tracker
@@ -259,25 +260,7 @@ ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "tor
 
 def on_terminal(args: list[str], **env: str) -> tuple[int, str]:
     """The command with its stdout and stderr on a pseudo-terminal, as a person runs it."""
-    import pty
-
-    master, slave = pty.openpty()
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR", "FORCE_COLOR"))}
-    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
-    process = subprocess.Popen([script, *args], stdin=slave, stdout=slave, stderr=slave,
-                               env={**clean, "TERM": "xterm-256color", **env})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the terminal's other end is closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return process.wait(timeout=60), b"".join(chunks).decode()
+    return terminal.on_terminal(args, terminal.terminal_env(**env))
 
 
 def test_status_on_a_terminal_highlights_what_applies_and_bolds_the_header():

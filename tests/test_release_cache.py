@@ -4,82 +4,23 @@ private, and the cache stays under its cap.
 
 Real pip against a real package index on loopback (a PEP 503 simple index with the sdist's sha256
 in its link, as PyPI gives it) serving a small vLLM-shaped sdist; the index's log of requests is the
-fact each test reads. How long a reuse takes is measured in benchmarks/, not here.
+fact each test reads. How long a reuse takes is not asserted here (a timing is no test).
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import os
 import stat
-import threading
 from pathlib import Path
 
 import pytest
-from support.packages import sdist_bytes
+from support.package_index import SDIST, VERSION, Index, pip_environment
 from typer.testing import CliRunner
 
 from tracker.commands import release_cache
 from tracker.commands.app import app
-
-VERSION = "0.99.0"
-SDIST = f"vllm-{VERSION}.tar.gz"
-
-
-def vllm_sdist() -> bytes:
-    top = f"vllm-{VERSION}"
-    return sdist_bytes({
-        f"{top}/PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {VERSION}\n".encode(),
-        f"{top}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
-        f"{top}/requirements/xpu.txt": b"torch==2.15.0+xpu\nvllm-xpu-kernels==0.1.16\n",
-        f"{top}/vllm/_version.py": f'__version__ = "{VERSION}"\n'.encode(),
-        f"{top}/vllm/__init__.py": b"",
-    })
-
-
-class Index:
-    """A simple index on 127.0.0.1 with one release of vllm; ``requests`` lists the paths asked for."""
-
-    def __init__(self, digest: str | None = None) -> None:
-        self.sdist = vllm_sdist()
-        self.requests: list[str] = []
-        digest = digest or hashlib.sha256(self.sdist).hexdigest()
-        page = f'<html><body><a href="/files/{SDIST}#sha256={digest}">{SDIST}</a></body></html>'.encode()
-        index = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                index.requests.append(self.path)
-                body = {"/simple/vllm/": page, f"/files/{SDIST}": index.sdist}.get(self.path)
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html" if self.path.startswith("/simple") else
-                                 "application/octet-stream")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def downloads(self) -> int:
-        return self.requests.count(f"/files/{SDIST}")
-
-
-@pytest.fixture
-def index():
-    served = Index()
-    yield served
-    served.server.shutdown()
-    served.server.server_close()
 
 
 @pytest.fixture
@@ -88,9 +29,7 @@ def cache(tmp_path):
 
 
 def environment(index: Index, cache: Path) -> dict[str, str | None]:
-    return {"PIP_INDEX_URL": index.url, "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "PIP_NO_CACHE_DIR": "1",
-           "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0", "XPU_WORKAROUNDS_CACHE_DIR": str(cache),
-           "XPU_WORKAROUNDS_MANIFEST": None}
+    return {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_MANIFEST": None}
 
 
 def check(index: Index, cache: Path):
@@ -145,8 +84,7 @@ def test_an_sdist_that_is_not_what_the_index_says_is_neither_checked_nor_kept(ca
     try:
         result = CliRunner().invoke(app, ["check", f"vllm=={VERSION}"], env=environment(index, cache))
     finally:
-        index.server.shutdown()
-        index.server.server_close()
+        index.close()
     assert result.exit_code == 4 and index.downloads() == 1
     assert result.stderr.startswith(f"xpu-workarounds: error: pip download vllm=={VERSION} failed: ")
     assert list((cache / "releases").iterdir()) == []

@@ -32,7 +32,8 @@ from typing import Annotated, Any
 import typer
 from packaging.version import InvalidVersion, Version
 
-from tracker.commands.context import JsonOption, fail, load_manifest
+from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
+from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table
 from tracker.commands.upgrade import ReleaseUnavailable
 from tracker.decision.gates import Decision
@@ -68,6 +69,10 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 '''
 
 
+def _silent(text: str) -> None:
+    """No progress to show."""
+
+
 class CheckInputError(ValueError):
     """What to check is malformed or unreadable (exit 2)."""
 
@@ -99,22 +104,26 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
     return found[0]
 
 
-def release_archive(version: str, scratch: Path) -> Path:
+def release_archive(version: str, scratch: Path, progress: Callable[[str], None] = _silent) -> Path:
     """``vllm==version``'s sdist from the per-user cache when it is there and intact
     (``release_cache``), else fetched by pip and kept there; fetched into ``scratch`` when the
     cache cannot be used (said in one warning)."""
     from tracker.commands import release_cache
 
+    fetching = f"fetching vllm=={version} with pip (pip download)"
     try:
         where = release_cache.directory()
+        progress(f"verifying the cached {release_cache.archive_name(version)}")
         found, why = release_cache.cached(where, version)
     except OSError as error:  # UnsafeLocation too
         _warn(f"the release cache is not used: {error}")
+        progress(fetching)
         return fetch(version, scratch)
     if why is not None:
         _warn(f"{why}: fetched again")
     if found is not None:
         return found
+    progress(fetching)
     try:
         return release_cache.store(where, version, lambda into: fetch(version, into))
     except OSError as error:
@@ -342,7 +351,8 @@ def check_workaround(w: Workaround, root: Path, version: Version | None, decided
     return result
 
 
-def check_tree(manifest: Manifest, root: Path, *, label: str | None = None) -> ReleaseCheck:
+def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
+               progress: Callable[[str], None] = _silent) -> ReleaseCheck:
     """Check every workaround against the vLLM source tree at ``root`` (with ``requirements/xpu.txt``)."""
     if not (root / "vllm").is_dir():
         raise CheckInputError(f"{root}: no vllm/ package in it")
@@ -361,8 +371,10 @@ def check_tree(manifest: Manifest, root: Path, *, label: str | None = None) -> R
         described = {"vllm": str(version), **{name: str(pin) for name, pin in pins.items()}}
         decisions = [*decide_stack(manifest, Settings(), described=described, platform=("xpu", "assumed"),
                                    detected={}, probe=False).decisions]
-    checks = [check_workaround(w, root, version, decided)
-              for w, decided in zip(manifest.workarounds, decisions, strict=True)]
+    checks = []
+    for index, (w, decided) in enumerate(zip(manifest.workarounds, decisions, strict=True), 1):
+        progress(f"checking {w.id} ({index}/{len(manifest.workarounds)})")
+        checks.append(check_workaround(w, root, version, decided))
     tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
     return ReleaseCheck(raw, label or str(root), pins, checks, tracked)
 
@@ -381,19 +393,21 @@ def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) 
     return TrackedCheck(inline.id, inline.file, carried, found, problem)
 
 
-def check(manifest: Manifest, what: str, *, workdir: Path | None = None) -> ReleaseCheck:
+def check(manifest: Manifest, what: str, *, workdir: Path | None = None,
+          progress: Callable[[str], None] = _silent) -> ReleaseCheck:
     """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree."""
     matched = _REQUIREMENT.match(what.strip())
     candidate = Path(what).expanduser()
     if matched is None and not candidate.exists():
         raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
     if candidate.is_dir() and matched is None:
-        return check_tree(manifest, candidate)
+        return check_tree(manifest, candidate, progress=progress)
     wanted = needed_files(manifest)
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
-        archive = release_archive(matched.group("version"), Path(scratch)) if matched else candidate
+        archive = release_archive(matched.group("version"), Path(scratch), progress) if matched else candidate
+        progress(f"unpacking the files the check reads from {archive.name}")
         root = unpack(archive, Path(scratch) / "tree", wanted.__contains__)
-        result = check_tree(manifest, root, label=archive.name)
+        result = check_tree(manifest, root, label=archive.name, progress=progress)
         shutil.rmtree(root, ignore_errors=True)
         return result
 
@@ -432,6 +446,7 @@ def check_release(
     fail_on_drift: Annotated[bool, typer.Option(
         "--fail-on-drift", help="With --pull-request: exit 3 on drift (otherwise drift is reported, exit 0).")]
         = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Before an upgrade: per workaround, its targets in that release (same fingerprint?), whether
     the release carries its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
@@ -444,7 +459,8 @@ def check_release(
         fail("check needs a release (vllm==X, a wheel, sdist or source tree), or --pull-request N --repo OWNER/NAME")
     manifest = load_manifest()
     try:
-        result = check(manifest, release)
+        with shown_progress(quiet) as shown:
+            result = check(manifest, release, progress=shown.step)
     except CheckInputError as error:
         fail(str(error))
     except NotFetchable as error:

@@ -53,6 +53,9 @@ AssumeOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (its shape: docs/commands.md).")]
 
 
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (shown only on a terminal).")]
+
+
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     from tracker.commands.output import styled

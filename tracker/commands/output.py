@@ -6,6 +6,12 @@ the same whatever the terminal's width. Colour (the header bold; apply, applied,
 failed, retirable and errors highlighted) only where the stream is a terminal, never with
 ``NO_COLOR`` set or ``TERM=dumb`` (``FORCE_COLOR`` asks for it where no terminal is).
 rich is imported only when something is drawn: ``--json`` never pays for it.
+
+Progress of long work (``check``'s download, unpacking and scan, ``upstream``'s requests and
+retries, ``retire --open-prs``'s pull requests) is one transient line on stderr, redrawn in
+place and erased when the work ends: only where stderr is a terminal that can redraw a line
+(not ``TERM=dumb``), never with ``--quiet``, and never on stdout, so ``--json`` stays one
+document.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TextIO
+from types import TracebackType
+from typing import Any, TextIO
 
 from tracker.model.environment import OutsideVariables
 
@@ -76,3 +83,80 @@ def _render(renderable: object, coloured: bool) -> str:
                       soft_wrap=False, legacy_windows=False)
     console.print(renderable)
     return buffer.getvalue()
+
+
+class Progress:
+    """What long work is doing now: a step (``step``) and the request it waits on (``request``),
+    one line on stderr while the ``with`` block runs; nothing at all when not ``shown``."""
+
+    def __init__(self, shown: bool) -> None:
+        self.shown = shown
+        self.requests = 0
+        self._step = ""
+        self._request = ""
+        self._live: Any = None
+        self._spinner: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.shown:
+            from rich.console import Console
+            from rich.live import Live
+            from rich.spinner import Spinner
+
+            console = Console(stderr=True, highlight=False, markup=False, emoji=False)
+            self._spinner = Spinner("dots", style="cyan")
+            # stdout stays the command's own (redirect_stdout=False): a script's --json is never mixed
+            # with progress; stderr lines written meanwhile (warnings) are printed above the line.
+            self._live = Live(self._spinner, console=console, transient=True, refresh_per_second=8,
+                              redirect_stdout=False, redirect_stderr=True)
+            self._live.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def step(self, text: str) -> None:
+        """What is being done now (``fetching vllm==0.35.0``, ``removal PR for ID (2/6)``)."""
+        self._step, self._request = text, ""
+        self._show()
+
+    def request(self, text: str) -> None:
+        """The request being sent or retried now, below the step (``GET /repos/o/r/pulls/1``)."""
+        self.requests += 1
+        self._request = text
+        self._show()
+
+    def echo(self, line: str) -> None:
+        """A line of the command's output on stdout, written while the progress line is away."""
+        import typer
+
+        if self._live is None:
+            typer.echo(line)
+            return
+        self._live.stop()
+        typer.echo(line)
+        self._live.start()
+
+    def _show(self) -> None:
+        if self._spinner is None:
+            return
+        from rich.text import Text
+
+        text = self._step + (f": {self._request}" if self._step and self._request else self._request)
+        text = "".join(char if char.isprintable() else " " for char in text)  # a name from input stays on the line
+        room = max(self._live.console.width - 3, 10)  # the spinner and a space before it; never wrapped
+        self._spinner.update(text=Text(text if len(text) <= room else text[:room - 1] + "…"))
+        self._live.refresh()  # now, not at the next tick: a short step is seen too
+
+
+def progress(quiet: bool) -> Progress:
+    """The progress of a command: shown where stderr is a terminal that can redraw a line, unless ``quiet``."""
+    if quiet or OutsideVariables.from_env().dumb_terminal:
+        return Progress(False)
+    try:
+        return Progress(sys.stderr.isatty())
+    except (AttributeError, ValueError):  # a closed or foreign stream
+        return Progress(False)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tracker.commands import context
-from tracker.commands.context import EXIT_RETIRABLE, EXIT_UPSTREAM, JsonOption, fail, load_manifest, require_extra
+from tracker.commands.context import (
+    EXIT_RETIRABLE,
+    EXIT_UPSTREAM,
+    JsonOption,
+    QuietOption,
+    fail,
+    load_manifest,
+    require_extra,
+)
+from tracker.commands.output import progress
 from tracker.model import manifest as manifest_module
 from tracker.model.vocabulary import SCHEMA
 
@@ -40,6 +50,7 @@ def retire(
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Without --open-prs: judge with the upstream facts `upstream` learns now (cached "
                         "answers younger than an hour reused), not only the manifest's.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Which workarounds no supported stack needs any more, with the evidence and the floors."""
     require_extra("github", "github", "retire")
@@ -48,7 +59,7 @@ def retire(
     if open_prs:
         if fresh:
             fail("--fresh goes without --open-prs (which always refreshes, unless --no-refresh)")
-        _open_removal_prs(repo, base, dry_run, only, json_output, check, not no_refresh, docs)
+        _open_removal_prs(repo, base, dry_run, only, json_output, check, not no_refresh, docs, quiet)
         return
     if repo is not None or base is not None or dry_run or only is not None or no_refresh or docs is not None:
         fail("--repo, --base, --dry-run, --only, --no-refresh and --docs go with --open-prs")
@@ -116,7 +127,7 @@ def repository_path(value: str, option: str) -> str:
 
 
 def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: str | None, json_output: bool,
-                      check: bool, refresh: bool, docs: str | None) -> None:
+                      check: bool, refresh: bool, docs: str | None, quiet: bool) -> None:
     from tracker.retire import (
         MANIFEST_PATH,
         ConfigurationError,
@@ -135,8 +146,10 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
     settings = context.github_settings()
     try:
         check_repository(repo)
-        outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else typer.echo,
-                           refresh=refresh, manifest_path=manifest_path, docs=docs_path, settings=settings)
+        with progress(quiet) as shown:
+            outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
+                               refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
+                               settings=replace(settings, progress=shown.request))
     except (ValueError, ConfigurationError) as error:
         fail(str(error))
     except ManifestInvalid as error:

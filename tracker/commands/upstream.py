@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -10,12 +11,14 @@ import typer
 from tracker.commands.context import (
     EXIT_UPSTREAM,
     JsonOption,
+    QuietOption,
     fail,
     github_settings,
     load_manifest,
     require_extra,
     state,
 )
+from tracker.commands.output import progress
 from tracker.model.reader import default_path
 
 
@@ -28,6 +31,7 @@ def upstream(
                                                             "cache.")] = False,
     write: Annotated[bool, typer.Option("--write", help="Write the state, commit and release learned into the "
                                                         "manifest, keeping its formatting and comments.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """State of every upstream reference, its landed commit and first release, and which of
     vLLM's inline workarounds are dead at vLLM's current pins."""
@@ -44,7 +48,9 @@ def upstream(
     client = github_settings()
     mode = "offline" if offline else "refresh" if refresh else "normal"
     try:
-        report = upstream_module.track(manifest, mode=mode, client=client)
+        with progress(quiet) as shown:
+            shown.step("reading the upstream cache" if offline else "asking GitHub")
+            report = upstream_module.track(manifest, mode=mode, client=replace(client, progress=shown.request))
     except (upstream_module.NoUsableCache, GitHubError) as error:
         if isinstance(error, GitHubError):
             fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", EXIT_UPSTREAM)

@@ -205,6 +205,7 @@ class OutsideVariables(NamedTuple):
     actions_summary: str | None = None  # GITHUB_STEP_SUMMARY: the step's summary file
     ray_address: str | None = None  # RAY_ADDRESS: what ray.init takes "auto" to mean
     colour: bool | None = None  # False: NO_COLOR or TERM=dumb; True: FORCE_COLOR; None: a terminal decides
+    dumb_terminal: bool = False  # TERM=dumb: a terminal that cannot redraw a line (no progress shown)
 
     def __repr__(self) -> str:
         shown = self._replace(github_token="***" if self.github_token else None)
@@ -225,4 +226,5 @@ class OutsideVariables(NamedTuple):
             ray_address=env.get(tracker.RAY_ADDRESS, "").strip() or None,
             colour=(False if env.get(tracker.NO_COLOR) or env.get(tracker.TERM) == "dumb"
                     else True if env.get(tracker.FORCE_COLOR) else None),
+            dumb_terminal=env.get(tracker.TERM) == "dumb",
         )

@@ -55,10 +55,12 @@ __all__ = [
 
 def open_prs(repository: str, *, base: str | None = None, only: str | None = None, dry_run: bool = False,
              settings: ClientSettings | None = None, echo: Callable[[str], None] | None = None,
-             refresh: bool = True, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> RetireResult:
+             refresh: bool = True, manifest_path: str = MANIFEST_PATH, docs: str | None = None,
+             progress: Callable[[str], None] | None = None) -> RetireResult:
     """The ``retire --open-prs`` run: client from the environment (github_client), one Retirer;
     ``refresh`` learns upstream facts first and keeps the upstream-facts PR; ``manifest_path`` is
-    the manifest's path in the repository, ``docs`` the catalogue's (None: the manifest's layout)."""
+    the manifest's path in the repository, ``docs`` the catalogue's (None: the manifest's layout);
+    ``progress`` hears what the run is doing now (each PR)."""
     settings = settings or ClientSettings.from_env()
     return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo,
-                   refresh=refresh, manifest_path=manifest_path, docs=docs).run(only)
+                   refresh=refresh, manifest_path=manifest_path, docs=docs, progress=progress).run(only)

@@ -90,7 +90,8 @@ class Retirer:
 
     def __init__(self, gh: github.Github, settings: ClientSettings, repository: str, *, base: str | None = None,
                  dry_run: bool = False, echo: Callable[[str], None] | None = None, refresh: bool = False,
-                 cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None) -> None:
+                 cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.gh = gh
         self.manifest_path = manifest_path
         self.docs = docs  # None: the manifest's [layout] docs; "": no catalogue; else this path
@@ -99,6 +100,7 @@ class Retirer:
         self.base_name = base
         self.dry_run = dry_run
         self.echo: Callable[[str], None] = echo or (lambda line: None)
+        self.progress: Callable[[str], None] = progress or (lambda step: None)  # what the run is doing now
         self.refresh = refresh
         self.cache_dir = cache_dir
         self._base: tuple[GitCommit, GitTree] | None = None  # the base commit and tree, as read
@@ -165,6 +167,7 @@ class Retirer:
 
     # ---- the run ---------------------------------------------------------------------
     def run(self, only: str | None = None) -> RetireResult:
+        self.progress(f"reading {self.repository}")
         repo = self.read_repository()
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)
@@ -174,6 +177,8 @@ class Retirer:
             return self.run_tracked(repo, snapshot, manifest, only)
         if only is not None and only not in manifest.by_id:
             raise ValueError(f"unknown workaround id {only!r} on {base} (known: {', '.join(manifest.ids)})")
+        if self.refresh:
+            self.progress("refreshing upstream facts")
         fresh, halted = self.learn(manifest)
         judged = with_facts(manifest, fresh.report) if fresh is not None else manifest
         floors = fresh.floors if fresh is not None else fixed_floors(manifest)
@@ -193,13 +198,15 @@ class Retirer:
         proposer = Proposer(repo, self.settings, self.repository.split("/")[0], snapshot, self._base,
                             dry_run=self.dry_run)
         if fresh is not None and only is None:
+            self.progress("the upstream-facts PR")
             outcome.facts_pr = self.facts_pr(proposer, fresh)
             if outcome.facts_pr is not None:
                 self.echo(describe(outcome.facts_pr, self.dry_run))
         cells: dict[str, str] = {}
-        for w in judged.workarounds:
+        for index, w in enumerate(judged.workarounds, 1):
             if only is not None and w.id != only:
                 continue
+            self.progress(f"removal PR for {w.id} ({index}/{len(judged.workarounds)})")
             plan = Proposal(w.id, branch_for(w.id))
             action = self.one(proposer, plan, w, verdicts[w.id], floors, fresh)
             cells[w.id] = pr_cell(action, plan.latest, self.dry_run)
@@ -210,9 +217,11 @@ class Retirer:
             # The dashboard shows every workaround's PR; a run that looked at one cannot fill it in.
             self.echo(f"{'dry run: ' if self.dry_run else ''}dashboard left as it is (--only)")
             return outcome
+        self.progress("removal PRs of workarounds gone from the manifest")
         for action in self.orphans(proposer, manifest):
             outcome.actions.append(action)
             self.echo(describe(action, self.dry_run))
+        self.progress("the dashboard issue")
         body = dashboard_body(snapshot, judged, verdicts, cells, floors, fresh.report if fresh else None,
                               outcome.facts_pr)
         outcome.dashboard = keep_dashboard(repo, body, dry_run=self.dry_run, settings=self.settings,
@@ -278,6 +287,7 @@ class Retirer:
         proposer = Proposer(repo, self.settings, self.repository.split("/")[0], snapshot, self._base,
                             dry_run=self.dry_run)
         pins = pins_path(manifest)
+        self.progress(f"issues of {len(found)} inline workarounds")
         outcome.issues = InlineIssues(repo, self.settings, snapshot, dry_run=self.dry_run,
                                       ensure_label=proposer.ensure_label).keep(found, pins)
         for action in outcome.issues:
@@ -285,6 +295,7 @@ class Retirer:
         if only is not None:
             self.echo(f"{'dry run: ' if self.dry_run else ''}dashboard left as it is (--only)")
             return outcome
+        self.progress("the dashboard issue")
         body = inline_dashboard(snapshot, found, outcome.issues, pins, DASHBOARD_MARKER)
         outcome.dashboard = keep_dashboard(repo, body, dry_run=self.dry_run, settings=self.settings,
                                            ensure_label=proposer.ensure_label)

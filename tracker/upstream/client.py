@@ -8,6 +8,8 @@
 - bounded: a few retries of 5xx answers and dropped connections, a rate-limit wait of
   at most ``max_wait`` seconds (PyGithub's default can sleep an hour), ``Retry-After``
   honoured up to the same bound, a timeout on every request;
+- progress: ``ClientSettings.progress``, when given, hears of every request as it is sent and
+  of every retry (what is retried, after what), for a command's progress line;
 - errors: ``GitHubUnavailable`` (nothing can be learned now: outage, rate limit, bad
   token) and ``GitHubMissing`` (GitHub answered that a thing does not exist), each
   carrying one line a person can act on;
@@ -26,7 +28,7 @@ PyGithub's own ``GithubObject.update()`` revalidates: a 304 costs no rate limit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -117,6 +119,8 @@ class ClientSettings:
     max_wait: float = 60.0  # seconds: longest rate-limit or Retry-After wait accepted
     backoff: float = 0.5  # seconds, doubled on each retry of a 5xx answer
     max_pages: int = MAX_PAGES  # of one list; then the list is refused
+    # Told "GET /repos/o/r/pulls/1" as each request is sent, "retrying ..." before each retry.
+    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         api_url(self.base_url)
@@ -133,7 +137,24 @@ class ClientSettings:
 
 
 class BoundedRetry(GithubRetry):
-    """PyGithub's retry, with ``Retry-After`` bounded like the rate-limit wait."""
+    """PyGithub's retry, with ``Retry-After`` bounded like the rate-limit wait; each retry told to
+    ``progress``."""
+
+    def __init__(self, progress: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+        self.progress = progress
+        super().__init__(**kwargs)
+
+    def new(self, **kw: Any) -> BoundedRetry:
+        kw["progress"] = self.progress  # urllib3 makes a new Retry for every attempt
+        return super().new(**kw)
+
+    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> Any:
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)  # raises when none is left
+        if self.progress is not None:
+            why = f"{response.status}" if response is not None and response.status else type(error).__name__
+            self.progress(f"retrying {method} {urlparse(url or '').path} after {why}")
+        return retry
 
     def get_retry_after(self, response: Any) -> float | None:
         seconds = super().get_retry_after(response)
@@ -152,7 +173,7 @@ def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Git
     logging.getLogger("github").setLevel(logging.WARNING)
     if settings.retries > 0:
         retry: BoundedRetry | None = BoundedRetry(
-            total=settings.retries, backoff_factor=settings.backoff, raise_on_status=False,
+            progress=settings.progress, total=settings.retries, backoff_factor=settings.backoff, raise_on_status=False,
             max_rate_limit_wait=settings.max_wait, secondary_rate_wait=min(60.0, settings.max_wait))
     else:
         retry = None
@@ -190,6 +211,8 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
         if target.netloc and (target.scheme, target.netloc) != (home.scheme, home.netloc):
             raise UnexpectedAnswer(f"GitHub at {settings.host} pointed to {target.netloc}, another host: "
                                    f"refused; {_NOT_API}")
+        if settings.progress is not None:
+            settings.progress(f"{verb} {target.path}")
         try:
             status, answer_headers, body = original(verb, url, parameters, headers, input, cnx, follow_302_redirect)
         except RuntimeError as error:  # PyGithub refuses a 301 to another host or scheme
