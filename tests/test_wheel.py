@@ -97,7 +97,7 @@ def test_the_wheel_requires_no_github_client_unless_asked(wheel):
         metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
     requires = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Requires-Dist: ")]
     base = sorted(r.split(">")[0].split("<")[0].split("=")[0].lower() for r in requires if "extra ==" not in r)
-    assert base == ["packaging", "platformdirs", "tomlkit", "typer"]
+    assert base == ["packaging", "platformdirs", "rich", "tomlkit", "typer"]
     assert any(r.lower().startswith("pygithub") and "extra == 'github'" in r for r in requires)
     assert f"Version: {tracker.__version__}" in metadata.splitlines()
 
@@ -142,7 +142,7 @@ def test_a_base_install_pulls_no_compiled_package(wheel, tmp_path):
                     "--report", str(report), str(wheel)], check=True, capture_output=True)
     resolved = {item["metadata"]["name"].lower(): item["download_info"]["url"].rsplit("/", 1)[-1]
                 for item in json.loads(report.read_text())["install"]}
-    assert {"xpu-workarounds", "typer", "packaging", "tomlkit", "platformdirs"} <= set(resolved)
+    assert {"xpu-workarounds", "typer", "rich", "packaging", "tomlkit", "platformdirs"} <= set(resolved)
     compiled = {name: file for name, file in resolved.items() if not file.endswith("-none-any.whl")}
     assert compiled == {}
     assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray", "pydantic-core"} & set(resolved)
