@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/run.py [--quick] [--json PATH] [--only SECTION ...]
 
 Sections: plugin (register() in a vLLM process), hotpath (wrapper overhead per call),
-cli (status latency), github (requests to keep current; benchmarks/bench_upstream.py),
+cli (status latency), check (``check vllm==X`` with its release source
+cached; downloads one vLLM sdist), github (requests to keep current; benchmarks/bench_upstream.py),
 scale (cli, plugin and github with a generated 500-workaround manifest), cluster
 (``status --cluster`` on a local Ray cluster of 1, 2 and 3 nodes). Figures are
 medians over repeated runs, with ratios against baselines measured in the same run.
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import scale_manifest
 from benchmarks.measure import verdict
 
-SECTIONS = ("plugin", "hotpath", "cli", "github", "scale", "cluster")
+SECTIONS = ("plugin", "hotpath", "cli", "check", "github", "scale", "cluster")
 
 
 def machine() -> dict:
@@ -82,6 +83,9 @@ def run_section(name: str, quick: bool, scale_path: Path | None) -> list[dict]:
     if name == "cli":
         from benchmarks import bench_cli
         return [bench_cli.run(quick)]
+    if name == "check":
+        from benchmarks import bench_check
+        return [bench_check.run(quick)]
     if name == "github":
         return [upstream_section(quick, None, "shipped manifest")]
     if name == "cluster":
