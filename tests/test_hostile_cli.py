@@ -9,20 +9,27 @@ before any request; their answers to a wrong server are in tests/test_hostile_gi
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
+from tracker.commands import check as check_command
 from tracker.commands.app import app
+from tracker.decision.probe import markers
 from tracker.model import reader
 from tracker.retire.bot import check_repository
 
@@ -189,3 +196,133 @@ def test_a_failed_write_of_stdout_is_one_line_and_exit_1(args):
                                 env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
     assert result.returncode == 1
     assert result.stderr == "xpu-workarounds: error: cannot write the output: No space left on device\n"
+
+
+# ------------------------------------------------------- check: a release's archive as untrusted data
+
+FROZEN = reader.load(FROZEN_MANIFEST)
+# A workaround of the frozen manifest whose inline fix is looked for as code in its target's source.
+PROBED = next(w for w in FROZEN.workarounds for _, marker in markers(w) if marker.contains)
+PROBED_FILE = PROBED.targets[0].module.replace(".", "/") + ".py"
+OTHER_FILE = next(t.module.replace(".", "/") + ".py" for w in FROZEN.workarounds for t in w.targets
+                  if t.module.replace(".", "/") + ".py" != PROBED_FILE)
+PKG_INFO = b"Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.9\n"
+PYPROJECT = b'[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+
+
+def definition_source(body: str) -> bytes:
+    """The probed target's module: its class and ``def`` as the target path names them, ``body`` inside."""
+    *classes, function = PROBED.targets[0].qualname.split(".")
+    lines = [f"{'    ' * depth}class {name}:" for depth, name in enumerate(classes)]
+    depth = len(classes)
+    lines += [f"{'    ' * depth}def {function}(self, *args, **kwargs):", f"{'    ' * (depth + 1)}{body}"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def hostile_sdist(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], *, zeros: int = 0) -> Path:
+    """An sdist of vLLM 9.9.9 (PKG-INFO and a pyproject naming a build backend) with ``members``
+    after them; ``zeros``: a member of that many zero bytes at the probed file's path."""
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in (("PKG-INFO", PKG_INFO), ("pyproject.toml", PYPROJECT)):
+            info = tarfile.TarInfo(f"vllm-9.9.9/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        if zeros:
+            info = tarfile.TarInfo(f"vllm-9.9.9/{PROBED_FILE}")
+            info.size = zeros
+            archive.addfile(info, io.BytesIO(bytes(zeros)))
+        for info, data in members:
+            archive.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def declared_only(path: Path, size: int) -> Path:
+    """An sdist whose last member's header declares ``size`` bytes the archive does not hold."""
+    blocks = b""
+    for name, data in (("PKG-INFO", PKG_INFO), ("pyproject.toml", PYPROJECT), ("data.bin", None)):
+        info = tarfile.TarInfo(f"vllm-9.9.9/{name}")
+        info.size = len(data) if data is not None else size
+        blocks += info.tobuf(format=tarfile.GNU_FORMAT)
+        if data is not None:
+            blocks += data + bytes(-len(data) % tarfile.BLOCKSIZE)
+    path.write_bytes(gzip.compress(blocks))
+    return path
+
+
+def member(name: str, **fields) -> tuple[tarfile.TarInfo, bytes | None]:
+    data = fields.pop("data", None)
+    info = tarfile.TarInfo(name)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    if data is not None:
+        info.size = len(data)
+    return info, data
+
+
+OVERSIZED = {
+    "a-source-file-over-the-cap": lambda path: hostile_sdist(path, [], zeros=check_command.FILE_LIMIT + 1),
+    "gigabytes-declared": lambda path: declared_only(path, check_command.ARCHIVE_LIMIT + 1),
+    "members-beyond-count": lambda path: hostile_sdist(
+        path, [member(f"vllm-9.9.9/e/{n}") for n in range(check_command.MEMBERS_LIMIT)]),
+}
+
+
+def run_check(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    clean.update(env)
+    return subprocess.run([sys.executable, "-m", "tracker.commands", "--manifest", str(FROZEN_MANIFEST), "check",
+                           *args], capture_output=True, text=True, env=clean, timeout=300)
+
+
+@pytest.mark.parametrize("make", OVERSIZED.values(), ids=OVERSIZED.keys())
+def test_an_oversized_archive_given_as_a_path_is_bad_input_in_one_line(tmp_path, make):
+    archive = make(tmp_path / "vllm-9.9.9.tar.gz")
+    started = time.perf_counter()
+    done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"xpu-workarounds: error: {archive}: ")
+    assert time.perf_counter() - started < 60
+    assert {p.name for p in tmp_path.iterdir()} - {"cache"} == {archive.name}
+
+
+def test_an_oversized_sdist_from_the_index_is_one_line_and_exit_4(tmp_path):
+    # pip's own download from a local index (its find-links) of an sdist that is no vLLM release
+    # (pip itself refuses the truncated one: exit 4 too).
+    links = tmp_path / "links"
+    links.mkdir()
+    OVERSIZED["a-source-file-over-the-cap"](links / "vllm-9.9.9.tar.gz")
+    done = run_check(["vllm==9.9.9"], PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links), PIP_INDEX_URL="",
+                     XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert (done.returncode, done.stdout) == (4, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("xpu-workarounds: error: vllm==9.9.9 from the index: ")
+
+
+def test_links_devices_and_paths_out_of_the_tree_are_never_extracted(tmp_path):
+    victim = tmp_path / "victim.py"
+    victim.write_text("precious\n")
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", type=tarfile.SYMTYPE, linkname=str(victim)),
+        member("vllm-9.9.9/vllm/_version.py", type=tarfile.LNKTYPE, linkname=str(victim)),
+        member("vllm-9.9.9/requirements/xpu.txt", type=tarfile.CHRTYPE, devmajor=1, devminor=5),
+        member(f"vllm-9.9.9/../{victim.name}", data=b"overwritten\n"),
+        member(f"vllm-9.9.9/{victim}", data=b"overwritten\n"),
+        member(f"vllm-9.9.9/{OTHER_FILE}", data=b"x = 1\n"),
+    ])
+    done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert f"{PROBED.id}: vanished: " in done.stdout
+    assert victim.read_text() == "precious\n"
+    assert {p.name for p in tmp_path.iterdir()} - {"cache"} == {archive.name, victim.name}
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(definition_source("x = a" + ".b" * 1500), id="nested-deeper-than-ast-dump"),
+    pytest.param(definition_source("x = " + "-" * 20000 + "1"), id="nested-deeper-than-the-parser"),
+    pytest.param(definition_source("x = 1") + b"y = '\xff\xfe'\n", id="not-utf-8"),
+])
+def test_a_hostile_python_file_is_a_finding_never_a_traceback(tmp_path, source):
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=source), member("vllm-9.9.9/vllm/__init__.py", data=b"")])
+    done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr and done.stderr == "", done.stderr
+    assert PROBED.id in done.stdout

@@ -148,6 +148,26 @@ def test_register_refuses_such_a_manifest_at_once_and_vllm_goes_on(tmp_path, tex
     assert f"{manifest}:2: toml: " in stderr
 
 
+MARKER = re.compile(r'^marker = "[^"\n]*"$', re.M)  # an inline fix's marker of code (the form ast.parse reads)
+
+
+@pytest.mark.parametrize("nested", [
+    pytest.param("a" + ".b" * 3000, id="attributes"),
+    pytest.param("-" * 10000 + "1", id="unary-minus"),
+    pytest.param("1" + "+1" * 5000, id="sums"),
+    pytest.param("\\n".join(["("] * 400 + ["x"] + [")"] * 400), id="parentheses-over-lines"),
+])
+def test_a_marker_nested_too_deeply_for_python_is_a_problem_of_its_field(tmp_path, nested):
+    first = MARKER.search(SHIPPED)
+    assert first is not None
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(SHIPPED[:first.start()] + f'marker = "{nested}"' + SHIPPED[first.end():])
+    code, lines = lint(manifest)
+    line = SHIPPED.count("\n", 0, first.start()) + 1
+    assert code == 1 and len(lines) == 1 and PROBLEM.match(lines[0]), lines
+    assert lines[0].startswith(f"{manifest}:{line}: workaround[") and ".marker: " in lines[0], lines
+
+
 def test_a_file_over_the_size_cap_is_not_read(tmp_path):
     manifest = tmp_path / "big.toml"
     with open(manifest, "wb") as stream:

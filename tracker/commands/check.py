@@ -23,11 +23,12 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 from packaging.version import InvalidVersion, Version
@@ -48,6 +49,11 @@ from tracker.model.vocabulary import SCHEMA, TargetKind
 EXIT_DRIFT = 3
 EXIT_BAD_INPUT = 2
 EXIT_NOT_FETCHABLE = 4
+# An archive is read as untrusted data (``unpack``): vLLM's largest source file is under 1 MiB and
+# its whole sdist unpacks to some hundred MiB in a few thousand members.
+FILE_LIMIT = 16 << 20
+ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
+MEMBERS_LIMIT = 100_000
 _REQUIREMENT = re.compile(r"^vllm==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 # pip's metadata step for an sdist runs its build backend; this one only copies PKG-INFO.
 _BACKEND = '''import os
@@ -148,28 +154,56 @@ def needed_files(manifest: Manifest) -> set[str]:
 
 
 def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
-    """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into ``into``."""
+    """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into ``into``.
+
+    Only regular files' bytes are written, each inside ``into`` (never a link, a device, or a
+    path that leaves it); an archive of more than ``MEMBERS_LIMIT`` members or ``ARCHIVE_LIMIT``
+    bytes, or a wanted file over ``FILE_LIMIT``, is refused (``CheckInputError``) before more is
+    read or written."""
     into.mkdir(parents=True, exist_ok=True)
     try:
         if archive.name.endswith(".whl"):
             with zipfile.ZipFile(archive) as wheel:
-                for name in wheel.namelist():
-                    relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", name)
-                    if wanted(relative) and not name.endswith("/"):
-                        _write(into, relative, wheel.read(name))
+                members = wheel.infolist()
+                _bounded(archive, len(members), sum(info.file_size for info in members))
+                for info in members:
+                    relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", info.filename)
+                    if wanted(relative) and not info.is_dir():
+                        with wheel.open(info) as handle:
+                            _write(into, relative, _read_bounded(archive, relative, handle, info.file_size))
         elif archive.name.endswith((".tar.gz", ".tgz")):
             with tarfile.open(archive, "r:gz") as sdist:
+                count = total = 0
                 for member in sdist:
+                    count, total = count + 1, total + max(member.size, 0)
+                    _bounded(archive, count, total)
                     relative = member.name.partition("/")[2]
                     if member.isfile() and wanted(relative):
-                        handle = sdist.extractfile(member)
-                        if handle is not None:
-                            _write(into, relative, handle.read())
+                        extracted = sdist.extractfile(member)
+                        if extracted is not None:
+                            _write(into, relative, _read_bounded(archive, relative, extracted, member.size))
         else:
             raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
-    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError) as error:
+        if isinstance(error, CheckInputError):
+            raise
         raise CheckInputError(f"{archive}: cannot be read ({error})") from None
     return into
+
+
+def _bounded(archive: Path, members: int, size: int) -> None:
+    if members > MEMBERS_LIMIT:
+        raise CheckInputError(f"{archive}: more than {MEMBERS_LIMIT} members: not a vLLM release")
+    if size > ARCHIVE_LIMIT:
+        raise CheckInputError(f"{archive}: more than {ARCHIVE_LIMIT >> 30} GiB unpacked: not a vLLM release")
+
+
+def _read_bounded(archive: Path, relative: str, handle: IO[bytes], declared: int) -> bytes:
+    """A member's bytes, at most ``FILE_LIMIT`` of them whatever its header declares."""
+    data = handle.read(FILE_LIMIT + 1) if declared <= FILE_LIMIT else b""
+    if declared > FILE_LIMIT or len(data) > FILE_LIMIT:
+        raise CheckInputError(f"{archive}: {relative} is larger than {FILE_LIMIT >> 20} MiB: not a vLLM source file")
+    return data
 
 
 def _write(root: Path, relative: str, data: bytes) -> None:
@@ -299,7 +333,7 @@ def check_target(target: Target, root: Path) -> TargetCheck:
 def _parses(path: Path) -> bool:
     try:
         ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 
@@ -406,7 +440,13 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None,
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
         archive = release_archive(matched.group("version"), Path(scratch), progress) if matched else candidate
         progress(f"unpacking the files the check reads from {archive.name}")
-        root = unpack(archive, Path(scratch) / "tree", wanted.__contains__)
+        try:
+            root = unpack(archive, Path(scratch) / "tree", wanted.__contains__)
+        except CheckInputError as error:
+            if matched is None:
+                raise
+            # What the index gave is no release: the index answered wrongly (exit 4), not the caller.
+            raise NotFetchable(f"vllm=={matched.group('version')} from the index: {error}") from None
         result = check_tree(manifest, root, label=archive.name, progress=progress)
         shutil.rmtree(root, ignore_errors=True)
         return result

@@ -115,7 +115,7 @@ def parsed_file(path: Path) -> ast.Module | None:
     cannot be read or parsed."""
     try:
         return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
         return None
 
 
@@ -154,7 +154,13 @@ def contains(node: ast.AST | None, code: str) -> bool:
         return False
     statement = ast.parse(code.strip()).body[0]
     wanted = ast.dump(statement.value if isinstance(statement, ast.Expr) else statement)
-    return any(ast.dump(child) == wanted for child in ast.walk(node))
+    for child in ast.walk(node):
+        try:
+            if ast.dump(child) == wanted:
+                return True
+        except RecursionError:  # nested deeper than ast.dump recurses: not the line a marker names
+            continue
+    return False
 
 
 def declares(node: ast.AST | None, parameter: str) -> bool:

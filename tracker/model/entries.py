@@ -59,6 +59,7 @@ _REF = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+MARKER_LIMIT = 512  # characters of an inline fix's marker
 
 _TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked", "layout", "sources"})
 _LAYOUT_KEYS = ("workarounds", "tests", "docs")
@@ -486,10 +487,13 @@ class Reader:
         if isinstance(value, dict) and list(value) == ["declares"] and isinstance(value["declares"], str) \
                 and value["declares"].isidentifier():
             return SourceMarker(declares=value["declares"])
+        if isinstance(value, str) and len(value) > MARKER_LIMIT:
+            self.problem(where, field_name, f"longer than {MARKER_LIMIT} characters: a marker is a line of vLLM's code")
+            return None
         if isinstance(value, str) and value.strip():
             try:
                 ast.parse(value.strip())
-            except SyntaxError:
+            except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
                 self.problem(where, field_name, f"{value!r} is not a Python statement or expression")
                 return None
             return SourceMarker(contains=value.strip())
