@@ -152,3 +152,21 @@ def test_bad_input_is_one_line_exit_2(args, message):
     result = status(*args)
     assert result.returncode == 2
     assert result.stderr == f"xpu-workarounds: error: {message}\n"
+
+
+def test_between_two_equal_groups_the_parent_is_the_reference_whatever_the_pids(tmp_path):
+    """pids wrap around: a worker can have a lower pid than the server that started it. The
+    process that started the other is the reference, and a loop of forged parents ends."""
+    parent, child = os.getpid(), os.getppid()  # both running; the child's pid may be the lower one
+    write(tmp_path, parent, entry("first-fix", "applied"), role="api_server",
+          tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
+    write(tmp_path, child, entry("first-fix", "skipped", "skip", "disabled"), role="worker", parent=parent,
+          tool={"version": "1.0.1", "manifest_sha256": "aaaa"})
+    result = status("--reports", str(tmp_path), "--json")
+    assert json.loads(result.stdout)["differences"] == [
+        f"process {child} (worker): xpu-workarounds 1.0.1, first-fix skip (disabled); "
+        f"process {parent} has xpu-workarounds 1.0.0, apply (affected)"]
+    write(tmp_path, parent, entry("first-fix", "applied"), role="api_server", parent=child,
+          tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
+    looped = status("--reports", str(tmp_path), "--json")
+    assert looped.returncode == 3 and len(json.loads(looped.stdout)["differences"]) == 1

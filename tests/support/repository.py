@@ -6,9 +6,9 @@ shipped one of 2026-12-04, whose references ``support/upstream_history.py`` seed
 that name workarounds (``static-launcher-uva``, ``cudagraph-profile-skip``) name the frozen
 ones, so retiring a shipped workaround never breaks them. Each frozen workaround gets a
 stand-in module that passes ``lint`` and a test file, both following the ownership
-convention (tracker/retire/removal.py); the catalogue is generated from the frozen
-manifest; the rest of the project (``tracker/``, workflows, README) is this checkout's, so
-that lint of a branch runs the tree's own code.
+convention (tracker/retire/removal.py); the catalogue and README's symptom table are generated
+from the frozen manifest; the rest of the project (``tracker/``, workflows) is this checkout's,
+so that lint of a branch runs the tree's own code.
 
 ``checkout()`` is this checkout's own tracked files, for the tests that run the removal on
 the live tree.
@@ -56,6 +56,10 @@ def frozen() -> dict[str, str]:
     manifest = reader.load(FROZEN_MANIFEST)
     files[MANIFEST_PATH] = text
     files[DOCS_PATH] = markdown(manifest)
+    # The front page's symptom table, its rows linking to the catalogue's headings as this
+    # checkout's README does (a removal drops the row), for the frozen manifest's workarounds.
+    files["README.md"] = "# xpu-workarounds\n\n| if you see this on Intel XPU | workaround |\n|---|---|\n" + "".join(
+        f"| `{w.symptom}` | [`{w.id}`]({DOCS_PATH}#{w.id}) |\n" for w in manifest.workarounds)
     files["workarounds/__init__.py"] = '"""One module per XPU workaround; each is described in workarounds.toml."""\n'
     for w in manifest.workarounds:
         name = w.module.removeprefix("workarounds.")

@@ -149,11 +149,21 @@ def gather(directory: str) -> Machine:
 
 def compare(processes: list[Process]) -> list[str]:
     """One sentence per running process that differs from the largest group of equal ones (ties: the
-    lowest pid's group, the first process started), then one per failed or drifted workaround."""
+    group of the process that started the others: the fewest ancestors among these reports, then the
+    lowest pid), then one per failed or drifted workaround."""
+    by_pid = {process.pid: process for process in processes}
+
+    def ancestors(process: Process) -> int:
+        seen, parent = {process.pid}, process.parent
+        while parent is not None and parent in by_pid and parent not in seen:  # forged reports could loop
+            seen.add(parent)
+            parent = by_pid[parent].parent
+        return len(seen) - 1
+
     groups: dict[tuple[Any, ...], list[Process]] = {}
-    for process in sorted(processes, key=lambda process: process.pid):
+    for process in sorted(processes, key=lambda process: (ancestors(process), process.pid)):
         groups.setdefault(process.signature(), []).append(process)
-    ranked = sorted(groups.values(), key=len, reverse=True)  # stable: the lowest pid's group first among equals
+    ranked = sorted(groups.values(), key=len, reverse=True)  # stable: the eldest's group first among equals
     differences = [describe(process, ranked[0]) for group in ranked[1:] for process in group]
     for process in processes:
         for entry in process.workarounds:
