@@ -310,3 +310,26 @@ def test_lint_of_a_manifest_that_is_not_there_is_bad_input_exit_2_in_one_line(tm
         assert result.exit_code == 2, result.output
         assert result.stdout == ""
         assert result.stderr == f"xpu-workarounds: error: cannot read the manifest {missing}: No such file or directory\n"
+
+
+@pytest.mark.parametrize("args", [["lint", "--manifest", "MANIFEST"], ["lint", "--manifest=MANIFEST"],
+                                  ["--manifest", "MANIFEST", "lint"], ["-V", "--manifest", "MANIFEST"]])
+def test_manifest_may_be_written_after_the_command_as_other_command_lines_allow(tmp_path, args):
+    """The real entry point (main), as a user types it: --manifest before or after the command."""
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[support]\nvllm = 1\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "tracker.commands", *[a.replace("MANIFEST", str(broken))
+                                                                         for a in args]],
+                            capture_output=True, text=True, timeout=120,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
+    assert "No such option" not in result.stderr
+    assert str(broken) in result.stdout + result.stderr  # this manifest was read, not the shipped one
+    assert "Traceback" not in result.stderr
+
+
+def test_manifest_is_hoisted_only_before_a_double_dash():
+    from tracker.commands.app import hoist_manifest
+
+    assert hoist_manifest(["lint", "--manifest", "m.toml", "--", "--manifest", "x"]) == [
+        "--manifest", "m.toml", "lint", "--", "--manifest", "x"]
+    assert hoist_manifest(["status", "--json", "--manifest=m.toml"]) == ["--manifest=m.toml", "status", "--json"]

@@ -84,7 +84,7 @@ def main() -> None:
     code: int | str | None = 0
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        app()
+        app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds")
     except SystemExit as done:
         code = done.code
     except OSError as error:
@@ -97,6 +97,23 @@ def main() -> None:
     except OSError as error:
         code = _output_failed(error)
     sys.exit(code)
+
+
+def hoist_manifest(args: list[str]) -> list[str]:
+    """``--manifest PATH`` is an option of the program, written before the command; written after
+    it (``lint --manifest PATH``, as other command lines allow) it is moved there. Nothing after
+    ``--`` is touched."""
+    end = args.index("--") if "--" in args else len(args)
+    head, tail, moved, index = [], args[end:], [], 0
+    while index < end:
+        token = args[index]
+        if token == "--manifest" and index + 1 < end:
+            moved += args[index:index + 2]
+            index += 2
+            continue
+        (moved if token.startswith("--manifest=") else head).append(token)
+        index += 1
+    return moved + head + tail
 
 
 def _output_failed(error: OSError) -> int:
