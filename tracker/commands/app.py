@@ -104,7 +104,9 @@ def hoist_manifest(args: list[str]) -> list[str]:
     it (``lint --manifest PATH``, as other command lines allow) it is moved there. Nothing after
     ``--`` is touched."""
     end = args.index("--") if "--" in args else len(args)
-    head, tail, moved, index = [], args[end:], [], 0
+    head: list[str] = []
+    moved: list[str] = []
+    tail, index = args[end:], 0
     while index < end:
         token = args[index]
         if token == "--manifest" and index + 1 < end:
