@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -185,3 +186,49 @@ def test_retire_refuses_pagination_that_never_ends(scenario, shape, limits):  # 
     lists = Counter((hit.path, re.sub(r"(^|&)page=\d+", "", hit.query)) for hit in scenario.server.log
                     if hit.method == "GET" and "per_page=" in hit.query)
     assert lists and max(lists.values()) <= 5, lists  # no list read past its fifth page
+
+
+# ---------------------------------------------------------------- an answer that never ends
+
+
+@pytest.mark.parametrize("api", ["graphql", "rest"])
+def test_upstream_gives_up_on_an_answer_that_trickles_in(github, tmp_path, api, limits):
+    limits(deadline=1.0)  # the read timeout (15 s) never trips: a byte comes every 0.2 s
+    github.trickle(0.2)
+    cache = tmp_path / "cache"
+
+    started = time.monotonic()
+    result = bounded(20, lambda: run(github, cache, "--refresh", api=api))
+
+    line = one_line(result, 4, TOKEN)
+    assert f"GitHub at {github.base_url.split('//')[1]} did not send a whole answer within 1 s" in line, line
+    assert time.monotonic() - started < 8
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+def test_retire_gives_up_on_an_answer_that_trickles_in(scenario, limits):  # noqa: F811
+    limits(deadline=1.0)
+    scenario.seed_upstream()
+    scenario.server.trickle(0.2)
+
+    result = bounded(30, lambda: cli(scenario, "--repo", REPOSITORY))
+
+    assert result.exit_code == 4, result.output
+    assert "Traceback" not in result.output
+    assert "did not send a whole answer within 1 s" in result.output
+    assert writes(scenario.server) == 0
+
+
+def test_the_default_deadline_is_60_s():
+    assert ClientSettings().deadline == 60.0
+
+
+def test_a_wait_github_asks_for_is_not_counted(github, tmp_path, limits):
+    limits(deadline=1.0)
+    github.fail("/repos/<owner>/<repo>/pulls/<int:number>", 503, headers={"Retry-After": "2"})
+
+    started = time.monotonic()
+    result = bounded(60, lambda: run(github, tmp_path / "cache", "--refresh", api="rest"))
+
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started >= 2  # the wait was waited, then the answer came in time

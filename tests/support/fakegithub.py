@@ -38,7 +38,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -442,6 +442,7 @@ class FakeGitHub:
         self.latency = 0.0  # seconds added to every answer (benchmarks: ~0.1 s like api.github.com)
         self.wrong_shape: tuple[str, str | None, int] | None = None  # see ``misanswer``
         self.bad_pagination: tuple[str, str | None] | None = None  # see ``paginate_badly``
+        self.trickling: tuple[float, str | None] | None = None  # see ``trickle``
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -550,6 +551,11 @@ class FakeGitHub:
             args["page"] = str(2 if page == 1 else 1) if shape == "next-back" else str(page + 1)
         url = self.url(request.path[len(self.prefix):], **args)
         return dataclasses.replace(reply, headers={**reply.headers, "Link": f'<{url}>; rel="next"'})
+
+    def trickle(self, every: float, rule: str | None = None) -> None:
+        """From now on, answers for ``rule`` (every route when None) send their body one byte every
+        ``every`` seconds: each read gets a byte long before a read timeout, the whole never comes."""
+        self.trickling = (every, rule)
 
     def stall(self, rule: str, seconds: float) -> None:
         """Requests matching ``rule`` wait ``seconds`` before answering (for client timeouts)."""
@@ -691,7 +697,16 @@ class FakeGitHub:
         headers.setdefault("X-GitHub-Media-Type", "github.v3; format=json")
         content_type = reply.content_type if reply.raw is not None else (
             "application/json; charset=utf-8" if body else None)
+        trickle = self.trickling
+        if trickle is not None and (trickle[1] is None or trickle[1] == rule) and len(body) > 1:
+            headers["Content-Length"] = str(len(body))
+            return Response(self._drip(body, trickle[0]), status=status, headers=headers, content_type=content_type)
         return Response(body, status=status, headers=headers, content_type=content_type)
+
+    def _drip(self, body: bytes, every: float) -> Iterator[bytes]:
+        for at in range(len(body)):
+            self._released.wait(every)  # stop() and settle() send the rest at once
+            yield body[at:at + 1]
 
     # ---- shapes --------------------------------------------------------------------
     def page(self, request: Request, items: list[Any], last_modified: datetime | None = None) -> Reply:

@@ -7,7 +7,9 @@
   else ``BadApiUrl`` (bad input: one line that never repeats the value);
 - bounded: a few retries of 5xx answers and dropped connections, a rate-limit wait of
   at most ``max_wait`` seconds (PyGithub's default can sleep an hour), ``Retry-After``
-  honoured up to the same bound, a timeout on every request;
+  honoured up to the same bound, a timeout on every read and a ``deadline`` on every answer as
+  a whole (status, headers and body: a server sending a byte every few seconds never trips
+  the read timeout; the waits GitHub asks for do not count, see ``tracker.upstream.deadline``);
 - progress: ``ClientSettings.progress``, when given, hears of every request as it is sent and
   of every retry (what is retried, after what), for a command's progress line;
 - errors: ``GitHubUnavailable`` (nothing can be learned now: outage, rate limit, bad
@@ -47,6 +49,7 @@ from github.GithubRetry import GithubRetry
 from urllib3.exceptions import ReadTimeoutError
 
 from tracker.model.environment import InputError, OutsideVariables
+from tracker.upstream import deadline
 
 DEFAULT_API_URL = "https://api.github.com"
 MAX_PAGES = 100  # of one list: 10,000 items at 100 a page; the longest GitHub list read here has a few
@@ -121,6 +124,7 @@ class ClientSettings:
     max_pages: int = MAX_PAGES  # of one list; then the list is refused
     # Told "GET /repos/o/r/pulls/1" as each request is sent, "retrying ..." before each retry.
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    deadline: float = 60.0  # seconds for one answer as a whole (retries' attempts too, not their waits)
 
     def __post_init__(self) -> None:
         api_url(self.base_url)
@@ -164,6 +168,10 @@ class BoundedRetry(GithubRetry):
                                                   wait=seconds)
         return seconds
 
+    def sleep(self, response: Any = None) -> None:
+        with deadline.paused():  # a wait GitHub asked for (or the backoff): not the answer's time
+            super().sleep(response)
+
 
 def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Github:
     """A ``github.Github`` for ``settings`` (no request is sent yet); ``reads_only``: its
@@ -189,6 +197,7 @@ def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Git
         seconds_between_requests=None,
         seconds_between_writes=None if reads_only else 1.0,
     )
+    deadline.install(gh.requester)
     _guard(gh.requester, settings)
     return gh
 
@@ -213,13 +222,25 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
                                    f"refused; {_NOT_API}")
         if settings.progress is not None:
             settings.progress(f"{verb} {target.path}")
+        late = UnexpectedAnswer(f"GitHub at {settings.host} did not send a whole answer within "
+                                f"{settings.deadline:g} s: given up")
         try:
-            status, answer_headers, body = original(verb, url, parameters, headers, input, cnx, follow_302_redirect)
+            with deadline.deadline(settings.deadline) as watch:
+                status, answer_headers, body = original(verb, url, parameters, headers, input, cnx,
+                                                        follow_302_redirect)
         except RuntimeError as error:  # PyGithub refuses a 301 to another host or scheme
+            if watch.expired:
+                raise late from None
             if "redirected" not in str(error):
                 raise
             raise UnexpectedAnswer(f"GitHub at {settings.host} answered 301 (a redirect elsewhere), "
                                    f"not JSON: {_NOT_API}") from None
+        except Exception:
+            if watch.expired:  # whatever the cut socket made of it
+                raise late from None
+            raise
+        if watch.expired:
+            raise late
         paged = bool(parameters and "per_page" in parameters) or "per_page=" in target.query
         lowered = {str(k).lower(): str(v) for k, v in answer_headers.items()}
         problem = _unexpected(verb, status, lowered, body, paged, home.netloc)
