@@ -6,13 +6,26 @@ null, a string, malformed JSON, a redirect to another host, a next page on anoth
 ``upstream`` (over GraphQL and over REST) and ``retire --open-prs`` each say one line and exit
 4, with no traceback, no token, and nothing written: no cache, no manifest change, no write
 request to GitHub.
+
+Then answers of the right shape with one field of the wrong type inside (issue 29, items 7
+and 8; ``FakeGitHub.corrupt``): a boolean that is a string, a sha that is a number, a state
+outside GitHub's vocabulary, a header that is not a number. Each is exit 4 with one line, never
+a fact: a table of such fields per route, and a fuzzer that gives any field of any answer a
+value of another type (exit 0 only with the facts of the uncorrupted run).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import upstream_history
 from support.fakegithub import NEXT_ELSEWHERE, WRONG_SHAPES, FakeGitHub
 from support.fakegithub_git import install, writes
 from test_retire_github import REPOSITORY, Scenario, cli
@@ -100,3 +113,184 @@ def test_retire_meeting_a_wrong_answer_on_the_way_names_each_step_it_could_not_t
     assert "Traceback" not in result.output
     assert all(ASK in line for line in result.output.splitlines() if "GitHub at" in line), result.output
     assert any(ASK in line for line in result.output.splitlines()), result.output
+
+
+# ------------------------------------------------------------ a field of the wrong type
+
+PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
+TIMELINE = "/repos/<owner>/<repo>/issues/<int:number>/timeline"
+ISSUE = "/repos/<owner>/<repo>/issues/<int:number>"
+TAGS = "/repos/<owner>/<repo>/git/matching-refs/<path:ref>"
+COMPARE = "/repos/<owner>/<repo>/compare/<path:basehead>"
+CONTENTS = "/repos/<owner>/<repo>/contents/<path:path>"
+GRAPHQL = "/graphql"
+HEADER = "header"  # the path of a header corruption: ``value`` is (name, text)
+NOT_A_SHA = "HEAD~1"
+
+# (route, field, wrong value) read over REST (``XPU_WORKAROUNDS_GITHUB_API=rest``).
+REST_FIELDS = [
+    (PULL, "merged", "false"), (PULL, "merged", None), (PULL, "state", 1), (PULL, "state", "sideways"),
+    (PULL, "merge_commit_sha", 12345), (PULL, "merge_commit_sha", NOT_A_SHA), (PULL, "merged_at", 20260702),
+    (PULL, "created_at", "yesterday"), (PULL, "closed_at", ["2026-07-02"]), (PULL, "labels", "merged"),
+    (PULL, "labels", ["merged"]), (PULL, "labels.*.name", 5),
+    (TIMELINE, "*.event", 5), (TIMELINE, "*.commit_id", 5), (TIMELINE, "*.commit_id", NOT_A_SHA),
+    (TIMELINE, "*.created_at", 5), (TIMELINE, "*.actor", "pytorchmergebot"), (TIMELINE, "*.actor.login", 5),
+    (TIMELINE, "*.label", "reverted"), (TIMELINE, "*.label.name", 5), (TIMELINE, "*.source", "x"),
+    (TIMELINE, "*.source.issue", 5), (TIMELINE, "*.source.issue.title", 5),
+    (TIMELINE, "*.source.issue.pull_request", "x"), (TIMELINE, "*.source.issue.pull_request.merged_at", 5),
+    (TIMELINE, "*.commit_url", 5),
+    (ISSUE, "state", 5), (ISSUE, "state", "resolved"), (ISSUE, "state_reason", 5), (ISSUE, "number", "5"),
+    (ISSUE, "closed_at", 5),
+    (TAGS, "*.ref", 5), (TAGS, "*.object", "x"), (TAGS, "*.object.sha", 5), (TAGS, "*.object.sha", "v2.14.0"),
+    (COMPARE, "status", 5), (COMPARE, "status", "sideways"), (COMPARE, "commits", "x"),
+    (COMPARE, "commits.*.commit", "x"), (COMPARE, "commits.*.commit.message", 5), (COMPARE, "commits.*.sha", 5),
+    (CONTENTS, "content", 5), (CONTENTS, "content", "%% not base64 %%"), (CONTENTS, "encoding", 5),
+    (None, HEADER, ("X-RateLimit-Reset", "soon")), (None, HEADER, ("X-RateLimit-Remaining", "plenty")),
+]
+
+_PR = "data.*.*"  # every pull request, tag list, compare, file or commit asked in a query
+_ITEM = f"{_PR}.timelineItems.nodes.*"
+_TAG = f"{_PR}.nodes.*"
+# (route, field, wrong value) read over GraphQL (the default); REST is asked only for what GraphQL
+# cannot say exactly, never for what it said wrongly.
+GRAPHQL_FIELDS = [
+    (GRAPHQL, "+errors", "boom"), (GRAPHQL, "+errors", [5]), (GRAPHQL, "+errors", [{"type": 5, "message": "x"}]),
+    (GRAPHQL, "+errors", [{"type": "NOT_FOUND", "path": "r0.a0", "message": "x"}]),
+    (GRAPHQL, "data", [1]), (GRAPHQL, "data.r0", 5), (GRAPHQL, "data.rateLimit", "x"),
+    (GRAPHQL, "data.rateLimit.cost", "1"),
+    (GRAPHQL, f"{_PR}.merged", "false"), (GRAPHQL, f"{_PR}.state", 5), (GRAPHQL, f"{_PR}.state", "SIDEWAYS"),
+    (GRAPHQL, f"{_PR}.mergeCommit", "x"), (GRAPHQL, f"{_PR}.mergeCommit.oid", 5), (GRAPHQL, f"{_PR}.mergedAt", 5),
+    (GRAPHQL, f"{_PR}.createdAt", 5), (GRAPHQL, f"{_PR}.labels", "x"), (GRAPHQL, f"{_PR}.labels.nodes", "x"),
+    (GRAPHQL, f"{_PR}.labels.nodes.*.name", 5), (GRAPHQL, f"{_PR}.labels.pageInfo.hasNextPage", "false"),
+    (GRAPHQL, f"{_PR}.timelineItems", "x"), (GRAPHQL, f"{_PR}.timelineItems.pageInfo.hasNextPage", "yes"),
+    (GRAPHQL, f"{_ITEM}.__typename", 5), (GRAPHQL, f"{_ITEM}.createdAt", 5), (GRAPHQL, f"{_ITEM}.actor", "x"),
+    (GRAPHQL, f"{_ITEM}.commit", "x"), (GRAPHQL, f"{_ITEM}.commit.oid", 5), (GRAPHQL, f"{_ITEM}.commit.oid", NOT_A_SHA),
+    (GRAPHQL, f"{_ITEM}.commit.message", 5), (GRAPHQL, f"{_ITEM}.closer", "x"), (GRAPHQL, f"{_ITEM}.closer.oid", 5),
+    (GRAPHQL, f"{_ITEM}.label.name", 5), (GRAPHQL, f"{_ITEM}.source", "x"), (GRAPHQL, f"{_ITEM}.source.title", 5),
+    (GRAPHQL, f"{_ITEM}.source.mergedAt", 5),
+    (GRAPHQL, f"{_TAG}.name", 5), (GRAPHQL, f"{_TAG}.target", "x"), (GRAPHQL, f"{_TAG}.target.oid", 5),
+    (GRAPHQL, f"{_TAG}.target.committedDate", 5), (GRAPHQL, f"{_PR}.pageInfo.hasNextPage", "no"),
+    (GRAPHQL, f"{_PR}.compare.status", 5), (GRAPHQL, f"{_PR}.compare.status", "SIDEWAYS"),
+    (GRAPHQL, f"{_PR}.compare.behindBy", "3"),
+    (GRAPHQL, f"{_PR}.target.history.nodes.*.oid", 5), (GRAPHQL, f"{_PR}.target.history.nodes.*.message", 5),
+    (GRAPHQL, f"{_PR}.target.history.nodes.*.parents.totalCount", "1"),
+    (GRAPHQL, f"{_PR}.text", 5),
+    (GRAPHQL, HEADER, ("X-RateLimit-Reset", "soon")),
+]
+
+
+def _field_id(case) -> str:
+    route, path, value = case
+    name = (route or "any").rsplit("/", 1)[-1].strip("<>").split(":")[-1]
+    return f"{name}-{path}={json.dumps(value)}"
+
+
+def corrupt(server: FakeGitHub, route: str | None, path: str, value) -> None:
+    if path == HEADER:
+        server.corrupt(route, "", value[1], header=value[0])
+    else:
+        server.corrupt(route, path, value)
+
+
+def one_line_on_stderr(result) -> str:
+    assert result.exit_code == 4, result.output
+    assert "Traceback" not in result.output, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("api", "case"), [("rest", case) for case in REST_FIELDS]
+                         + [("graphql", case) for case in GRAPHQL_FIELDS],
+                         ids=[f"rest-{_field_id(c)}" for c in REST_FIELDS] + [f"graphql-{_field_id(c)}"
+                                                                            for c in GRAPHQL_FIELDS])
+def test_a_field_of_the_wrong_type_is_one_line_and_nothing_written(github, tmp_path, api, case):
+    manifest = tmp_path / "workarounds.toml"
+    shutil.copyfile(reader.default_path(), manifest)
+    before = manifest.read_bytes()
+    cache = tmp_path / "cache"
+    corrupt(github, *case)
+
+    result = run(github, cache, "--refresh", "--write", manifest=manifest, api=api)
+
+    assert github.corrupted, "no answer carried the corruption: the case tests nothing"
+    line = one_line_on_stderr(result)
+    assert result.stdout == ""
+    assert line.startswith("xpu-workarounds: error: ") and f"GitHub at {github.base_url.split('//')[1]}" in line
+    assert TOKEN not in result.output
+    assert manifest.read_bytes() == before
+    assert not cache.exists() or not any(cache.iterdir())
+
+
+# ---- the fuzzer: any field of any answer, a value of another type
+
+
+def _leaves(body, prefix: str = ""):
+    """Every field of ``body`` as a ``corrupted`` path (list items as ``*``) with its value."""
+    if isinstance(body, dict):
+        for key, value in body.items():
+            path = f"{prefix}.{key}" if prefix else key
+            yield path, value
+            yield from _leaves(value, path)
+    elif isinstance(body, list):
+        for item in body:
+            yield from _leaves(item, f"{prefix}.*" if prefix else "*")
+
+
+def _kind(value) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False)
+                    | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=6)
+
+
+def _fields_of(api: str) -> list[tuple[str, str, str]]:
+    """(route, path, JSON type) of every field the seeded stand-in answers a cold refresh with
+    (a GraphQL query's aliases as ``*``), null ones left out (a null may be right)."""
+    served: dict[tuple[str, str], str] = {}
+    with FakeGitHub() as server, tempfile.TemporaryDirectory() as scratch:
+        upstream_history.seed(server)
+        server.bodies = []
+        assert run(server, Path(scratch), "--refresh", manifest=reader.default_path(), api=api).exit_code == 0
+        for rule, body in server.bodies:
+            for path, value in _leaves(body):
+                general = re.sub(r"^data\.r\d+(\.a\d+)?", lambda m: "data.*" + (".*" if m[1] else ""), path)
+                served.setdefault((rule, general), _kind(value))
+    return sorted((rule, path, kind) for (rule, path), kind in served.items() if kind != "null")
+
+
+def _facts(result) -> dict:
+    document = json.loads(result.stdout)
+    return {"references": document["references"], "inline_audit": document["inline_audit"]}
+
+
+@pytest.mark.parametrize("api", ["graphql", "rest"])
+def test_no_field_of_any_answer_given_another_type_is_a_traceback_or_a_changed_fact(github, api):
+    fields = _fields_of(api)
+    with tempfile.TemporaryDirectory() as scratch:
+        clean = run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
+    assert clean.exit_code == 0, clean.output
+    expected = _facts(clean)
+
+    @settings(max_examples=40, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(field=st.sampled_from(fields), data=st.data())
+    def property_(field, data):
+        route, path, kind = field
+        value = data.draw(JSON.filter(lambda candidate: candidate is not None and _kind(candidate) != kind))
+        github.corruptions, github.corrupted = [], []
+        github.corrupt(route, path, value)
+        with tempfile.TemporaryDirectory() as scratch:
+            result = run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
+        github.corruptions = []
+        assert result.exit_code in (0, 4), result.output
+        assert "Traceback" not in result.output
+        if result.exit_code == 0:
+            assert _facts(result) == expected, (route, path, value)
+        else:
+            assert len(result.stderr.splitlines()) == 1, result.stderr
+
+    property_()

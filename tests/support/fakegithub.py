@@ -397,6 +397,46 @@ BAD_PAGINATION = (
 )
 
 
+@dataclass(frozen=True)
+class Corruption:
+    """One field of an answer given a wrong value (``FakeGitHub.corrupt``)."""
+
+    rule: str | None  # the route (as registered); None: every route
+    path: str  # dotted keys into the JSON body, ``*`` every item or value; "" with ``header``
+    value: Any
+    header: str | None = None  # a response header instead of the body
+
+
+def corrupted(body: Any, path: str, value: Any) -> tuple[Any, bool]:
+    """``body`` (a copy) with ``value`` at ``path``, and whether a field was there to take it.
+
+    Each step of ``path`` is a key (an index into a list), ``*`` for every item of a list or
+    every value of an object; the last step names a field that must exist, or, written
+    ``+name``, one that is added to each object reached."""
+    copy = json.loads(json.dumps(body))
+    *steps, last = path.split(".")
+    reached = [copy]
+    for step in steps:
+        following = []
+        for item in reached:
+            if step == "*":
+                following += list(item.values()) if isinstance(item, dict) else list(item) if isinstance(item, list) else []
+            elif isinstance(item, dict) and step in item:
+                following.append(item[step])
+            elif isinstance(item, list) and step.isdigit() and int(step) < len(item):
+                following.append(item[int(step)])
+        reached = [item for item in following if isinstance(item, (dict, list))]
+    hit = False
+    for item in reached:
+        if isinstance(item, dict) and (last.startswith("+") or last in item):
+            item[last.removeprefix("+")] = value
+            hit = True
+        elif isinstance(item, list) and last.isdigit() and int(last) < len(item):
+            item[int(last)] = value
+            hit = True
+    return copy, hit
+
+
 @dataclass
 class Fault:
     status: int
@@ -443,6 +483,9 @@ class FakeGitHub:
         self.wrong_shape: tuple[str, str | None, int] | None = None  # see ``misanswer``
         self.bad_pagination: tuple[str, str | None] | None = None  # see ``paginate_badly``
         self.trickling: tuple[float, str | None] | None = None  # see ``trickle``
+        self.corruptions: list[Corruption] = []  # see ``corrupt``
+        self.corrupted: list[str] = []  # the rule of every answer a corruption changed
+        self.bodies: list[tuple[str, Any]] | None = None  # a list: (rule, JSON body) of every answer is kept
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -557,6 +600,26 @@ class FakeGitHub:
         ``every`` seconds: each read gets a byte long before a read timeout, the whole never comes."""
         self.trickling = (every, rule)
 
+    def corrupt(self, rule: str | None, path: str, value: Any, *, header: str | None = None) -> None:
+        """From now on, answers of ``rule`` (every route when None) carry ``value`` at ``path``
+        of their JSON body (see ``corrupted``), or as their ``header``: a field of the wrong type
+        in an answer otherwise right. ``corrupted`` lists the answers it changed."""
+        self.corruptions.append(Corruption(rule, path, value, header))
+
+    def _corrupted(self, rule: str, reply: Reply) -> Reply:
+        for corruption in self.corruptions:
+            if corruption.rule is not None and corruption.rule != rule:
+                continue
+            if corruption.header is not None:
+                reply = dataclasses.replace(reply, headers={**reply.headers, corruption.header: corruption.value})
+                self.corrupted.append(rule)
+            elif reply.raw is None and reply.body is not None:
+                body, hit = corrupted(reply.body, corruption.path, corruption.value)
+                if hit:
+                    reply = dataclasses.replace(reply, body=body)
+                    self.corrupted.append(rule)
+        return reply
+
     def stall(self, rule: str, seconds: float) -> None:
         """Requests matching ``rule`` wait ``seconds`` before answering (for client timeouts)."""
         self.stalls[rule] = seconds
@@ -655,6 +718,11 @@ class FakeGitHub:
             result = Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
         reply = self._misshaped(rule_text, result if isinstance(result, Reply) else Reply(200, result))
         reply = self._paginated_badly(request, rule_text, reply)
+        if self.corruptions:
+            with self._lock:
+                reply = self._corrupted(rule_text, reply)
+        if self.bodies is not None and reply.body is not None:
+            self.bodies.append((rule_text, reply.body))
         return self._finish(request, reply, rule_text, token, conditional, costed=reply.costed)
 
     def _finish(self, request: Request, reply: Reply, rule: str, token: str | None, conditional: bool,

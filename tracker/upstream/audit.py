@@ -15,6 +15,7 @@ from tracker.model.vocabulary import RELEASED_STATES, Role
 from tracker.upstream.cache import NotCached, Source
 from tracker.upstream.client import GitHubMissing
 from tracker.upstream.facts import Facts, InlineVerdict
+from tracker.upstream.fields import as_choice, as_str, wrong
 from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
 
 VLLM_REPOSITORY = "vllm-project/vllm"
@@ -33,9 +34,15 @@ def pins_at(source: Source, label: str, query: str, pinned: str | None,
     ``where``: the repository and the file (``vllm_source``)."""
     repository, requirements = where
     path = f"/repos/{repository}/contents/{quote(requirements)}{query}"
-    content = source.get(path, what=f"{repository} {requirements} at {label}",
-                         immutable=pinned is not None, key=f"{path}#{pinned}" if pinned else None)
-    return xpu_pins(base64.b64decode(content.get("content", "")).decode("utf-8", "replace"))
+    what = f"{repository} {requirements} at {label}"
+    content = source.get(path, what=what, immutable=pinned is not None, key=f"{path}#{pinned}" if pinned else None)
+    as_choice(content, "encoding", what, ("base64",))
+    encoded = as_str(content, "content", what)
+    try:
+        raw = base64.b64decode("".join(encoded.split()), validate=True)  # GitHub wraps it in lines
+    except ValueError:
+        raise wrong(what, "content", encoded, "base64") from None
+    return xpu_pins(raw.decode("utf-8", "replace"))
 
 
 def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:

@@ -235,6 +235,14 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
                 raise
             raise UnexpectedAnswer(f"GitHub at {settings.host} answered 301 (a redirect elsewhere), "
                                    f"not JSON: {_NOT_API}") from None
+        except ValueError as error:  # PyGithub reads X-RateLimit-* as numbers and Location as a URL
+            if watch.expired:
+                raise late from None
+            if isinstance(error, requests.RequestException):
+                raise
+            reason = " ".join(str(error).split())[:80]
+            raise UnexpectedAnswer(f"GitHub at {settings.host} answered with a malformed header ({reason}): "
+                                   f"{_NOT_API}") from None
         except Exception:
             if watch.expired:  # whatever the cut socket made of it
                 raise late from None
@@ -304,7 +312,7 @@ def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, page
     if status == 304 or status >= 400:  # 4xx/5xx: classified from the status, whatever the body
         return ""
     if not 200 <= status < 300:
-        where = urlparse(headers.get("location", "")).netloc
+        where = _host_of(headers.get("location", ""))
         return f"{status}{f' (a redirect to {where})' if where else ''}, not JSON"
     if not body:
         return "" if verb != "GET" else f"{status} with an empty body, not JSON"
@@ -321,10 +329,18 @@ def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, page
     elif not isinstance(data, dict):
         return f"{status} with JSON {type(data).__name__ if data is not None else 'null'}, not an object"
     for link in requests.utils.parse_header_links(headers.get("link", "")):
-        where = urlparse(link.get("url", "")).netloc
+        where = _host_of(link.get("url", ""))
         if where and where != host:
             return f"{status} with a next page on another host ({where})"
     return ""
+
+
+def _host_of(url: str) -> str:
+    """The host and port of ``url`` as a header gave it ("a malformed URL" when it is not one)."""
+    try:
+        return urlparse(url).netloc
+    except ValueError:
+        return "a malformed URL"
 
 
 @dataclass(frozen=True)

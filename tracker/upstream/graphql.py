@@ -36,6 +36,20 @@ from github.GithubException import GithubException
 
 from tracker.upstream import client as github_client
 from tracker.upstream.client import ClientSettings, GitHubUnavailable
+from tracker.upstream.fields import (
+    as_bool,
+    as_choice,
+    as_date,
+    as_int,
+    as_sha,
+    as_str,
+    field_object,
+    field_objects,
+    optional_date,
+    optional_object,
+    optional_str,
+    wrong,
+)
 
 MAX_PULLS = 100  # pull requests per query: 2 connections of 100 each, 200 points of weight
 MAX_FIELDS = 400  # aliased fields per query (compares, histories, files, tag lists)
@@ -88,6 +102,11 @@ class Ask:
     def fragments(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def subject(self) -> str:
+        """What is asked, in words (errors name it)."""
+        return self.repo
+
     def selection(self) -> str:
         raise NotImplementedError
 
@@ -129,6 +148,10 @@ class PullAsk(Ask):
     def fragments(self) -> tuple[str, ...]:
         return ("PullFacts", "TimelineItem") if self.after is None else ("TimelineItem",)
 
+    @property
+    def subject(self) -> str:
+        return f"{self.repo}#{self.number}"
+
     def selection(self) -> str:
         if self.after is None:
             return f"pullRequest(number: {self.number}) {{ ...PullFacts }}"
@@ -146,6 +169,10 @@ class TagsAsk(Ask):
     def fragments(self) -> tuple[str, ...]:
         return ("TagFacts",)
 
+    @property
+    def subject(self) -> str:
+        return f"{self.repo} release tags"
+
     def selection(self) -> str:
         after = f", after: {_quote(self.after)}" if self.after else ""
         return (f"refs(refPrefix: \"refs/tags/\", query: {_quote(self.prefix)}, first: {PAGE}{after}) {{ "
@@ -156,6 +183,10 @@ class TagsAsk(Ask):
 class CompareAsk(Ask):
     tag: str
     commit: str
+
+    @property
+    def subject(self) -> str:
+        return f"{self.repo} {self.commit[:12]} against {self.tag}"
 
     def selection(self) -> str:
         return (f"ref(qualifiedName: {_quote('refs/tags/' + self.tag)}) {{ "
@@ -171,6 +202,10 @@ class HistoryAsk(Ask):
     def weight(self) -> int:
         return 1 + self.count // PAGE
 
+    @property
+    def subject(self) -> str:
+        return f"{self.repo} history of {self.tag}"
+
     def selection(self) -> str:
         history = (f"history(first: {self.count}) {{ nodes {{ oid message parents(first: 2) {{ totalCount }} }} }}")
         return (f"ref(qualifiedName: {_quote('refs/tags/' + self.tag)}) {{ target {{ __typename "
@@ -182,6 +217,10 @@ class FileAsk(Ask):
     revision: str  # "HEAD" (the default branch) or a tag
     path: str
 
+    @property
+    def subject(self) -> str:
+        return f"{self.repo} {self.path} at {self.revision}"
+
     def selection(self) -> str:
         return f"object(expression: {_quote(self.revision + ':' + self.path)}) {{ __typename ... on Blob {{ text }} }}"
 
@@ -189,6 +228,10 @@ class FileAsk(Ask):
 @dataclass(frozen=True)
 class CommitAsk(Ask):
     sha: str
+
+    @property
+    def subject(self) -> str:
+        return f"{self.repo} commit {self.sha[:12]}"
 
     def selection(self) -> str:
         return f"object(oid: {_quote(self.sha)}) {{ __typename ... on Commit {{ oid message committedDate }} }}"
@@ -244,17 +287,23 @@ class GraphQL:
         used = sorted({name for ask in asks for name in ask.fragments})
         document = self._post("query { " + " ".join(parts) + " } " + " ".join(FRAGMENTS[name] for name in used))
         self.exchange.queries += 1
-        found = document.get("data")
-        data: dict[str, Any] = found if isinstance(found, dict) else {}
+        where = "GitHub GraphQL"
+        data = optional_object(document, "data", where) or {}
         missing_at: dict[tuple[str, ...], str] = {}
-        for error in document.get("errors") or []:
-            path = tuple(str(step) for step in error.get("path") or [])
-            if error.get("type") == "NOT_FOUND" and path:
-                missing_at[path] = str(error.get("message") or "not found")
+        for index, error in enumerate(field_objects(document, "errors", where, optional=True), 1):
+            at = f"{where} error {index}"
+            path = error.get("path")
+            if path is not None and not (isinstance(path, list) and all(
+                    isinstance(step, (str, int)) and not isinstance(step, bool) for step in path)):
+                raise wrong(at, "path", path, "a list of names and indexes")
+            kind, message = optional_str(error, "type", at), optional_str(error, "message", at)
+            if kind == "NOT_FOUND" and path:
+                missing_at[tuple(str(step) for step in path)] = message or "not found"
             else:
-                raise GraphQLRefused(_refusal(error))
-        cost = (data.get("rateLimit") or {}).get("cost")
-        if isinstance(cost, int):
+                raise GraphQLRefused(_refusal(kind, message))
+        limit = optional_object(data, "rateLimit", where)
+        if limit is not None:
+            cost = as_int(limit, "cost", f"{where} rateLimit", minimum=0)
             self.exchange.points += cost
             self.exchange.costs.append(cost)
         else:
@@ -262,10 +311,10 @@ class GraphQL:
         answers: dict[Ask, GraphQLAnswer] = {}
         for number, members in enumerate(repositories.values()):
             alias = f"r{number}"
-            scope = data.get(alias)
+            scope = optional_object(data, alias, where)
             for key, ask in members:
                 why = missing_at.get((alias, key)) or missing_at.get((alias,))
-                value = scope.get(key) if isinstance(scope, dict) else None
+                value = optional_object(scope, key, f"{where} {ask.subject}") if scope is not None else None
                 answers[ask] = GraphQLAnswer(value, None if value is not None else (why or "not found"))
         return answers
 
@@ -296,10 +345,9 @@ class GraphQL:
         return document
 
 
-def _refusal(error: dict[str, Any]) -> str:
-    kind = str(error.get("type") or "error")
-    message = " ".join(str(error.get("message") or "").split())[:160]
-    return f"GitHub GraphQL refused the query ({kind}: {message})"
+def _refusal(kind: str | None, message: str | None) -> str:
+    text = " ".join((message or "").split())[:160]
+    return f"GitHub GraphQL refused the query ({kind or 'error'}: {text})"
 
 
 def pack(asks: Iterable[Ask]) -> list[list[Ask]]:
@@ -322,68 +370,89 @@ def pack(asks: Iterable[Ask]) -> list[list[Ask]]:
 # ------------------------------------------------------------- REST-shaped answers
 
 
-def rest_pull(node: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``GET /repos/O/R/pulls/N`` that ``state.classify_pr`` reads."""
-    merged = bool(node.get("merged"))
-    return {"number": node.get("number"), "state": "open" if node.get("state") == "OPEN" else "closed",
-            "merged": merged, "merged_at": node.get("mergedAt"),
-            "merge_commit_sha": (node.get("mergeCommit") or {}).get("oid") if merged else None,
-            "created_at": node.get("createdAt"), "closed_at": node.get("closedAt"),
-            "updated_at": node.get("updatedAt"),
-            "labels": [{"name": label.get("name")} for label in (node.get("labels") or {}).get("nodes") or []
-                       if isinstance(label, dict)]}
+PULL_STATES = ("OPEN", "CLOSED", "MERGED")  # GraphQL's PullRequestState
 
 
-def rest_event(item: dict[str, Any], base_url: str) -> dict[str, Any] | None:
+def rest_pull(node: dict[str, Any], where: str) -> dict[str, Any]:
+    """The fields of ``GET /repos/O/R/pulls/N`` that ``state.read_pull`` reads."""
+    merged = as_bool(node, "merged", where)
+    merge_commit = optional_object(node, "mergeCommit", where)
+    sha = as_sha(merge_commit, "oid", f"{where} mergeCommit") if merge_commit is not None else None
+    labels = field_objects(field_object(node, "labels", where), "nodes", f"{where} labels")
+    return {"number": as_int(node, "number", where),
+            "state": "open" if as_choice(node, "state", where, PULL_STATES) == "OPEN" else "closed",
+            "merged": merged, "merged_at": optional_date(node, "mergedAt", where),
+            "merge_commit_sha": sha if merged else None,
+            "created_at": as_date(node, "createdAt", where), "closed_at": optional_date(node, "closedAt", where),
+            "labels": [{"name": as_str(label, "name", f"{where} label")} for label in labels]}
+
+
+def _commit_of(item: dict[str, Any], name: str, where: str) -> str | None:
+    """The sha of ``item``'s commit ``name`` (None: none, or a closer that is not a commit)."""
+    commit = optional_object(item, name, where)
+    if commit is None or (name == "closer" and as_str(commit, "__typename", f"{where} {name}") != "Commit"):
+        return None
+    return as_sha(commit, "oid", f"{where} {name}")
+
+
+def rest_event(item: dict[str, Any], base_url: str, where: str) -> dict[str, Any] | None:
     """A timeline item as ``GET /repos/O/R/issues/N/timeline`` gives it (the fields read)."""
-    kind = _REST_EVENT.get(str(item.get("__typename")))
+    kind = _REST_EVENT.get(as_str(item, "__typename", where))
     if kind is None:
         return None
-    event: dict[str, Any] = {"event": kind, "created_at": item.get("createdAt"),
-                             "actor": {"login": (item.get("actor") or {}).get("login")}, "commit_id": None}
+    actor = optional_object(item, "actor", where)
+    event: dict[str, Any] = {"event": kind, "created_at": as_date(item, "createdAt", where),
+                             "actor": None if actor is None else {"login": as_str(actor, "login", f"{where} actor")},
+                             "commit_id": None}
     if kind == "merged":
-        event["commit_id"] = (item.get("commit") or {}).get("oid")
+        event["commit_id"] = _commit_of(item, "commit", where)
     elif kind == "closed":
-        closer = item.get("closer") or {}
-        event["commit_id"] = closer.get("oid") if closer.get("__typename") == "Commit" else None
+        event["commit_id"] = _commit_of(item, "closer", where)
     elif kind == "labeled":
-        event["label"] = {"name": (item.get("label") or {}).get("name")}
+        event["label"] = {"name": as_str(field_object(item, "label", where), "name", f"{where} label")}
     elif kind == "referenced":
-        sha = (item.get("commit") or {}).get("oid")
-        repository = (item.get("commitRepository") or {}).get("nameWithOwner")
+        sha = _commit_of(item, "commit", where)
+        found = optional_object(item, "commitRepository", where)
+        repository = None if found is None else as_str(found, "nameWithOwner", f"{where} commitRepository")
         event["commit_id"] = sha
         event["commit_url"] = f"{base_url.rstrip('/')}/repos/{repository}/commits/{sha}" if sha and repository else None
     elif kind == "cross-referenced":
-        source = item.get("source") or {}
-        issue: dict[str, Any] = {"number": source.get("number"), "title": source.get("title"),
-                                 "body": source.get("body"),
-                                 "repository": {"full_name": (source.get("repository") or {}).get("nameWithOwner")}}
-        if source.get("__typename") == "PullRequest":
-            issue["pull_request"] = {"merged_at": source.get("mergedAt")}
+        at = f"{where} source"
+        source = field_object(item, "source", where)
+        kind_of_source = as_str(source, "__typename", at)
+        issue: dict[str, Any] = {"number": as_int(source, "number", at), "title": as_str(source, "title", at),
+                                 "body": optional_str(source, "body", at), "repository": {
+                                     "full_name": as_str(field_object(source, "repository", at), "nameWithOwner",
+                                                         f"{at} repository")}}
+        if kind_of_source == "PullRequest":
+            issue["pull_request"] = {"merged_at": optional_date(source, "mergedAt", at)}
         event["source"] = {"type": "issue", "issue": issue}
     return event
 
 
-def rest_tag(node: dict[str, Any]) -> dict[str, Any]:
+def rest_tag(node: dict[str, Any], where: str) -> dict[str, Any]:
     """A tag as ``GET /repos/O/R/git/matching-refs/tags/v`` gives it."""
-    target = node.get("target") or {}
-    return {"ref": f"refs/tags/{node.get('name')}", "object": {"sha": target.get("oid")}}
+    name = as_str(node, "name", where)
+    return {"ref": f"refs/tags/{name}", "object": {"sha": as_sha(field_object(node, "target", where), "oid",
+                                                                  f"{where} {name}")}}
 
 
-def tag_date(node: dict[str, Any]) -> str | None:
-    target = node.get("target") or {}
-    date = target.get("committedDate") or (target.get("target") or {}).get("committedDate")
-    return str(date) if date else None
+def tag_date(node: dict[str, Any], where: str) -> str | None:
+    """When the tag's commit was made (an annotated tag's target's)."""
+    target = field_object(node, "target", where)
+    if as_str(target, "__typename", f"{where} target") == "Tag":
+        inner = optional_object(target, "target", f"{where} target")
+        return None if inner is None else optional_date(inner, "committedDate", f"{where} target")
+    return optional_date(target, "committedDate", f"{where} target")
 
 
-def history_nodes(answer: dict[str, Any]) -> list[dict[str, Any]] | None:
-    target = answer.get("target") or {}
-    if target.get("__typename") == "Tag":
-        target = target.get("target") or {}
-    history = target.get("history")
-    if not isinstance(history, dict) or not isinstance(history.get("nodes"), list):
-        return None
-    return [node for node in history["nodes"] if isinstance(node, dict)]
+def history_nodes(answer: dict[str, Any], where: str) -> list[dict[str, Any]] | None:
+    """A tag's newest commits (None: GraphQL has no history of it to give)."""
+    target = optional_object(answer, "target", where)
+    if target is not None and as_str(target, "__typename", f"{where} target") == "Tag":
+        target = optional_object(target, "target", f"{where} target")
+    history = None if target is None else optional_object(target, "history", f"{where} target")
+    return None if history is None else field_objects(history, "nodes", f"{where} history")
 
 
 def rest_file(text: str) -> dict[str, Any]:
@@ -391,6 +460,6 @@ def rest_file(text: str) -> dict[str, Any]:
     return {"type": "file", "encoding": "base64", "content": base64.b64encode(text.encode()).decode()}
 
 
-def rest_commit(node: dict[str, Any]) -> dict[str, Any]:
+def rest_commit(node: dict[str, Any], where: str) -> dict[str, Any]:
     """``GET /repos/O/R/commits/SHA``: the sha and its message."""
-    return {"sha": node.get("oid"), "commit": {"message": node.get("message")}}
+    return {"sha": as_sha(node, "oid", where), "commit": {"message": as_str(node, "message", where)}}

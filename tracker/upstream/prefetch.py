@@ -28,6 +28,18 @@ from urllib.parse import unquote
 from tracker.upstream.cache import Entry, NotCached, Source
 from tracker.upstream.client import GitHubMissing
 from tracker.upstream.clock import iso
+from tracker.upstream.fields import (
+    as_bool,
+    as_choice,
+    as_int,
+    as_sha,
+    as_str,
+    field_object,
+    field_objects,
+    optional_date,
+    optional_object,
+    optional_str,
+)
 from tracker.upstream.graphql import (
     CONTAINED,
     HISTORY_LIMIT,
@@ -186,103 +198,108 @@ class Planner:
                         self.to_rest.add(key)
 
     def _apply(self, ask: Ask, key: str, data: Any) -> bool:
-        """Put what ``data`` says about ``key`` into the source; False: leave it to REST."""
+        """Put what ``data`` says about ``key`` into the source; False: leave it to REST. A field
+        of the wrong type is ``WrongField``: GitHub answered wrongly, REST is not asked instead."""
         if data is None:
             if isinstance(ask, (PullAsk, FileAsk, CommitAsk)) and not getattr(ask, "after", None):
                 self.source.missing[key] = NOT_FOUND
                 return True
             return False
-        if not isinstance(data, dict):
-            return False
+        where = f"{ask.subject} (GraphQL)"
         if isinstance(ask, PullAsk):
-            return self._pull(ask, key, data)
+            return self._pull(ask, key, data, where)
         if isinstance(ask, TagsAsk):
-            return self._tags(key, data)
+            return self._tags(key, data, where)
         if isinstance(ask, CompareAsk):
-            return self._status(key, data)
+            return self._status(key, data, where)
         if isinstance(ask, HistoryAsk):
-            return self._history(ask, key, data)
+            return self._history(ask, key, data, where)
         if isinstance(ask, FileAsk):
-            text = data.get("text")
-            if data.get("__typename") != "Blob" or not isinstance(text, str):
+            text = optional_str(data, "text", where)  # null: a binary file
+            if as_str(data, "__typename", where) != "Blob" or text is None:
                 return False
             self.source.prefetched[key] = rest_file(text)
             return True
         if isinstance(ask, CommitAsk):
-            self.source.prefetched[key] = rest_commit(data)
+            if as_str(data, "__typename", where) != "Commit":
+                return False
+            self.source.prefetched[key] = rest_commit(data, where)
             return True
         return False
 
-    def _pull(self, ask: PullAsk, key: str, node: dict[str, Any]) -> bool:
-        timeline = node.get("timelineItems")
-        if not isinstance(timeline, dict) or not isinstance(timeline.get("nodes"), list):
-            return False
+    def _pull(self, ask: PullAsk, key: str, node: dict[str, Any], where: str) -> bool:
+        timeline = field_object(node, "timelineItems", where)
         found = PULL.match(key) or TIMELINE.match(key)
         assert found is not None
         timeline_key = f"/repos/{found['repo']}/issues/{found['number']}/timeline?per_page=100"
         pull_key = f"/repos/{found['repo']}/pulls/{found['number']}"
         if ask.after is None:
-            if ((node.get("labels") or {}).get("pageInfo") or {}).get("hasNextPage"):
+            pull = rest_pull(node, where)
+            labels = field_object(node, "labels", where)
+            if as_bool(field_object(labels, "pageInfo", f"{where} labels"), "hasNextPage", f"{where} labels pageInfo"):
                 if key == pull_key:  # more labels than a page: REST lists them all
                     return False
             else:
-                self.source.prefetched[pull_key] = rest_pull(node)
+                self.source.prefetched[pull_key] = pull
         events = list(self.partial.pop(timeline_key).items) if ask.after is not None and timeline_key in self.partial \
             else []
-        for item in timeline["nodes"]:
-            if not isinstance(item, dict):
-                continue
-            event = rest_event(item, self.source.cache.base_url)
+        for index, item in enumerate(field_objects(timeline, "nodes", f"{where} timelineItems"), 1):
+            at = f"{where} timeline item {index}"
+            event = rest_event(item, self.source.cache.base_url, at)
             if event is not None:
                 events.append(event)
-            self._remember(item)
-        page = timeline.get("pageInfo") or {}
-        if page.get("hasNextPage") and page.get("endCursor"):
-            self.partial[timeline_key] = Partial(events, str(page["endCursor"]))
+                self._remember(item, at)
+        cursor = _next_page(timeline, f"{where} timelineItems")
+        if cursor is not None:
+            self.partial[timeline_key] = Partial(events, cursor)
         else:
             self.source.prefetched[timeline_key] = events
         return True
 
-    def _remember(self, item: dict[str, Any]) -> None:
+    def _remember(self, item: dict[str, Any], where: str) -> None:
         """Commit dates (for compare guesses) and referenced commits' messages (revert checks)."""
-        for name in ("commit", "closer"):
-            commit = item.get(name)
-            if isinstance(commit, dict) and commit.get("oid") and commit.get("committedDate"):
-                self.dates[str(commit["oid"])] = str(commit["committedDate"])
-        commit = item.get("commit")
-        repository = (item.get("commitRepository") or {}).get("nameWithOwner")
-        if item.get("__typename") == "ReferencedEvent" and isinstance(commit, dict) and repository \
-                and isinstance(commit.get("message"), str):
-            self.source.prefetched.setdefault(f"/repos/{repository}/commits/{commit['oid']}", rest_commit(commit))
+        kind = as_str(item, "__typename", where)
+        name = {"MergedEvent": "commit", "ReferencedEvent": "commit", "ClosedEvent": "closer"}.get(kind)
+        commit = None if name is None else optional_object(item, name, where)
+        if commit is None or (kind == "ClosedEvent" and as_str(commit, "__typename", where) != "Commit"):
+            return
+        at = f"{where} {name}"
+        oid, date = as_sha(commit, "oid", at), optional_date(commit, "committedDate", at)
+        if date:
+            self.dates[oid] = date
+        repository = optional_object(item, "commitRepository", where) if kind == "ReferencedEvent" else None
+        if repository is not None:
+            name_with_owner = as_str(repository, "nameWithOwner", f"{where} commitRepository")
+            self.source.prefetched.setdefault(f"/repos/{name_with_owner}/commits/{oid}", rest_commit(commit, at))
 
-    def _tags(self, key: str, connection: dict[str, Any]) -> bool:
-        if not isinstance(connection.get("nodes"), list):
-            return False
+    def _tags(self, key: str, connection: dict[str, Any], where: str) -> bool:
         found = TAGS.match(key)
         assert found is not None
         prefix = unquote(found["prefix"])
         partial = self.partial.pop(key, None)
         tags = list(partial.items) if partial is not None else []
-        for node in connection["nodes"]:
-            if isinstance(node, dict) and str(node.get("name", "")).startswith(prefix):
-                tags.append(rest_tag(node))
-                date = tag_date(node)
-                if date and (node.get("target") or {}).get("oid"):
-                    self.dates[str(node["target"]["oid"])] = date
-        page = connection.get("pageInfo") or {}
-        if page.get("hasNextPage") and page.get("endCursor"):
-            self.partial[key] = Partial(tags, str(page["endCursor"]))
+        for index, node in enumerate(field_objects(connection, "nodes", where), 1):
+            at = f"{where} tag {index}"
+            if as_str(node, "name", at).startswith(prefix):
+                tag = rest_tag(node, at)
+                tags.append(tag)
+                date = tag_date(node, at)
+                if date:
+                    self.dates[tag["object"]["sha"]] = date
+        cursor = _next_page(connection, where)
+        if cursor is not None:
+            self.partial[key] = Partial(tags, cursor)
         else:
             self.source.prefetched[key] = sorted(tags, key=lambda tag: str(tag["ref"]))
         return True
 
-    def _status(self, key: str, ref: dict[str, Any]) -> bool:
-        comparison = ref.get("compare")
-        if not isinstance(comparison, dict) or comparison.get("status") not in REST_STATUS:
+    def _status(self, key: str, ref: dict[str, Any], where: str) -> bool:
+        comparison = optional_object(ref, "compare", where)
+        if comparison is None:
             return False
-        status, behind = REST_STATUS[str(comparison["status"])], comparison.get("behindBy")
-        if not isinstance(behind, int) or behind < 0:
-            return False
+        at = f"{where} compare"
+        status = REST_STATUS[as_choice(comparison, "status", at, REST_STATUS)]
+        behind = as_int(comparison, "behindBy", at, minimum=0)
         if status in CONTAINED or behind == 0:  # nothing in the tag but not in the commit: no list to read
             self.source.prefetched[key] = {"status": status, "commits": []}
             return True
@@ -291,19 +308,30 @@ class Planner:
         self.statuses[key] = (status, behind)
         return True
 
-    def _history(self, ask: HistoryAsk, key: str, ref: dict[str, Any]) -> bool:
+    def _history(self, ask: HistoryAsk, key: str, ref: dict[str, Any], where: str) -> bool:
         """The tag's ``count`` newest commits are exactly its commits the landed one lacks
         when none of them is a merge (a chain whose common part is its tail): then they
         are what REST's compare lists, oldest first."""
-        nodes = history_nodes(ref)
+        nodes = history_nodes(ref, where)
         status = self.statuses.get(key)
         if nodes is None or status is None or len(nodes) != ask.count:
             return False
-        if any((node.get("parents") or {}).get("totalCount") != 1 for node in nodes):
-            return False
-        self.source.prefetched[key] = {"status": status[0], "commits": [
-            {"sha": node.get("oid"), "commit": {"message": node.get("message")}} for node in reversed(nodes)]}
+        commits = []
+        for index, node in enumerate(nodes, 1):
+            at = f"{where} history commit {index}"
+            if as_int(field_object(node, "parents", at), "totalCount", f"{at} parents", minimum=0) != 1:
+                return False
+            commits.append(rest_commit(node, at))
+        self.source.prefetched[key] = {"status": status[0], "commits": list(reversed(commits))}
         return True
+
+
+def _next_page(connection: dict[str, Any], where: str) -> str | None:
+    """The cursor of a connection's next page; None on its last page."""
+    page = field_object(connection, "pageInfo", where)
+    if not as_bool(page, "hasNextPage", f"{where} pageInfo"):
+        return None
+    return as_str(page, "endCursor", f"{where} pageInfo")
 
 
 def prefetch(source: Source, graphql: GraphQL, rehearse: Callable[[Source], object]) -> Planner:

@@ -21,12 +21,14 @@ from packaging.version import InvalidVersion, Version
 from tracker.model.manifest import DEFAULT_SOURCES, Release, UpstreamRef
 from tracker.model.manifest import Source as ComponentSource
 from tracker.upstream.cache import Source
+from tracker.upstream.fields import as_choice, as_sha, as_str, field_object, field_objects
 
 # Which repository releases which component by default (the manifest speaks in PyPI
 # components: ``v2.14.0`` of pytorch/pytorch is ``torch>=2.14.0``); a manifest's
 # ``[sources]`` adds to these and says how its tags are named.
 REPOSITORY_COMPONENTS: dict[str, str] = {source.repository: name for name, source in DEFAULT_SOURCES.items()}
 RELEASE_TAG_PREFIX = "v"  # release tags are vX.Y.Z in every repository above
+COMPARE_STATUSES = ("ahead", "behind", "identical", "diverged")  # REST's ``compare`` ``status``
 
 
 def release_of_tag(name: str, prefix: str = RELEASE_TAG_PREFIX, suffix: str = "") -> Version | None:
@@ -89,13 +91,14 @@ class Releases:
     def tags(self, repo: str) -> list[Tag]:
         if repo not in self._tags:
             prefix, suffix = self.pattern(repo)
-            refs = self.source.get_list(tags_path(repo, prefix), what=f"{repo} release tags")
+            what = f"{repo} release tags"
+            refs = self.source.get_list(tags_path(repo, prefix), what=what)
             tags = []
             for item in refs:
-                name = str(item.get("ref", "")).removeprefix("refs/tags/")
+                name = as_str(item, "ref", what).removeprefix("refs/tags/")
                 version = release_of_tag(name, prefix, suffix)
                 if version is not None:
-                    tags.append(Tag(name, version, item["object"]["sha"]))
+                    tags.append(Tag(name, version, as_sha(field_object(item, "object", what), "sha", f"{what} {name}")))
             self._tags[repo] = sorted(tags, key=lambda tag: tag.version)
         return self._tags[repo]
 
@@ -104,12 +107,12 @@ class Releases:
         if key not in self._probes:
             path = f"/repos/{ref.repo}/compare/{commit}...{quote(tag.name, safe='')}?per_page=100"
             # Both ends are fixed commits (the tag's object sha is in the key), so the answer never changes.
-            data = self.source.get(path, what=f"{ref.ref} against {tag.name}", immutable=True,
-                                   key=f"{path}#{tag.object_sha}")
-            status = str(data.get("status", ""))
+            what = f"{ref.ref} against {tag.name}"
+            data = self.source.get(path, what=what, immutable=True, key=f"{path}#{tag.object_sha}")
+            status = as_choice(data, "status", what, COMPARE_STATUSES)
             pick = None
             if status not in ("ahead", "identical"):
-                pick = _cherry_pick(data.get("commits") or [], commit, ref.number)
+                pick = _cherry_pick(field_objects(data, "commits", what, optional=True), commit, ref.number, what)
             self._probes[key] = Probe(status in ("ahead", "identical"), status, pick)
         return self._probes[key]
 
@@ -174,13 +177,13 @@ class Releases:
         raise AssertionError("the series' last tag carries the cherry-pick")
 
 
-def _cherry_pick(commits: Iterable[dict[str, Any]], sha: str, number: int) -> str | None:
+def _cherry_pick(commits: Iterable[dict[str, Any]], sha: str, number: int, where: str) -> str | None:
     """The commit among ``commits`` that carries ``sha``'s change, by ``-x`` line or PR title."""
     marker = f"(cherry picked from commit {sha})"
     title = re.compile(rf"\(#{number}\)\s*$")
-    for commit in commits:
-        message = str((commit.get("commit") or {}).get("message", ""))
+    for index, commit in enumerate(commits, 1):
+        at = f"{where} commit {index}"
+        message = as_str(field_object(commit, "commit", at), "message", at)
         if marker in message or title.search(message.partition("\n")[0]):
-            sha_found = commit.get("sha")
-            return str(sha_found) if sha_found else None
+            return as_sha(commit, "sha", at)
     return None

@@ -5,7 +5,8 @@ Cost: one request per fact, none repeated in a run; see ``cache`` for what is as
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,9 +21,20 @@ from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
 from tracker.upstream.client import ClientSettings, GitHubMissing, GitHubUnavailable
 from tracker.upstream.clock import age_text, iso, now
 from tracker.upstream.facts import Facts, Learned, Report
+from tracker.upstream.fields import WrongField, as_str, field_object
 from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
-from tracker.upstream.state import classify_issue, classify_pr, referenced_after_landing, reverted_sha
+from tracker.upstream.state import (
+    Event,
+    Pull,
+    classify_issue,
+    classify_pr,
+    is_issue,
+    read_pull,
+    read_timeline,
+    referenced_after_landing,
+    reverted_sha,
+)
 
 
 class Tracker:
@@ -54,18 +66,19 @@ class Tracker:
         except (GitHubMissing, NotCached) as error:
             return Facts(ref.ref, None, None, None, f"Could not be learned: {error}.", workarounds, str(error))
 
-    def reverts(self, ref: UpstreamRef, pr: dict[str, Any], timeline: list[dict[str, Any]]) -> dict[str, str]:
+    def reverts(self, ref: UpstreamRef, pr: Pull, timeline: list[Event]) -> dict[str, str]:
         """Referenced commit -> the commit it reverts, for commits referenced after the landing.
         A commit never changes, so each costs one request once (then the cache answers)."""
         found: dict[str, str] = {}
         for event in referenced_after_landing(pr, timeline):
-            sha = str(event["commit_id"])
-            url = str(event.get("commit_url") or f"/repos/{ref.repo}/commits/{sha}")
+            sha = str(event.commit)
+            what = f"{ref.ref} referenced commit {sha[:12]}"
             try:
-                commit = self.source.get(url, what=f"{ref.ref} referenced commit {sha[:12]}", immutable=True)
+                commit = self.source.get(event.commit_url or f"/repos/{ref.repo}/commits/{sha}", what=what,
+                                         immutable=True)
             except (GitHubMissing, NotCached):
                 continue  # a commit in a fork that is gone, or not cached offline: not evidence
-            message = str(((commit or {}).get("commit") or {}).get("message", ""))
+            message = as_str(field_object(commit, "commit", what), "message", f"{what} commit")
             reverted = reverted_sha(message)
             if reverted is not None:
                 found[sha] = reverted
@@ -73,10 +86,10 @@ class Tracker:
 
     def _facts(self, ref: UpstreamRef, workarounds: tuple[str, ...]) -> Facts:
         issue_path = f"/repos/{ref.repo}/issues/{ref.number}"
-        if _is_issue((self.source.cache.entries.get(issue_path) or {}).get("data")):
+        if _known_issue((self.source.cache.entries.get(issue_path) or {}).get("data")):
             # Known to be an issue from an earlier run: no 404 from /pulls/N first (404s are not cached).
             issue = self.source.get(issue_path, what=ref.ref)
-            if _is_issue(issue):
+            if is_issue(issue, ref.ref):
                 return self._issue_facts(ref, workarounds, issue)
         try:
             pr = self.source.get(f"/repos/{ref.repo}/pulls/{ref.number}", what=ref.ref)
@@ -86,11 +99,12 @@ class Tracker:
                 issue = self.source.get(issue_path, what=ref.ref)
             except (GitHubMissing, NotCached):
                 raise error from None
-            if not _is_issue(issue):
+            if not is_issue(issue, ref.ref):
                 raise
             return self._issue_facts(ref, workarounds, issue)
-        timeline = self.source.get_list(f"/repos/{ref.repo}/issues/{ref.number}/timeline?per_page=100",
-                                        what=f"{ref.ref} timeline")
+        pr = read_pull(pr, ref.ref)
+        timeline = read_timeline(self.source.get_list(f"/repos/{ref.repo}/issues/{ref.number}/timeline?per_page=100",
+                                                      what=f"{ref.ref} timeline"), f"{ref.ref} timeline")
         state, commit, story = classify_pr(ref, pr, timeline, self.reverts(ref, pr, timeline))
         if state not in RELEASED_STATES or commit is None:
             return Facts(ref.ref, state, commit, None, story, workarounds)
@@ -98,13 +112,25 @@ class Tracker:
         return Facts(ref.ref, state, commit, released, f"{story}; {how}.", workarounds)
 
     @staticmethod
-    def _issue_facts(ref: UpstreamRef, workarounds: tuple[str, ...], issue: dict[str, Any]) -> Facts:
-        return Facts(ref.ref, *classify_issue(issue), workarounds)
+    def _issue_facts(ref: UpstreamRef, workarounds: tuple[str, ...], issue: object) -> Facts:
+        return Facts(ref.ref, *classify_issue(issue, ref.ref), workarounds)
 
 
-def _is_issue(data: Any) -> bool:
-    """An answer of ``/issues/N`` for an issue (GitHub answers it for a pull request too, with ``pull_request``)."""
+def _known_issue(data: Any) -> bool:
+    """A stored answer of ``/issues/N`` that looks like an issue's (read as one, field by field, later)."""
     return isinstance(data, dict) and data.get("pull_request") is None and "number" in data
+
+
+@contextmanager
+def _answers_of(source: Source) -> Iterator[None]:
+    """A field of the wrong type in an answer (``WrongField``) is GitHub answering wrongly: the run
+    learns nothing (``GitHubUnavailable`` naming the host, or the cache offline)."""
+    try:
+        yield
+    except WrongField as error:
+        where = f"GitHub at {source.client.host}" if source.client is not None else \
+            f"the upstream cache {source.cache.path}"
+        raise GitHubUnavailable(f"{where} answered wrongly: {error}") from None
 
 
 def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientSettings | None = None,
@@ -130,7 +156,7 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
         if not cache.usable:
             raise NoUsableCache(f"{cache.problem or f'no cached upstream facts in {cache.path}'}; run "
                                 f"`xpu-workarounds upstream` while GitHub is reachable first")
-        return _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
+        return _from_cache(manifest, cache, at)
     source = Source(cache, mode, client, at)
     report = _live(manifest, cache, source, mode, client, graphql, at)
     if cache.problem:
@@ -141,15 +167,16 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
 def _live(manifest: Manifest, cache: Cache, source: Source, mode: Mode, client: ClientSettings, graphql: bool,
           at: datetime) -> Report:
     try:
-        learned = _prefetch(source, client, lambda rehearsal: _run(manifest, rehearsal, "live", at)) \
-            if graphql else None
-        report = _run(manifest, source, "live", at)
+        with _answers_of(source):
+            learned = _prefetch(source, client, lambda rehearsal: _run(manifest, rehearsal, "live", at)) \
+                if graphql else None
+            report = _run(manifest, source, "live", at)
         if learned is not None:
             report.graphql = learned
     except GitHubUnavailable as error:
         if mode is Mode.REFRESH or not cache.usable:
             raise
-        report = _run(manifest, Source(cache, Mode.OFFLINE, at=at), "cache", cache.checked_at or at)
+        report = _from_cache(manifest, cache, at)
         report.warning = (f"{error}; answering from the cache of {iso(report.checked_at)} "
                           f"({age_text(report.checked_at, at)} old)")
         report.requests = source.sent
@@ -189,9 +216,10 @@ def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None 
         raise NoUsableCache(cache.problem or f"no cached upstream facts in {cache.path}")
     source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
     learned = None
-    if mode is not Mode.OFFLINE and _graphql_wanted(graphql):
-        learned = _prefetch(source, client, lambda rehearsal: _judged(manifest, rehearsal))
-    references, floors = _judged(manifest, source)
+    with _answers_of(source):
+        if mode is not Mode.OFFLINE and _graphql_wanted(graphql):
+            learned = _prefetch(source, client, lambda rehearsal: _judged(manifest, rehearsal))
+        references, floors = _judged(manifest, source)
     label, checked = ("live", at) if source.sent else ("cache", cache.checked_at or at)
     if source.sent:
         cache.save(source.used, at)
@@ -225,6 +253,12 @@ def _prefetch(source: Source, client: ClientSettings, rehearse: Callable[[Source
     transport = GraphQL(client)
     planner = prefetch(source, transport, rehearse)
     return Learned(transport.exchange.queries, transport.exchange.points, planner.refused, len(planner.to_rest))
+
+
+def _from_cache(manifest: Manifest, cache: Cache, at: datetime) -> Report:
+    source = Source(cache, Mode.OFFLINE, at=at)
+    with _answers_of(source):
+        return _run(manifest, source, "cache", cache.checked_at or at)
 
 
 def _run(manifest: Manifest, source: Source, label: str, checked_at: datetime) -> Report:
