@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.manifests import workaround, write_manifest
 from test_fastpath import PROCESS, child_environment, start
 from test_hostile_manifest import plugin_start
 
 from tracker import paths, plugin
+from tracker.engine import patching
 from tracker.model import reader, versions
 from tracker.runtime import activate
 
@@ -293,6 +296,51 @@ def test_stored_plans_of_this_user_are_carried_out(tmp_path):
 def test_forged_plans_take_the_full_path(tmp_path, change):
     env, record = planned_activation(tmp_path / "cache")
     forge(record, change)
+    assert not carries_out_plans(env)
+
+
+MANIFEST = reader.load()
+OTHER_ID = next(w.id for w in MANIFEST.workarounds if w.id != FORCED["XPU_WORKAROUNDS_FORCE"])
+# A function anyone could name: a record that could aim a wrapper at it could aim one at anything.
+FOREIGN = {"path": "json:dumps", "kind": "function", "optional": False,
+           "params": list(patching.parameter_names(json.dumps))}
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda d: applied_plan(d)["targets"].__setitem__(0, dict(FOREIGN)), id="a-target-not-declared"),
+    pytest.param(lambda d: applied_plan(d)["targets"].append(dict(FOREIGN)), id="one-target-more"),
+    pytest.param(lambda d: applied_plan(d).update(id=OTHER_ID), id="another-workarounds-id"),
+    pytest.param(lambda d: applied_plan(d).update(id="no-such-workaround"), id="an-id-the-manifest-lacks"),
+])
+def test_stored_plans_patch_only_targets_the_manifest_declares_for_that_workaround(tmp_path, change):
+    env, record = planned_activation(tmp_path / "cache")
+    forge(record, change)
+    assert not carries_out_plans(env)
+    activate.reset()
+    try:
+        plugin.replay(env)
+        activate.register(env)
+        patched = {t["path"] for w in activate.report()["workarounds"] for t in w["targets"] if t["outcome"] == "applied"}
+        declared = {t.path for w in MANIFEST.workarounds for t in w.targets}
+        assert patched <= declared and not hasattr(json.dumps, "__wrapped__")
+    finally:
+        activate.reset()
+
+
+@pytest.mark.parametrize("spelling", [
+    pytest.param(lambda text: text, id="as-tomlkit-writes-it"),
+    pytest.param(lambda text: re.sub(r'^(id|path) = "([^"]*)"', r"\1='\2'", text, flags=re.M), id="literal-strings"),
+    pytest.param(lambda text: re.sub(r'^(id|path) = ', r'"\1"   =   ', text, flags=re.M), id="quoted-keys"),
+])
+def test_plans_are_checked_against_the_manifest_however_toml_spells_it(tmp_path, spelling):
+    # [[workaround.targets]] tables (as tomlkit writes them); the shipped manifest has inline targets.
+    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(id=FORCED["XPU_WORKAROUNDS_FORCE"]))
+    manifest.write_text(spelling(manifest.read_text()))
+    assert "[[workaround.targets]]" in manifest.read_text() and not reader.check(manifest)
+    env, record = activation(tmp_path / "cache", **FORCED, XPU_WORKAROUNDS_MANIFEST=str(manifest),
+                             XPU_WORKAROUNDS_ASSUME="vllm==0.24.0")
+    assert carries_out_plans(env)
+    forge(record, lambda d: applied_plan(d)["targets"].append(dict(FOREIGN)))
     assert not carries_out_plans(env)
 
 

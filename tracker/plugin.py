@@ -293,6 +293,11 @@ def _load(env: Mapping[str, str]) -> dict[str, Any] | None:
         return None
     if not valid_record(stored) or not matches(stored["key"], env):
         return None
+    if stored["kind"] == "planned":
+        from tracker.runtime.record import declared  # imported by valid_record already
+
+        if not declared(stored["plans"], stored["key"]):  # after matches: the key's manifest is this one
+            return None
     record: dict[str, Any] = stored
     return record
 
