@@ -294,3 +294,57 @@ def test_no_field_of_any_answer_given_another_type_is_a_traceback_or_a_changed_f
             assert len(result.stderr.splitlines()) == 1, result.stderr
 
     property_()
+
+
+# ---- retire --open-prs: its own reads through PyGithub
+
+REPO_ROUTE = "/repos/<owner>/<repo>"
+REF = "/repos/<owner>/<repo>/git/ref/<path:ref>"
+GIT_COMMIT = "/repos/<owner>/<repo>/git/commits/<sha>"
+TREE = "/repos/<owner>/<repo>/git/trees/<sha>"
+BLOB = "/repos/<owner>/<repo>/git/blobs/<sha>"
+PULLS = "/repos/<owner>/<repo>/pulls"
+
+RETIRE_FIELDS = [
+    (REPO_ROUTE, "default_branch", 5), (REPO_ROUTE, "default_branch", None), (REPO_ROUTE, "html_url", 5),
+    (REF, "object", "x"), (REF, "object.sha", 5), (REF, "object.sha", NOT_A_SHA),
+    (GIT_COMMIT, "tree", "x"), (GIT_COMMIT, "tree.sha", 5), (GIT_COMMIT, "parents", "x"),
+    (TREE, "tree", "x"), (TREE, "tree.*.path", 5), (TREE, "tree.*.type", 5), (TREE, "tree.*.sha", 5),
+    (TREE, "tree.*.mode", 100644), (TREE, "truncated", "false"),
+    (BLOB, "content", 5), (BLOB, "encoding", 5), (BLOB, "content", "%% not base64 %%"),
+    (PULLS, "*.number", "1"), (PULLS, "*.number", None), (PULLS, "*.state", 5), (PULLS, "*.state", "merged"),
+    (PULLS, "*.head", "x"), (PULLS, "*.head.ref", 5), (PULLS, "*.head.label", 5), (PULLS, "*.body", 5),
+    (PULLS, "*.labels", "x"), (PULLS, "*.title", 5),
+    # The dashboard issue: listed, then read whole (PyGithub completes it from /issues/N).
+    (ISSUE, "number", "2"), (ISSUE, "number", None), (ISSUE, "state", 5), (ISSUE, "state", "resolved"),
+    (ISSUE, "+pull_request", "x"), (ISSUE, "body", 5), (ISSUE, "title", 5),
+    (None, HEADER, ("X-RateLimit-Reset", "soon")),
+]
+
+
+@pytest.mark.parametrize("case", RETIRE_FIELDS, ids=[_field_id(c) for c in RETIRE_FIELDS])
+def test_retire_meeting_a_field_of_the_wrong_type_says_one_line_and_sends_no_write(scenario, case):
+    scenario.seed_upstream()
+    scenario.run()  # a removal PR and the dashboard issue exist: the dry run below reads them
+    corrupt(scenario.server, *case)
+
+    result = cli(scenario, "--repo", REPOSITORY, "--dry-run", "--no-refresh")  # its own reads only
+
+    assert scenario.server.corrupted, "no answer carried the corruption: the case tests nothing"
+    assert f"GitHub at {scenario.server.base_url.split('//')[1]}" in result.output
+    one_line_on_stderr(result)
+    assert writes(scenario.server) == 0
+
+
+@pytest.mark.parametrize("case", [(GRAPHQL, f"{_PR}.merged", "false"), (GRAPHQL, f"{_ITEM}.commit.oid", 5),
+                                  (GRAPHQL, "data.rateLimit.cost", "1")], ids=_field_id)
+def test_retire_refreshing_facts_from_a_field_of_the_wrong_type_changes_nothing(scenario, case):
+    scenario.seed_upstream()
+    corrupt(scenario.server, *case)
+
+    result = cli(scenario, "--repo", REPOSITORY)
+
+    assert scenario.server.corrupted
+    line = one_line_on_stderr(result)
+    assert line.startswith("xpu-workarounds: error: refreshing upstream facts: GitHub at ") and "answered wrongly" in line
+    assert writes(scenario.server) == 0 and not scenario.repo.pulls

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tracker.retire.bot import Retirer, check_repository
 from tracker.retire.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
+from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Proposal, Proposer
 from tracker.retire.removal import (
     DOCS_PATH,
@@ -40,7 +41,7 @@ from tracker.retire.texts import (
     marker,
     read_marker,
 )
-from tracker.upstream.client import ClientSettings, connect
+from tracker.upstream.client import ClientSettings, classify, connect
 
 __all__ = [
     "ConfigurationError", "ManifestInvalid",
@@ -62,5 +63,8 @@ def open_prs(repository: str, *, base: str | None = None, only: str | None = Non
     the manifest's path in the repository, ``docs`` the catalogue's (None: the manifest's layout);
     ``progress`` hears what the run is doing now (each PR)."""
     settings = settings or ClientSettings.from_env()
-    return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo,
-                   refresh=refresh, manifest_path=manifest_path, docs=docs, progress=progress).run(only)
+    try:
+        return Retirer(connect(settings), settings, repository, base=base, dry_run=dry_run, echo=echo,
+                       refresh=refresh, manifest_path=manifest_path, docs=docs, progress=progress).run(only)
+    except GITHUB_ERRORS as error:  # a field of the wrong type read outside a step (steps say their own)
+        raise RetireError(str(classify(error, settings, repository))) from None

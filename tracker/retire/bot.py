@@ -65,6 +65,7 @@ from tracker.retire.texts import (
 )
 from tracker.upstream.cache import Mode
 from tracker.upstream.client import ClientSettings, GitHubUnavailable, classify
+from tracker.upstream.fields import as_sha, as_str, optional_bool, wrong
 from tracker.upstream.floors import Floors, fixed_floors
 from tracker.upstream.overlay import unchecked, with_facts
 from tracker.upstream.tracking import Fresh, learn
@@ -108,15 +109,19 @@ class Retirer:
     # ---- reading ------------------------------------------------------------------
     def read_repository(self) -> Repository:
         with github_step(self.settings, what=self.repository, fatal=True):
-            return self.gh.get_repo(self.repository)  # not lazy: a missing repository raises here
+            repo = self.gh.get_repo(self.repository)  # not lazy: a missing repository raises here
+            read = {"default_branch": repo.default_branch, "html_url": repo.html_url}  # PyGithub checks the types
+            for name in read:
+                as_str(read, name, self.repository)  # and this that GitHub gave them
+            return repo
 
     def read_snapshot(self, repo: Repository, branch: str) -> Snapshot:
         what = f"{self.repository}@{branch}"
         with github_step(self.settings, what=what, fatal=True):
-            head = repo.get_git_ref(f"heads/{branch}").object.sha
+            head = as_sha({"sha": repo.get_git_ref(f"heads/{branch}").object.sha}, "sha", f"{what} ref")
             commit = repo.get_git_commit(head)
             tree = repo.get_git_tree(commit.tree.sha, recursive=True)
-            if tree.raw_data.get("truncated"):
+            if optional_bool(tree.raw_data, "truncated", f"{what} tree"):
                 raise RetireError(f"{what}: the tree is too large for one listing; cannot tell what to remove")
             blobs = {e.path: e.sha for e in tree.tree if e.type == "blob"}
             modes = {e.path: e.mode for e in tree.tree if e.type == "blob"}
@@ -367,13 +372,13 @@ __all__ = ["LABEL", "Retirer", "check_repository"]
 
 def _blob_text(blob: Any, what: str, path: str = MANIFEST_PATH) -> str:
     """A blob's text (the manifest's, the README's); ``RetireError`` naming ``what`` and the file when it is
-    not UTF-8."""
+    not UTF-8, ``WrongField`` when GitHub's content is not base64."""
     if blob.encoding != "base64":
         return str(blob.content)
     try:
-        raw = base64.b64decode(str(blob.content))
+        raw = base64.b64decode("".join(str(blob.content).split()), validate=True)  # GitHub wraps it in lines
     except ValueError:
-        raise RetireError(f"{what}: GitHub's blob of {path} is not base64") from None
+        raise wrong(f"{what} {path}", "content", blob.content, "base64") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:

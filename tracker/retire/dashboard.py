@@ -16,6 +16,7 @@ from tracker.retire.results import Action, ActionKind, DashboardResult
 from tracker.retire.texts import facts_text, floors_text, read_marker
 from tracker.upstream.client import ClientSettings, classify
 from tracker.upstream.facts import Report
+from tracker.upstream.fields import numbered
 from tracker.upstream.floors import Floors, fixed_floors
 
 DASHBOARD_LABEL = "xpu-workarounds-dashboard"
@@ -101,7 +102,7 @@ def keep_dashboard(repo: Any, body: str, *, dry_run: bool, settings: ClientSetti
     a closed one was closed on purpose); reopening it by hand has it kept current again."""
     try:
         found = [issue for issue in repo.get_issues(state="all", labels=[DASHBOARD_LABEL])
-                 if issue.pull_request is None]
+                 if issue.pull_request is None and numbered(issue.number, issue.state, "the dashboard issue")]
         if not found:
             if dry_run:
                 return DashboardResult(None, ActionKind.OPENED, "would open the dashboard issue")

@@ -7,11 +7,14 @@ from contextlib import contextmanager
 
 import requests
 from github import GithubException
+from github.GithubException import BadAttributeException
 
 from tracker.retire.removal import RetireError
 from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.fields import WrongField
 
-GITHUB_ERRORS = (GithubException, requests.RequestException)
+# A failed request, and an answer with a field of the wrong type (PyGithub's own check, or ours).
+GITHUB_ERRORS = (GithubException, requests.RequestException, BadAttributeException, WrongField)
 
 
 class StepFailed(Exception):

@@ -28,6 +28,7 @@ from tracker.retire.texts import MARKER, marker, read_marker
 from tracker.upstream.audit import tracked_verdict
 from tracker.upstream.client import ClientSettings, classify
 from tracker.upstream.facts import InlineVerdict
+from tracker.upstream.fields import numbered
 
 INLINE_LABEL = "xpu-workarounds-inline"
 INLINE_LABEL_DESCRIPTION = "inline XPU workarounds that are dead code at this repository's pins"
@@ -118,6 +119,7 @@ class InlineIssues:
         for issue in self.repo.get_issues(state="all", labels=[INLINE_LABEL]):
             mark = read_marker(issue.body)
             if issue.pull_request is None and mark is not None and mark.kind == "inline":
+                numbered(issue.number, issue.state, f"the issue of {mark.id}")
                 found.setdefault(mark.id, []).append(issue)
         return {key: sorted(issues, key=lambda issue: issue.number, reverse=True) for key, issues in found.items()}
 

@@ -28,6 +28,7 @@ from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import MARKER, TRAILER, read_marker
 from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.fields import numbered
 
 LABEL = "workaround-retirement"
 LABEL_COLOUR = "5319e7"
@@ -101,6 +102,8 @@ class Proposer:
     def pulls(self, branch: str) -> list[PullRequest]:
         """Every PR ever opened from ``branch`` in this repository, newest first."""
         found = list(self.repo.get_pulls(state="all", head=f"{self.owner}:{branch}"))
+        for pr in found:
+            numbered(pr.number, pr.state, f"a pull request from {branch}")
         return sorted((pr for pr in found if pr.head.ref == branch), key=lambda pr: pr.number, reverse=True)
 
     # ---- something to propose -----------------------------------------------------------

@@ -40,6 +40,7 @@ import github
 import requests
 from github import Auth
 from github.GithubException import (
+    BadAttributeException,
     BadCredentialsException,
     GithubException,
     RateLimitExceededExceedsMaxWait,
@@ -50,6 +51,7 @@ from urllib3.exceptions import ReadTimeoutError
 
 from tracker.model.environment import InputError, OutsideVariables
 from tracker.upstream import deadline
+from tracker.upstream.fields import WrongField, shown
 
 DEFAULT_API_URL = "https://api.github.com"
 MAX_PAGES = 100  # of one list: 10,000 items at 100 a page; the longest GitHub list read here has a few
@@ -394,6 +396,14 @@ def classify(error: BaseException, settings: ClientSettings, what: str = "") -> 
     subject = f"{what}: " if what else ""
     if isinstance(error, UnexpectedAnswer):
         return GitHubUnavailable(_scrub(subject + error.line, settings))
+    if isinstance(error, WrongField):
+        return GitHubUnavailable(_scrub(f"{subject}GitHub at {settings.host} answered wrongly: {error}", settings))
+    if isinstance(error, BadAttributeException):  # PyGithub read a field of another type than GitHub gives
+        expected = error.expected_type
+        kinds = expected if isinstance(expected, list) else [expected]
+        names = " or ".join(_TYPE_WORDS.get(kind, getattr(kind, "__name__", "another type")) for kind in kinds)
+        line = f"GitHub at {settings.host} answered wrongly: a field is {shown(error.actual_value)}, not {names}"
+        return GitHubUnavailable(_scrub(subject + line, settings))
     if isinstance(error, RateLimitExceededExceedsMaxWait):
         if "retry-after" in (error.headers or {}):
             line = (f"GitHub asked to retry after {error.wait:.0f} s, more than the {settings.max_wait:.0f} s "
@@ -432,6 +442,11 @@ def classify(error: BaseException, settings: ClientSettings, what: str = "") -> 
         return GitHubUnavailable(_scrub(f"{subject}cannot connect to GitHub at {settings.host}"
                                         f"{_after_retries(settings)}", settings))
     return GitHubUnavailable(_scrub(f"{subject}GitHub request failed ({type(error).__name__})", settings))
+
+
+# What PyGithub expects of a field, in words (``BadAttributeException.expected_type``).
+_TYPE_WORDS: dict[object, str] = {str: "a string", int: "an integer", bool: "a boolean", float: "a number",
+                                  dict: "an object", datetime: "an ISO 8601 date"}
 
 
 def _timed_out(error: BaseException) -> bool:
