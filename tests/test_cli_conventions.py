@@ -196,6 +196,11 @@ def test_lint_format_github_prints_one_error_annotation_per_problem(tmp_path, mo
     assert all(line.startswith("::error file=bad.toml,line=") for line in result.stdout.splitlines())
 
 
+def test_lint_help_shows_the_annotation_as_format_github_prints_it():
+    help_text = " ".join(run("lint", "-h").stdout.split())
+    assert "github: workflow annotations (::error file=...,line=...,title=FIELD::message)" in help_text
+
+
 def test_an_annotation_escapes_what_would_end_its_properties_or_its_line(tmp_path):
     from tracker.commands.lint import annotation
     from tracker.model.manifest import Problem

@@ -159,7 +159,7 @@ def lint_command(
                                                 show_default=False)] = None,
     output_format: Annotated[Format, typer.Option(
         "--format", help="text: PATH:LINE: field: message; json: one object; github: workflow annotations "
-                         "(::error file=...,line=...::message).")] = Format.TEXT,
+                         "(::error file=...,line=...,title=FIELD::message).")] = Format.TEXT,
     json_output: JsonOption = False,
 ) -> None:
     """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
