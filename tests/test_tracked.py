@@ -115,3 +115,58 @@ def test_docs_show_the_workarounds_and_the_tracked_entries():
     assert all(f"## {w.id}\n" in text for w in MANIFEST.workarounds)
     assert "## vLLM's own XPU workarounds (tracked, not patched)" in text
     assert "| `vllm-ec-uint64-pointers` |" in text and "`torch>=2.14.0`" in text
+
+
+TRACKED_ONLY = """schema = 1
+
+[[tracked]]
+id = "empty-cache-before-graph"
+title = "Empty the XPU cache before graph capture"
+file = "vllm/platforms/xpu.py"
+marker = "torch.xpu.empty_cache()  # before capture"
+carried_in = ">=0.20.0"
+waits_on = "pytorch/pytorch#188240"
+dead_when = "torch>=2.14.0"
+"""
+
+
+@pytest.fixture
+def tracked_only(tmp_path):
+    """A vLLM fork's manifest (docs/action.md): [[tracked]] entries only, no [support], no [[workaround]]."""
+    path = tmp_path / "workarounds.toml"
+    path.write_text(TRACKED_ONLY, encoding="utf-8")
+    return path
+
+
+def xpu_workarounds(*args: str):
+    from typer.testing import CliRunner
+
+    from tracker.commands.app import app
+
+    return CliRunner().invoke(app, list(args), env={"XPU_WORKAROUNDS_MANIFEST": None})
+
+
+def test_docs_of_a_tracked_only_manifest_list_the_entries_without_an_empty_workaround_table(tracked_only):
+    text = markdown(reader.load(tracked_only))
+    assert "Support floor" not in text and "| id | title | affected" not in text
+    assert "| `empty-cache-before-graph` |" in text
+
+
+def test_status_of_a_tracked_only_manifest_says_there_is_nothing_to_decide(tracked_only):
+    result = xpu_workarounds("--manifest", str(tracked_only), "status", "--platform", "xpu")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[1:] == [
+        "", "no workarounds in this manifest: nothing to decide (its [[tracked]] entries: xpu-workarounds docs)"]
+
+
+def test_explain_of_a_tracked_entry_says_it_is_one(tracked_only):
+    result = xpu_workarounds("--manifest", str(tracked_only), "explain", "empty-cache-before-graph")
+    assert result.exit_code == 2
+    assert result.stderr == ("xpu-workarounds: error: 'empty-cache-before-graph' is a [[tracked]] entry, not a "
+                             "workaround: xpu-workarounds docs lists it\n")
+
+
+def test_explain_of_an_unknown_id_in_a_manifest_without_workarounds_says_there_are_none(tracked_only):
+    result = xpu_workarounds("--manifest", str(tracked_only), "explain", "nope")
+    assert result.exit_code == 2
+    assert result.stderr == "xpu-workarounds: error: unknown workaround id 'nope' (this manifest has none)\n"

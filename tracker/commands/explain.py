@@ -21,7 +21,10 @@ def explain(
 
     manifest = load_manifest()
     if workaround_id not in manifest.by_id:
-        fail(f"unknown workaround id {workaround_id!r} (known: {', '.join(manifest.ids)})")
+        if any(inline.id == workaround_id for inline in manifest.tracked):
+            fail(f"{workaround_id!r} is a [[tracked]] entry, not a workaround: xpu-workarounds docs lists it")
+        known = f"known: {', '.join(manifest.ids)}" if manifest.ids else "this manifest has none"
+        fail(f"unknown workaround id {workaround_id!r} ({known})")
     decided = decided_for(manifest, platform, assume)
     w = manifest.get(workaround_id)
     if json_output:

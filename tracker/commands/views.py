@@ -52,6 +52,9 @@ def status_table(document: dict[str, Any]) -> str:
     env = document["environment"]
     versions = ", ".join(f"{name} {raw}" for name, raw in env["versions"].items() if raw) or "no components found"
     lines = [f"platform: {env['platform']} ({env['platform_source']}); {versions}", ""]
+    if not document["workarounds"]:
+        lines.append("no workarounds in this manifest: nothing to decide (its [[tracked]] entries: xpu-workarounds docs)")
+        return "\n".join(lines)
     lines.append(table(("ID", "DECISION", "REASON", "RETIREMENT"),
                        [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"])
                         for w in document["workarounds"]]))
