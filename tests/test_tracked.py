@@ -6,6 +6,8 @@ finds their markers, and that ``docs`` lists them beside the workarounds.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from packaging.version import Version
 
@@ -117,24 +119,21 @@ def test_docs_show_the_workarounds_and_the_tracked_entries():
     assert "| `vllm-ec-uint64-pointers` |" in text and "`torch>=2.14.0`" in text
 
 
-TRACKED_ONLY = """schema = 1
+# The tracked-only manifest docs/action.md gives a vLLM fork to copy.
+ACTION_DOCS = Path(__file__).resolve().parent.parent / "docs" / "action.md"
 
-[[tracked]]
-id = "empty-cache-before-graph"
-title = "Empty the XPU cache before graph capture"
-file = "vllm/platforms/xpu.py"
-marker = "torch.xpu.empty_cache()  # before capture"
-carried_in = ">=0.20.0"
-waits_on = "pytorch/pytorch#188240"
-dead_when = "torch>=2.14.0"
-"""
+
+def action_docs_example() -> str:
+    text = ACTION_DOCS.read_text(encoding="utf-8")
+    start = text.index("```toml\nschema = 1\n\n[[tracked]]") + len("```toml\n")
+    return text[start:text.index("```", start)]
 
 
 @pytest.fixture
 def tracked_only(tmp_path):
     """A vLLM fork's manifest (docs/action.md): [[tracked]] entries only, no [support], no [[workaround]]."""
     path = tmp_path / "workarounds.toml"
-    path.write_text(TRACKED_ONLY, encoding="utf-8")
+    path.write_text(action_docs_example(), encoding="utf-8")
     return path
 
 
