@@ -232,3 +232,83 @@ def test_a_wait_github_asks_for_is_not_counted(github, tmp_path, limits):
 
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started >= 2  # the wait was waited, then the answer came in time
+
+
+# ---------------------------------------------------------------- paths that leave the repository
+
+
+def strangers(server) -> list[str]:
+    """The requests that reached anything but a repository the stand-in holds (or GraphQL)."""
+    known = tuple(f"/repos/{name}" for name in server.repos)
+    return [hit.path for hit in server.log if hit.path not in ("/graphql", "/rate_limit")
+            and not any(hit.path.lower() == k or hit.path.lower().startswith(k + "/") for k in known)]
+
+
+ESCAPING_BRANCHES = ["../../../../user", "main/../../../../../rate_limit", "%2e%2e/%2e%2e/%2e%2e/%2E%2E/user",
+                     "..", "main/./x", "a\\..\\b", "heads\nx", "/main", "main.lock", "a..b", "@{-1}"]
+
+
+@pytest.mark.parametrize("base", ESCAPING_BRANCHES)
+def test_retire_refuses_a_base_that_is_no_branch_name(scenario, base):  # noqa: F811
+    result = cli(scenario, "--repo", REPOSITORY, "--base", base)
+
+    line = one_line(result, 2, TOKEN)
+    assert line.startswith("xpu-workarounds: error: --base must be a branch name"), line
+    assert "\n" not in line and not scenario.server.log
+
+
+@pytest.mark.parametrize("branch", ["../../../../user", "%2e%2e/%2e%2e/%2e%2e/%2e%2e/user", "x/%2E./../y"])
+def test_a_branch_github_names_that_would_leave_the_repository_is_never_asked(scenario, branch):  # noqa: F811
+    scenario.repo.default_branch = branch  # what GitHub says the default branch is
+
+    result = cli(scenario, "--repo", REPOSITORY)
+
+    assert result.exit_code == 4, result.output
+    assert "Traceback" not in result.output
+    assert "a path with a '.' or '..' segment" in result.output, result.output
+    assert not strangers(scenario.server), strangers(scenario.server)
+    assert writes(scenario.server) == 0
+
+
+@pytest.mark.parametrize("ref", ["../..#47081", "./vllm#47081", "vllm-project/..#47081", "-x/vllm#47081"])
+def test_a_manifest_reference_that_would_leave_the_repository_is_invalid(github, tmp_path, ref):
+    from support.repository import FROZEN_MANIFEST
+
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(FROZEN_MANIFEST.read_text().replace("vllm-project/vllm#47081", ref))
+
+    result = run(github, tmp_path / "cache", "--refresh", "--json", manifest=manifest)
+
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and ref in result.output
+    assert not github.log
+
+
+# ---------------------------------------------------------------- server text on the terminal
+
+EVIL = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\r\x08\u202e" + "A" * 5000  # a title, a clear screen, colour, bidi
+
+
+def terminal_safe(output: str) -> None:
+    assert not any(char in output for char in "\x1b\x07\r\x08\u202e"), repr(output[:300])
+    assert all(len(line) <= 600 for line in output.splitlines()), max(len(line) for line in output.splitlines())
+
+
+def test_upstream_prints_no_control_character_and_no_wall_of_text_from_github(github, tmp_path):
+    # A message is free text (the fields a fact comes from are checked at their type).
+    github.fail("/repos/<owner>/<repo>/issues/<int:number>/timeline", 422, body={"message": EVIL})
+
+    result = run(github, tmp_path / "cache", "--refresh", api="rest")
+
+    terminal_safe(result.output)
+    assert "(422: \\x1b]0;owned\\x07" in result.output  # shown escaped, not dropped
+
+
+def test_retire_prints_no_control_character_and_no_wall_of_text_from_github(scenario):  # noqa: F811
+    scenario.server.fail("/repos/<owner>/<repo>/pulls", 422, body={"message": EVIL}, times=10)
+
+    result = cli(scenario, "--repo", REPOSITORY)
+
+    assert result.exit_code == 4, result.output
+    terminal_safe(result.output)
+    assert "GitHub cannot answer (422: \\x1b]0;owned\\x07" in result.output

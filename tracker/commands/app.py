@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 import tracker
-from tracker.commands import check, context, docs, explain, lint, retire, status, upstream
+from tracker.commands import check, context, docs, explain, lint, output, retire, status, upstream
 from tracker.commands.context import ManifestOption
 
 app = typer.Typer(
@@ -49,7 +49,7 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
 
     path = os.path.abspath(manifest if manifest is not None else default_path())
     sha256 = digest(path)
-    typer.echo(context.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
+    typer.echo(output.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
     if sha256 is None:
         context.fail(f"cannot read the manifest {path}")
     raise typer.Exit(0)

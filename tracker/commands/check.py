@@ -138,7 +138,7 @@ def release_archive(version: str, scratch: Path, progress: Callable[[str], None]
 
 
 def _warn(line: str) -> None:
-    from tracker.commands.context import escape_controls
+    from tracker.commands.output import escape_controls
 
     typer.echo(f"xpu-workarounds: warning: {escape_controls(line)}", err=True)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 import tracker
+from tracker.commands.output import escape_controls
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, Settings, assumptions, parse_platform
@@ -85,11 +86,6 @@ def github_settings() -> ClientSettings:
         return ClientSettings.from_env()
     except BadApiUrl as error:
         fail(str(error))
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with control characters escaped: a value quoted from input cannot break the line."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def load_manifest() -> manifest_module.Manifest:

@@ -26,7 +26,8 @@ import typer
 
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
-from tracker.commands.context import JsonOption, escape_controls, fail
+from tracker.commands.context import JsonOption, fail
+from tracker.commands.output import escape_controls
 from tracker.engine import source
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracker.commands.cluster import stack_differences
-from tracker.commands.context import escape_controls
-from tracker.commands.output import table
+from tracker.commands.output import escape_controls, table
 from tracker.model.vocabulary import SCHEMA, Outcome
 from tracker.runtime.reports import read_report, report_files, running
 

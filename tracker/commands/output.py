@@ -45,6 +45,12 @@ def colour(stream: TextIO | None = None) -> bool:
         return False
 
 
+def escape_controls(text: str) -> str:
+    """``text`` with control characters escaped: a value quoted from input, or text a server sent,
+    cannot break the line or reach the terminal as an escape sequence."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def style_of(cell: str) -> str:
     word = cell.split(" ", 1)[0].strip("()")
     return STYLES.get(word, "")
@@ -61,7 +67,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO 
     for header in headers:
         drawn.add_column(header, no_wrap=True, overflow="ignore")
     for row in rows:
-        drawn.add_row(*(Text(cell, style=style_of(cell) if coloured else "") for cell in row))
+        drawn.add_row(*(Text(escape_controls(cell), style=style_of(cell) if coloured else "") for cell in row))
     return "\n".join(line.rstrip() for line in _render(drawn, coloured).splitlines())
 
 
@@ -130,8 +136,11 @@ class Progress:
         self._show()
 
     def echo(self, line: str) -> None:
-        """A line of the command's output on stdout, written while the progress line is away."""
+        """A line of the command's output on stdout, written while the progress line is away (control
+        characters escaped: a line may quote what GitHub said)."""
         import typer
+
+        line = escape_controls(line)
 
         if self._live is None:
             typer.echo(line)

@@ -133,6 +133,7 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
         ConfigurationError,
         ManifestInvalid,
         RetireError,
+        check_branch,
         check_repository,
         open_prs,
     )
@@ -146,6 +147,8 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
     settings = context.github_settings()
     try:
         check_repository(repo)
+        if base is not None:
+            check_branch(base)
         with progress(quiet) as shown:
             outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
                                refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,

@@ -55,7 +55,9 @@ if TYPE_CHECKING:
     from tracker.model.lines import LineLocator
 
 
-_REF = re.compile(r"^(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)$")
+# OWNER/NAME as GitHub spells them (as _REPOSITORY): no '.' or '..' that would lead a request path
+# out of /repos/OWNER/NAME/.
+_REF = re.compile(r"^(?P<repo>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100})#(?P<number>[1-9][0-9]*)$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -198,7 +200,7 @@ class Reader:
                     self.problem(at(key), f"{name}.{key}",
                                  f"unknown key (known: {', '.join(_SOURCE_KEYS)})")
             repository, tag, pins = entry.get("repository"), entry.get("tag", "v{version}"), entry.get("pins")
-            if not isinstance(repository, str) or not _REPOSITORY.match(repository):
+            if not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository):
                 self.problem(lambda: at("repository"), f"{name}.repository",
                              f"{repository!r} is not OWNER/NAME" if "repository" in entry else "required")
             if not isinstance(tag, str) or tag.count("{version}") != 1 or not _RELATIVE.match(
@@ -442,7 +444,7 @@ class Reader:
                 if key not in table:
                     self.problem(at(), f"{name}.{key}", "required")
             ref, role, state = table.get("ref"), table.get("role"), table.get("state")
-            if "ref" in table and (not isinstance(ref, str) or not _REF.match(ref)):
+            if "ref" in table and (not isinstance(ref, str) or not _REF.fullmatch(ref)):
                 self.problem(at("ref"), f"{name}.ref", f"{ref!r} is not OWNER/REPO#NUMBER")
             elif isinstance(ref, str):
                 if ref in seen:

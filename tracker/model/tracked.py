@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 from tracker.model.manifest import InlineWorkaround, Release
 from tracker.model.vocabulary import entry_label, is_id
 
-_REF = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#[1-9][0-9]*$")
+_REF = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}#[1-9][0-9]*$")  # as entries'
 _FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
 _REQUIRED = ("id", "title", "file", "marker", "carried_in")
 _KEYS = frozenset({*_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
@@ -84,7 +84,7 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
     checks = (("id", is_id, "must be lower-case words joined by '-'"),
               ("file", _FILE.match, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
-              ("waits_on", _REF.match, "is not OWNER/REPO#NUMBER"))
+              ("waits_on", _REF.fullmatch, "is not OWNER/REPO#NUMBER"))
     for key, well_formed, message in checks:
         value = entry.get(key)
         if isinstance(value, str) and value.strip() and not well_formed(value):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracker.retire.bot import Retirer, check_repository
+from tracker.retire.bot import Retirer, check_branch, check_repository
 from tracker.retire.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Proposal, Proposer
@@ -49,7 +49,7 @@ __all__ = [
     "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "PullRequestMarker",
     "FACTS_BRANCH", "FACTS_ID", "RetireResult", "Proposal",
     "Proposer", "Removal", "RemovalError", "RetireError", "Retirer", "Snapshot", "blob_sha", "branch_for",
-    "check_repository", "compute_removal", "dashboard_body", "evidence_digest", "manifest_from_text", "marker",
+    "check_branch", "check_repository", "compute_removal", "dashboard_body", "evidence_digest", "manifest_from_text", "marker",
     "module_name", "open_prs", "owned_paths", "read_marker", "remove_entry",
 ]
 

@@ -84,6 +84,20 @@ def check_repository(name: str) -> str:
     return name
 
 
+_BRANCH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\%]|\.\.|@\{|//|^/|/$|^-|\.$|\.lock$|(?:^|/)\.")
+
+
+def check_branch(name: str, option: str = "--base") -> str:
+    """``name`` if git would take it as a branch name (``git check-ref-format --branch``'s rules, and
+    no '%'); else ValueError. No '.' or '..' segment, no escape: the name cannot lead a request
+    path out of the repository's refs."""
+    if not name or name == "@" or _BRANCH_FORBIDDEN.search(name):
+        raise ValueError(f"{option} must be a branch name (no '..', no path segment starting with '.', no "
+                         f"spaces, control characters, '%', '~^:?*[\\' or '@{{', not starting or ending with "
+                         f"'/'), got {name[:100]!r}")
+    return name
+
+
 class Retirer:
     """One run against one repository. ``dry_run`` sends GET requests only; ``refresh``
     learns upstream facts first (and keeps the facts PR); without it the manifest's own

@@ -30,11 +30,12 @@ PyGithub's own ``GithubObject.update()`` revalidates: a 304 costs no rate limit.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlparse
+from urllib.parse import parse_qsl, unquote, urlencode, urlparse
 
 import github
 import requests
@@ -222,6 +223,10 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
         if target.netloc and (target.scheme, target.netloc) != (home.scheme, home.netloc):
             raise UnexpectedAnswer(f"GitHub at {settings.host} pointed to {target.netloc}, another host: "
                                    f"refused; {_NOT_API}")
+        leaves = _leaves(target.path)
+        if leaves:
+            raise UnexpectedAnswer(f"not sent to GitHub at {settings.host}: a path with {leaves} (a name from GitHub "
+                                   f"or the command line would lead it out of its place in the API)")
         if settings.progress is not None:
             settings.progress(f"{verb} {target.path}")
         late = UnexpectedAnswer(f"GitHub at {settings.host} did not send a whole answer within "
@@ -261,6 +266,17 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
         return status, answer_headers, body
 
     requester.requestJson = request_json
+
+
+def _leaves(path: str) -> str:
+    """What in a request ``path`` could make the server (or anything between) answer another path:
+    a '.' or '..' segment, spelt out or percent-encoded (once or twice), or a control character."""
+    for spelling in (path, unquote(path), unquote(unquote(path))):
+        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in spelling):
+            return "a control character"
+        if any(segment in (".", "..") for segment in re.split(r"[/\\]", spelling)):
+            return "a '.' or '..' segment"
+    return ""
 
 
 def next_page(headers: Mapping[str, str]) -> str | None:
@@ -457,9 +473,15 @@ def _timed_out(error: BaseException) -> bool:
 
 def _message(data: Any) -> str:
     if isinstance(data, dict) and isinstance(data.get("message"), str) and data["message"].strip():
-        text = " ".join(data["message"].split())
-        return ": " + (text if len(text) <= 120 else text[:117] + "...")
+        return ": " + printable(data["message"], 120)
     return ""
+
+
+def printable(text: str, limit: int) -> str:
+    """Text a server sent, for one line on a terminal: whitespace runs as one space, control
+    characters escaped (no escape sequence reaches the terminal), at most ``limit`` characters."""
+    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in " ".join(text.split()))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _reset(headers: Mapping[str, Any] | None) -> str:
@@ -482,4 +504,4 @@ def _scrub(line: str, settings: ClientSettings) -> str:
     """Belt and braces: whatever a server echoed, the token never leaves in a message."""
     if settings.token and len(settings.token) >= 8:  # a real token; a shorter one would mangle words
         line = line.replace(settings.token, "***")
-    return " ".join(line.split())
+    return printable(line, 500)

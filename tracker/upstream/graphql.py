@@ -346,8 +346,8 @@ class GraphQL:
 
 
 def _refusal(kind: str | None, message: str | None) -> str:
-    text = " ".join((message or "").split())[:160]
-    return f"GitHub GraphQL refused the query ({kind or 'error'}: {text})"
+    text = github_client.printable(message or "", 160)
+    return f"GitHub GraphQL refused the query ({github_client.printable(kind or 'error', 60)}: {text})"
 
 
 def pack(asks: Iterable[Ask]) -> list[list[Ask]]:
