@@ -97,16 +97,17 @@ def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, ch
 
 
 def test_a_process_that_decided_differently_is_named_with_its_difference_in_words(tmp_path, child):
+    """Each side names the workaround it decided: with two that differ, neither reads as the other."""
     me = os.getpid()
-    write(tmp_path, me, entry("first-fix", "applied"), role="api_server",
-          tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
-    write(tmp_path, child, entry("first-fix", "skipped", "skip", "disabled"), role="worker", parent=me,
-          tool={"version": "1.0.1", "manifest_sha256": "aaaa"})
+    write(tmp_path, me, entry("first-fix", "applied"), entry("second-fix", "skipped", "skip", "not-affected"),
+          role="api_server", tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
+    write(tmp_path, child, entry("first-fix", "skipped", "skip", "disabled"), entry("second-fix", "applied", "apply",
+          "forced"), role="worker", parent=me, tool={"version": "1.0.1", "manifest_sha256": "aaaa"})
     result = status("--reports", str(tmp_path), "--json")
     assert result.returncode == 3
     assert json.loads(result.stdout)["differences"] == [
-        f"process {child} (worker): xpu-workarounds 1.0.1, first-fix skip (disabled); "
-        f"process {me} has xpu-workarounds 1.0.0, apply (affected)"]
+        f"process {child} (worker): xpu-workarounds 1.0.1, first-fix skip (disabled), second-fix apply (forced); "
+        f"process {me} has xpu-workarounds 1.0.0, first-fix apply (affected), second-fix skip (not-affected)"]
 
 
 def test_reports_of_gone_processes_only_agree(tmp_path, gone):
@@ -165,7 +166,7 @@ def test_between_two_equal_groups_the_parent_is_the_reference_whatever_the_pids(
     result = status("--reports", str(tmp_path), "--json")
     assert json.loads(result.stdout)["differences"] == [
         f"process {child} (worker): xpu-workarounds 1.0.1, first-fix skip (disabled); "
-        f"process {parent} has xpu-workarounds 1.0.0, apply (affected)"]
+        f"process {parent} has xpu-workarounds 1.0.0, first-fix apply (affected)"]
     write(tmp_path, parent, entry("first-fix", "applied"), role="api_server", parent=child,
           tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
     looped = status("--reports", str(tmp_path), "--json")

@@ -183,7 +183,7 @@ def describe(process: Process, reference: list[Process]) -> str:
     for workaround in sorted(set(own) | set(other)):
         if own.get(workaround) != other.get(workaround):
             mine.append(f"{workaround} {_decision(own.get(workaround))}")
-            theirs.append(f"{_decision(other.get(workaround))}")
+            theirs.append(f"{workaround} {_decision(other.get(workaround))}")
     count = len(reference)
     others = f"the other {count} processes" if count > 1 else f"process {model.pid}"
     return escape_controls(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
