@@ -247,19 +247,24 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.
                     max_leaves=6)
 
 
-def _fields_of(api: str) -> list[tuple[str, str, str]]:
-    """(route, path, JSON type) of every field the seeded stand-in answers a cold refresh with
-    (a GraphQL query's aliases as ``*``), null ones left out (a null may be right)."""
+def _served(bodies: list[tuple[str, object]]) -> list[tuple[str, str, str]]:
+    """(route, path, JSON type) of every field of ``bodies`` (``FakeGitHub.bodies``; a GraphQL
+    query's aliases as ``*``), null ones left out (a null may be right)."""
     served: dict[tuple[str, str], str] = {}
+    for rule, body in bodies:
+        for path, value in _leaves(body):
+            general = re.sub(r"^data\.r\d+(\.a\d+)?", lambda m: "data.*" + (".*" if m[1] else ""), path)
+            served.setdefault((rule, general), _kind(value))
+    return sorted((rule, path, kind) for (rule, path), kind in served.items() if kind != "null")
+
+
+def _fields_of(api: str) -> list[tuple[str, str, str]]:
+    """The fields the seeded stand-in answers a cold refresh with (``_served``)."""
     with FakeGitHub() as server, tempfile.TemporaryDirectory() as scratch:
         upstream_history.seed(server)
         server.bodies = []
         assert run(server, Path(scratch), "--refresh", manifest=reader.default_path(), api=api).exit_code == 0
-        for rule, body in server.bodies:
-            for path, value in _leaves(body):
-                general = re.sub(r"^data\.r\d+(\.a\d+)?", lambda m: "data.*" + (".*" if m[1] else ""), path)
-                served.setdefault((rule, general), _kind(value))
-    return sorted((rule, path, kind) for (rule, path), kind in served.items() if kind != "null")
+        return _served(server.bodies)
 
 
 def _facts(result) -> dict:
@@ -348,3 +353,33 @@ def test_retire_refreshing_facts_from_a_field_of_the_wrong_type_changes_nothing(
     line = one_line_on_stderr(result)
     assert line.startswith("xpu-workarounds: error: refreshing upstream facts: GitHub at ") and "answered wrongly" in line
     assert writes(scenario.server) == 0 and not scenario.repo.pulls
+
+
+def test_no_field_of_retires_own_answers_given_another_type_is_a_traceback_or_another_plan(scenario):
+    scenario.seed_upstream()
+    scenario.run()  # a removal PR and the dashboard issue exist: the dry run below reads them
+    server = scenario.server
+    server.bodies = []
+    clean = cli(scenario, "--repo", REPOSITORY, "--dry-run", "--no-refresh")
+    assert clean.exit_code == 0, clean.output
+    fields, server.bodies = _served(server.bodies), None
+
+    @settings(max_examples=40, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(field=st.sampled_from(fields), data=st.data())
+    def property_(field, data):
+        route, path, kind = field
+        value = data.draw(JSON.filter(lambda candidate: candidate is not None and _kind(candidate) != kind))
+        server.corruptions, server.corrupted = [], []
+        server.corrupt(route, path, value)
+        result = cli(scenario, "--repo", REPOSITORY, "--dry-run", "--no-refresh")
+        server.corruptions = []
+        assert result.exit_code in (0, 4), result.output
+        assert "Traceback" not in result.output
+        if result.exit_code == 0:
+            assert result.stdout == clean.stdout, (route, path, value)
+        else:
+            assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert writes(server) == 0
+
+    property_()
