@@ -291,6 +291,17 @@ def test_no_colour_when_piped():
     assert "\x1b[" not in piped.stdout + piped.stderr
 
 
+def test_force_colour_colours_piped_output_and_no_colour_still_wins():
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR", "FORCE_COLOR"))}
+    forced = subprocess.run([script, "status", *ISSUE_STACK], capture_output=True, text=True,
+                            env={**env, "FORCE_COLOR": "1"})
+    assert forced.returncode == 0 and "\x1b[1;32mapply\x1b[0m" in forced.stdout
+    both = subprocess.run([script, "status", *ISSUE_STACK], capture_output=True, text=True,
+                          env={**env, "FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert both.returncode == 0 and "\x1b[" not in both.stdout
+
+
 def test_an_error_on_a_terminal_is_highlighted():
     code, text = on_terminal(["explain", "no-such-id"])
     assert code == 2

@@ -83,8 +83,12 @@ def main() -> None:
     is one line on stderr and exit 1, never a traceback; Ctrl-C is one line and exit 130."""
     code: int | str | None = 0
     signal.signal(signal.SIGINT, _interrupt)
+    from tracker.model.environment import OutsideVariables
+
+    # click strips the escapes of output that is not a terminal; FORCE_COLOR (NO_COLOR winning) keeps them.
+    forced = OutsideVariables.from_env().colour is True
     try:
-        app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds")
+        app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None)
     except SystemExit as done:
         code = done.code
     except OSError as error:
