@@ -30,6 +30,14 @@ def test_a_stack_in_the_window_is_affected_and_the_detail_names_versions_and_win
 def test_other_platform_is_skipped_with_reason_platform():
     d = decide(ENTRY, stack(platform="cuda", **AFFECTED), Settings())
     assert (d.decision, d.reason) == ("skip", "platform")
+    assert d.detail == "Only for xpu; this platform is cuda (override)."
+
+
+def test_a_platform_that_cannot_be_told_is_skipped_and_the_detail_says_how_to_name_one():
+    d = decide(ENTRY, stack(platform="unknown"), Settings())
+    assert (d.decision, d.reason) == ("skip", "platform")
+    assert d.detail == ("Only for xpu; the platform here could not be told (no torch build label or vLLM "
+                        "platform says which): --platform or XPU_WORKAROUNDS_PLATFORM names it.")
 
 
 def test_missing_vllm_is_not_affected_and_says_what_to_do():

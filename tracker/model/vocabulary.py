@@ -95,6 +95,7 @@ class TargetKind(StrEnum):
 APPLY_REASONS: frozenset[str] = frozenset({Reason.AFFECTED.value, Reason.FORCED.value})
 SKIP_REASONS: frozenset[str] = frozenset(r.value for r in Reason) - APPLY_REASONS
 PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
+UNKNOWN_PLATFORM = "unknown"  # what a stack is when nothing tells its platform (no torch installed)
 ROLES: tuple[str, ...] = tuple(r.value for r in Role)
 # A fix with ``remaining`` cures only part of the bug: it never counts as vLLM carrying the
 # fix (``vllm_carries_fix`` says that) nor retires anything.
