@@ -328,6 +328,16 @@ def test_lint_of_a_manifest_that_is_not_there_is_bad_input_exit_2_in_one_line(tm
         assert result.stderr == f"xpu-workarounds: error: cannot read the manifest {missing}: No such file or directory\n"
 
 
+@pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["explain", "any-id"], ["docs"], ["check", "."]])
+def test_any_command_given_a_manifest_that_is_not_there_says_so_in_one_line_exit_2(tmp_path, args):
+    missing = tmp_path / "missing.toml"
+    for env in ({}, {"XPU_WORKAROUNDS_MANIFEST": str(missing)}):
+        result = run(*(["--manifest", str(missing)] if not env else []), *args, env=env)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert result.stderr == f"xpu-workarounds: error: cannot read the manifest {missing}: No such file or directory\n"
+
+
 @pytest.mark.parametrize("args", [["lint", "--manifest", "MANIFEST"], ["lint", "--manifest=MANIFEST"],
                                   ["--manifest", "MANIFEST", "lint"], ["-V", "--manifest", "MANIFEST"]])
 def test_manifest_may_be_written_after_the_command_as_other_command_lines_allow(tmp_path, args):

@@ -88,7 +88,19 @@ def github_settings() -> ClientSettings:
         fail(str(error))
 
 
+def manifest_must_exist(path: Path | str | None) -> None:
+    """A manifest that is not there is bad input: one line, exit 2 (not a list of its problems)."""
+    import os
+
+    named = path if path is not None else reader.default_path()
+    try:
+        os.stat(named)
+    except OSError as error:
+        fail(f"cannot read the manifest {named}: {error.strerror or error}")
+
+
 def load_manifest() -> manifest_module.Manifest:
+    manifest_must_exist(state["manifest"])
     try:
         return reader.load(state["manifest"])
     except manifest_module.ManifestError as error:

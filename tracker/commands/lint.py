@@ -169,10 +169,7 @@ def lint_command(
             fail(f"--json and --format {output_format} exclude each other")
         output_format = Format.JSON
     target = path if path is not None else context.state["manifest"]
-    try:  # a manifest that is not there is bad input (exit 2), not a problem of a manifest
-        os.stat(target if target is not None else default_path())
-    except OSError as error:
-        fail(f"cannot read the manifest {target or default_path()}: {error.strerror or error}")
+    context.manifest_must_exist(target)  # bad input (exit 2), not a problem of a manifest
     problems = lint(target)
     if output_format == Format.JSON:
         typer.echo(json.dumps({"schema": SCHEMA, "manifest": str(target or default_path()), "valid": not problems,
