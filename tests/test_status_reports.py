@@ -148,6 +148,8 @@ def test_an_id_with_a_control_character_cannot_forge_a_line(tmp_path):
     (["--reports", ".", "--platform", "xpu"],
      "--platform and --assume describe one stack; with --reports every process answers for its own"),
     (["--reports", ".", "--address", "127.0.0.1:1"], "--address goes with --cluster"),
+    (["--reports", ".", "--timeout", "5"], "--timeout goes with --cluster"),
+    (["--timeout", "5"], "--timeout goes with --cluster"),
 ])
 def test_bad_input_is_one_line_exit_2(args, message):
     result = status(*args)

@@ -19,6 +19,8 @@ from tracker.commands.context import (
     require_extra,
 )
 
+DEFAULT_TIMEOUT = 60.0  # seconds --cluster waits for each node
+
 
 def status(
     json_output: JsonOption = False,
@@ -28,8 +30,9 @@ def status(
                                                             "differing nodes flagged (needs the [ray] extra).")] = False,
     address: Annotated[str | None, typer.Option("--address", metavar="ADDR", show_default=False,
                                                    help="With --cluster: the cluster (default: auto).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS",
-                                           help="With --cluster: how long to wait for each node.")] = 60.0,
+    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", show_default=False,
+                                                  help="With --cluster: how long to wait for each node "
+                                                       f"(default: {DEFAULT_TIMEOUT:g}).")] = None,
     reports: Annotated[str | None, typer.Option("--reports", metavar="DIR", show_default=False,
                                                    help="The reports this machine's vLLM processes wrote "
                                                         "(their XPU_WORKAROUNDS_REPORT), by process; with "
@@ -40,8 +43,11 @@ def status(
     from tracker.commands.views import status_document, status_table
 
     if cluster:
-        _cluster_status(json_output, platform, assume, address, timeout, reports)
+        _cluster_status(json_output, platform, assume, address, DEFAULT_TIMEOUT if timeout is None else timeout,
+                        reports)
         return
+    if timeout is not None:
+        fail("--timeout goes with --cluster")
     if reports is not None:
         _machine_status(json_output, platform, assume, address, reports)
         return
