@@ -267,6 +267,28 @@ def _fields_of(api: str) -> list[tuple[str, str, str]]:
         return _served(server.bodies)
 
 
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _corrupted_run(server: FakeGitHub, field: tuple[str, str, str], data, command):
+    """``command()`` with ``field`` (route, path, JSON type) of the answers given a value of
+    another type drawn from ``data``: exit 0, or exit 4 with one line; never a traceback."""
+    route, path, kind = field
+    value = data.draw(JSON.filter(lambda candidate: candidate is not None and _kind(candidate) != kind))
+    server.corruptions, server.corrupted = [], []
+    server.corrupt(route, path, value)
+    try:
+        result = command()
+    finally:
+        server.corruptions = []
+    assert result.exit_code in (0, 4), result.output
+    assert "Traceback" not in result.output
+    if result.exit_code == 4:
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    return result
+
+
 def _facts(result) -> dict:
     document = json.loads(result.stdout)
     return {"references": document["references"], "inline_audit": document["inline_audit"]}
@@ -280,23 +302,15 @@ def test_no_field_of_any_answer_given_another_type_is_a_traceback_or_a_changed_f
     assert clean.exit_code == 0, clean.output
     expected = _facts(clean)
 
-    @settings(max_examples=40, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    def refresh():
+        with tempfile.TemporaryDirectory() as scratch:
+            return run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
+
+    @FUZZ
     @given(field=st.sampled_from(fields), data=st.data())
     def property_(field, data):
-        route, path, kind = field
-        value = data.draw(JSON.filter(lambda candidate: candidate is not None and _kind(candidate) != kind))
-        github.corruptions, github.corrupted = [], []
-        github.corrupt(route, path, value)
-        with tempfile.TemporaryDirectory() as scratch:
-            result = run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
-        github.corruptions = []
-        assert result.exit_code in (0, 4), result.output
-        assert "Traceback" not in result.output
-        if result.exit_code == 0:
-            assert _facts(result) == expected, (route, path, value)
-        else:
-            assert len(result.stderr.splitlines()) == 1, result.stderr
+        result = _corrupted_run(github, field, data, refresh)
+        assert result.exit_code == 4 or _facts(result) == expected, field
 
     property_()
 
@@ -364,22 +378,12 @@ def test_no_field_of_retires_own_answers_given_another_type_is_a_traceback_or_an
     assert clean.exit_code == 0, clean.output
     fields, server.bodies = _served(server.bodies), None
 
-    @settings(max_examples=40, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @FUZZ
     @given(field=st.sampled_from(fields), data=st.data())
     def property_(field, data):
-        route, path, kind = field
-        value = data.draw(JSON.filter(lambda candidate: candidate is not None and _kind(candidate) != kind))
-        server.corruptions, server.corrupted = [], []
-        server.corrupt(route, path, value)
-        result = cli(scenario, "--repo", REPOSITORY, "--dry-run", "--no-refresh")
-        server.corruptions = []
-        assert result.exit_code in (0, 4), result.output
-        assert "Traceback" not in result.output
-        if result.exit_code == 0:
-            assert result.stdout == clean.stdout, (route, path, value)
-        else:
-            assert len(result.stderr.splitlines()) == 1, result.stderr
+        result = _corrupted_run(server, field, data,
+                                lambda: cli(scenario, "--repo", REPOSITORY, "--dry-run", "--no-refresh"))
+        assert result.exit_code == 4 or result.stdout == clean.stdout, field
         assert writes(server) == 0
 
     property_()
