@@ -137,3 +137,29 @@ def test_a_layout_folder_the_repository_lacks_is_one_problem_at_its_line(tmp_pat
     assert result.returncode == 1
     assert result.stdout == (f"xpu/workarounds.toml:{line}: layout.workarounds: no folder xpu/fixes/ in {tmp_path.resolve()} "
                              "(the repository's root), where the workaround modules are read\n")
+
+
+@pytest.mark.parametrize(("old", "new", "field", "message"), [
+    ('tests = "xpu/tests"', 'tests = "xpu/test"', "layout.tests",
+     "no folder xpu/test/ in {root} (the repository's root), where the workarounds' tests are kept"),
+    ('docs = ""', 'docs = "xpu/catalogue.md"', "layout.docs",
+     "no file xpu/catalogue.md in {root} (the repository's root): write the catalogue there with "
+     "`xpu-workarounds docs --output xpu/catalogue.md`, or docs = \"\" for none"),
+])
+def test_a_tests_folder_or_catalogue_the_repository_lacks_is_one_problem_at_its_line(tmp_path, old, new, field,
+                                                                                      message):
+    """What the Action would stop on (a [layout] path the repository does not have), lint says first."""
+    adopter(tmp_path)
+    manifest = tmp_path / "xpu" / "workarounds.toml"
+    text = manifest.read_text(encoding="utf-8").replace(old, new)
+    manifest.write_text(text, encoding="utf-8")
+    line = text.splitlines().index(new) + 1
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1
+    assert result.stdout == f"xpu/workarounds.toml:{line}: {field}: {message.format(root=tmp_path.resolve())}\n"
+    (tmp_path / new.split('"')[1]).parent.mkdir(parents=True, exist_ok=True)
+    if field == "layout.docs":
+        (tmp_path / "xpu" / "catalogue.md").write_text("# catalogue\n", encoding="utf-8")
+    else:
+        (tmp_path / "xpu" / "test").mkdir()
+    assert run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint").returncode == 0

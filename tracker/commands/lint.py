@@ -40,7 +40,7 @@ def lint(path: Path | str | None = None) -> list[Problem]:
     manifest, problems = read(Path(path) if path is not None else default_path())
     if manifest is None:
         return problems
-    return module_problems(manifest)
+    return layout_problems(manifest) + module_problems(manifest)
 
 
 def repository_root(manifest: Manifest) -> Path | None:
@@ -62,6 +62,28 @@ def modules_folder(manifest: Manifest) -> tuple[Path, Path] | None:
         return None
     root = repository_root(manifest)
     return (root, root / manifest.layout.workarounds) if root is not None else None
+
+
+def layout_problems(manifest: Manifest) -> list[Problem]:
+    """The ``[layout]`` tests folder and catalogue the manifest names but its repository lacks (the
+    Action stops on them too); the modules folder is ``module_problems``'."""
+    if manifest.path.resolve() == default_path().resolve():
+        return []
+    root = repository_root(manifest)
+    layout = manifest.layout
+    if root is None:
+        return []
+    missing: list[tuple[str, str]] = []
+    if "tests" in layout.written and not (root / layout.tests).is_dir():
+        missing.append(("tests", f"no folder {layout.tests}/ in {root} (the repository's root), where the "
+                                 "workarounds' tests are kept"))
+    if "docs" in layout.written and layout.docs and not (root / layout.docs).is_file():
+        missing.append(("docs", f"no file {layout.docs} in {root} (the repository's root): write the catalogue "
+                                f"there with `xpu-workarounds docs --output {layout.docs}`, or docs = \"\" for none"))
+    if not missing:
+        return []
+    lines = LineLocator(manifest.path.read_text(encoding="utf-8"))
+    return [Problem(manifest.path, lines.of("layout", 0, key), f"layout.{key}", message) for key, message in missing]
 
 
 def module_problems(manifest: Manifest) -> list[Problem]:
