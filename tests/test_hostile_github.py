@@ -222,6 +222,21 @@ def test_a_field_of_the_wrong_type_is_one_line_and_nothing_written(github, tmp_p
     assert not cache.exists() or not any(cache.iterdir())
 
 
+def test_an_actor_without_a_login_is_no_wrong_type(github, tmp_path):
+    # Caches written before fields were checked hold GraphQL's events without an actor so; the
+    # login is only ever shown, never a fact.
+    cache = tmp_path / "cache"
+    clean = run(github, cache, "--json", "--refresh", api="rest")
+    github.corrupt(TIMELINE, "*.actor.login", None)
+
+    result = run(github, tmp_path / "other", "--json", "--refresh", api="rest")
+
+    assert github.corrupted and result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["references"] == [
+        {**facts, "evidence": facts["evidence"].replace("closed by pytorchmergebot's", "closed by a commit's")}
+        for facts in json.loads(clean.stdout)["references"]]
+
+
 # ---- the fuzzer: any field of any answer, a value of another type
 
 

@@ -94,11 +94,11 @@ def read_timeline(items: list[Any], where: str) -> list[Event]:
         kind = as_str(item, "event", at)
         if kind not in EVENTS:
             continue
-        actor = optional_object(item, "actor", at)
+        actor = optional_object(item, "actor", at)  # its login null: a ghost, as earlier caches kept it
         label = as_str(field_object(item, "label", at), "name", f"{at} label") if kind == "labeled" else None
         mention = _mention(field_object(item, "source", at), f"{at} source") if kind == "cross-referenced" else None
         events.append(Event(kind, as_date(item, "created_at", at)[:10], optional_sha(item, "commit_id", at),
-                            None if actor is None else as_str(actor, "login", f"{at} actor"), label,
+                            None if actor is None else optional_str(actor, "login", f"{at} actor"), label,
                             optional_str(item, "commit_url", at), mention))
     return events
 
