@@ -117,6 +117,14 @@ def test_github_commands_without_pygithub_name_the_extra_and_exit_2(args):
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("args", [["upstream", "--offline"], ["retire", "--fresh"], ["check", "--pull-request", "1",
+                                                                                   "--repo", "a/b"]])
+def test_a_github_api_that_is_neither_graphql_nor_rest_is_bad_input(args):
+    result = run(*args, env={"XPU_WORKAROUNDS_GITHUB_API": "soap"})
+    assert result.exit_code == 2
+    assert result.stderr == "xpu-workarounds: error: XPU_WORKAROUNDS_GITHUB_API: 'soap' is not graphql or rest\n"
+
+
 def test_offline_commands_run_without_pygithub_or_ray():
     for args in (["status"], ["explain", reader.load().workarounds[0].id], ["lint"], ["docs"]):
         result = without("github", "ray", args=args)

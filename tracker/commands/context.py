@@ -14,7 +14,7 @@ import tracker
 from tracker.commands.output import escape_controls
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.model.environment import Environment, InputError, Settings, assumptions, parse_platform
+from tracker.model.environment import Environment, InputError, OutsideVariables, Settings, assumptions, parse_platform
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
@@ -79,9 +79,12 @@ def require_extra(module: str, extra: str, what: str) -> None:
 
 def github_settings() -> ClientSettings:
     """The GitHub client's settings from the environment; a malformed ``GITHUB_API_URL`` (or one
-    with credentials in it) is one line that never repeats it, exit 2."""
+    with credentials in it) is one line that never repeats it, exit 2, as is an
+    ``XPU_WORKAROUNDS_GITHUB_API`` that is neither graphql nor rest."""
     from tracker.upstream.client import BadApiUrl, ClientSettings
 
+    for problem in OutsideVariables.from_env().problems:
+        fail(problem)
     try:
         return ClientSettings.from_env()
     except BadApiUrl as error:

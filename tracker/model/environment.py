@@ -206,6 +206,7 @@ class OutsideVariables(NamedTuple):
     ray_address: str | None = None  # RAY_ADDRESS: what ray.init takes "auto" to mean
     colour: bool | None = None  # False: NO_COLOR or TERM=dumb; True: FORCE_COLOR; None: a terminal decides
     dumb_terminal: bool = False  # TERM=dumb: a terminal that cannot redraw a line (no progress shown)
+    problems: tuple[str, ...] = ()  # malformed values: the command line stops on them (exit 2)
 
     def __repr__(self) -> str:
         shown = self._replace(github_token="***" if self.github_token else None)
@@ -216,10 +217,12 @@ class OutsideVariables(NamedTuple):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OutsideVariables:
         env = os.environ if environ is None else environ
         token = next((env[name] for name in tracker.GITHUB_TOKENS if env.get(name, "").strip()), None)
+        api = env.get(tracker.GITHUB_API, "").strip().lower()
+        problems = (f"{tracker.GITHUB_API}: {api!r} is not graphql or rest",) if api not in ("", "graphql", "rest") else ()
         return cls(
             github_token=token.strip() if token else None,
             github_api_url=(env.get(tracker.GITHUB_API_URL) or "").strip().rstrip("/") or None,
-            github_api="rest" if env.get(tracker.GITHUB_API, "graphql").strip().lower() == "rest" else "graphql",
+            github_api="rest" if api == "rest" else "graphql",
             in_actions=env.get(tracker.GITHUB_ACTIONS) == "true",
             actions_output=env.get(tracker.GITHUB_OUTPUT) or None,
             actions_summary=env.get(tracker.GITHUB_STEP_SUMMARY) or None,
@@ -227,4 +230,5 @@ class OutsideVariables(NamedTuple):
             colour=(False if env.get(tracker.NO_COLOR) or env.get(tracker.TERM) == "dumb"
                     else True if env.get(tracker.FORCE_COLOR) else None),
             dumb_terminal=env.get(tracker.TERM) == "dumb",
+            problems=problems,
         )
