@@ -1,4 +1,4 @@
-"""What xpu-workarounds costs the people who run it: every figure of issue 6 in one run.
+"""What xpu-workarounds costs the people who run it: every figure of docs/benchmarks.md in one run.
 
     .venv/bin/python benchmarks/run.py [--quick] [--json PATH] [--only SECTION ...]
 
