@@ -169,3 +169,10 @@ def test_explain_of_an_unknown_id_in_a_manifest_without_workarounds_says_there_a
     result = xpu_workarounds("--manifest", str(tracked_only), "explain", "nope")
     assert result.exit_code == 2
     assert result.stderr == "xpu-workarounds: error: unknown workaround id 'nope' (this manifest has none)\n"
+
+
+def test_retire_of_a_tracked_only_manifest_says_there_is_nothing_to_retire(tracked_only):
+    result = xpu_workarounds("--manifest", str(tracked_only), "retire")
+    assert result.exit_code == 0
+    assert result.stdout == ("no workarounds in this manifest: nothing to retire (whether its [[tracked]] entries "
+                             "are dead code: xpu-workarounds upstream)\n")

@@ -76,6 +76,9 @@ def retire(
         typer.echo(json.dumps({"schema": SCHEMA, "retirable": retirable, "kept": kept, "floors": floors.as_json(),
                                "floors_note": floors.note, "facts": facts}, indent=2))
     else:
+        if not judged.workarounds:
+            typer.echo("no workarounds in this manifest: nothing to retire (whether its [[tracked]] entries are "
+                       "dead code: xpu-workarounds upstream)")
         for item in retirable:
             typer.echo(f"retirable  {item['id']}: {item['evidence']}")
         for item in kept:
