@@ -102,3 +102,29 @@ def test_the_pointer_check_reads_page_and_section(tmp_path):
     sample.write_text('x = 1  # see README "Benchmarks"\n# Settings: docs/action.md "Repository settings".\n'
                       'url = "https://example.com/#README"\n')
     assert pointers(sample) == [("README", "Benchmarks"), ("docs/action.md", "Repository settings")]
+
+
+def test_the_readmes_first_run_is_what_status_prints():
+    """The README shows a `status` run as real output; it is. A line about a workaround the manifest no
+    longer has (a removal PR does not edit this block) is the only kind that may be left over."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from tracker.commands.app import app
+    from tracker.model import reader
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ xpu-workarounds (status [^\n]*)\n(.*?)```", readme, re.DOTALL)
+    assert block, "the README's first run is not a ```text block starting with $ xpu-workarounds status"
+    env = {name: None for name in ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE",
+                                   "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST")}
+    result = CliRunner().invoke(app, shlex.split(block.group(1)), env=env)
+    assert result.exit_code == 0, result.output
+    printed = [line.split() for line in result.stdout.splitlines()]  # column widths follow the longest id
+    shown = [line.split() for line in block.group(2).splitlines()]
+    ids = set(reader.load().ids)
+    left_over = [line for line in shown if line not in printed]
+    assert all(line and line[0].rstrip(":") not in ids and re.match(r"[a-z0-9-]+:?$", line[0])
+               for line in left_over), f"the README's first run is not what status prints now: {left_over}"
+    assert [line for line in shown if line in printed] == printed
