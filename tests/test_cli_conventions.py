@@ -361,6 +361,15 @@ def test_manifest_may_be_written_after_the_command_as_other_command_lines_allow(
     assert "Traceback" not in result.stderr
 
 
+def test_manifest_without_its_path_after_the_command_says_it_needs_one():
+    """``status --manifest`` with nothing after it: the option exists and wants a path (it said 'No such option')."""
+    result = subprocess.run([sys.executable, "-m", "tracker.commands", "status", "--manifest"], capture_output=True,
+                            text=True, timeout=120,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == "Error: Option '--manifest' requires an argument."
+
+
 def test_manifest_is_hoisted_only_before_a_double_dash():
     from tracker.commands.app import hoist_manifest
 

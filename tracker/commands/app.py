@@ -113,7 +113,9 @@ def hoist_manifest(args: list[str]) -> list[str]:
     tail, index = args[end:], 0
     while index < end:
         token = args[index]
-        if token == "--manifest" and index + 1 < end:
+        if token == "--manifest":
+            if index + 1 == end:  # no path follows: click says the option requires one (not "No such option")
+                return ["--manifest"]
             moved += args[index:index + 2]
             index += 2
             continue
