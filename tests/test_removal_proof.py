@@ -4,7 +4,8 @@ For each shipped workaround, its removal as ``retire --open-prs`` commits it
 (``compute_removal``: its module, its own tests and fixtures deleted, its entry cut from
 ``workarounds.toml``, the catalogue regenerated) is applied to a copy of this checkout's
 tracked files, and the fast suite runs on the copy with the copy's code first on
-``PYTHONPATH`` (tests/support/removal_proof.py). Marker ``removal_proof``: the copies start
+``PYTHONPATH`` (tests/support/removal_proof.py), but for the test files whose outcome no removal
+can change (``removal_proof.INDEPENDENT``: they read only the frozen manifest; checked below). Marker ``removal_proof``: the copies start
 with the session's tests, two at a time, and each proof test waits for its copy's result.
 
 The slow parts (real vLLM, real Ray, the release matrix) are not run on the copies; what
@@ -120,3 +121,13 @@ def test_every_frozen_exemption_is_what_its_reason_says():
         assert (ROOT / path).exists(), (path, reason)
         if shown_by:
             assert shown_by in (ROOT / path).read_text(encoding="utf-8"), (path, reason, shown_by)
+
+
+def test_the_files_a_copy_skips_read_only_the_frozen_manifest():
+    """A file the copies skip runs on the frozen repository or manifest and reads nothing a removal
+    changes: not the shipped manifest, not this checkout's workaround modules."""
+    for path in removal_proof.INDEPENDENT:
+        text = (ROOT / path).read_text(encoding="utf-8")
+        assert "FROZEN_MANIFEST" in text or "frozen()" in text, path
+        assert [reader for reader in removal_proof.SHIPPED_READERS if reader in text] == [], path
+        assert path in FROZEN, f"{path} must name only the frozen manifest's workarounds"
