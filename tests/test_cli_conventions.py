@@ -367,7 +367,30 @@ def test_manifest_without_its_path_after_the_command_says_it_needs_one():
                             text=True, timeout=120,
                             env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
     assert result.returncode == 2
-    assert result.stderr.splitlines()[-1] == "Error: Option '--manifest' requires an argument."
+    assert result.stderr.splitlines() == [
+        "xpu-workarounds: error: Option '--manifest' requires an argument (see 'xpu-workarounds -h')"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["status", "--bogus"], "xpu-workarounds: error: No such option: --bogus (see 'xpu-workarounds status -h')"),
+    (["explain"], "xpu-workarounds: error: Missing argument 'ID' (see 'xpu-workarounds explain -h')"),
+    (["bogus"], "xpu-workarounds: error: No such command 'bogus' (see 'xpu-workarounds -h')"),
+    (["status", "--platform", "x\x1b[2J"], None),
+])
+def test_a_usage_error_is_one_line_and_exit_2(args, line):
+    """As every other error: one line on stderr naming where help is (click printed usage, a hint, a
+    blank line and the error), nothing on stdout, control characters escaped."""
+    result = subprocess.run([sys.executable, "-m", "tracker.commands", *args], capture_output=True, text=True,
+                            timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
+    assert (result.returncode, result.stdout, len(result.stderr.splitlines())) == (2, "", 1), result.stderr
+    assert "\x1b" not in result.stderr
+    if line is not None:
+        assert result.stderr.rstrip("\n") == line
+
+
+def test_without_a_command_the_help_is_shown():
+    result = subprocess.run([sys.executable, "-m", "tracker.commands"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Usage: xpu-workarounds [OPTIONS] COMMAND" in result.stdout + result.stderr
 
 
 def test_manifest_is_hoisted_only_before_a_double_dash():

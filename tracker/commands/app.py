@@ -18,6 +18,11 @@ import tracker
 from tracker.commands import check, context, docs, explain, lint, output, retire, status, upstream
 from tracker.commands.context import ManifestOption
 
+try:  # typer 0.2x carries its own copy of click, whose exceptions its commands raise
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer runs on click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 app = typer.Typer(
     name="xpu-workarounds",
     help="Intel XPU workarounds for vLLM: what applies here, what upstream fixed, what can be retired.",
@@ -88,7 +93,22 @@ def main() -> None:
     # click strips the escapes of output that is not a terminal; FORCE_COLOR (NO_COLOR winning) keeps them.
     forced = OutsideVariables.from_env().colour is True
     try:
-        app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None)
+        code = app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None,
+                   standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as error:  # the program or a group without arguments: its help
+        error.show()
+        code = error.exit_code
+    except click_errors.UsageError as error:  # one line, like every other error, and where to look
+        where = f"{error.ctx.command_path} -h" if error.ctx is not None else "xpu-workarounds -h"
+        message = error.format_message().rstrip(".")
+        sys.stderr.write(output.escape_controls(f"xpu-workarounds: error: {message} (see '{where}')") + "\n")
+        code = error.exit_code
+    except click_errors.ClickException as error:
+        error.show()
+        code = error.exit_code
+    except typer.Abort:  # click's end of input (EOF at a prompt)
+        sys.stderr.write("xpu-workarounds: interrupted\n")
+        code = EXIT_INTERRUPTED
     except SystemExit as done:
         code = done.code
     except OSError as error:
