@@ -28,10 +28,9 @@ from hypothesis import strategies as st
 from support import upstream_history
 from support.fakegithub import NEXT_ELSEWHERE, WRONG_SHAPES, FakeGitHub
 from support.fakegithub_git import install, writes
+from support.repository import FROZEN_MANIFEST
 from test_retire_github import REPOSITORY, Scenario, cli
 from test_upstream_cli import TOKEN, run
-
-from tracker.model import reader
 
 SHAPES = [*WRONG_SHAPES, NEXT_ELSEWHERE]
 ASK = "is GITHUB_API_URL the REST API?"
@@ -50,7 +49,7 @@ def one_line_exit_4(result, secret: str) -> str:
 @pytest.mark.parametrize("shape", SHAPES)
 def test_upstream_says_one_line_and_writes_nothing(github, tmp_path, shape, api):
     manifest = tmp_path / "workarounds.toml"
-    shutil.copyfile(reader.default_path(), manifest)
+    shutil.copyfile(FROZEN_MANIFEST, manifest)
     before = manifest.read_bytes()
     cache = tmp_path / "cache"
     github.misanswer(shape)
@@ -206,7 +205,7 @@ def one_line_on_stderr(result) -> str:
                                                                             for c in GRAPHQL_FIELDS])
 def test_a_field_of_the_wrong_type_is_one_line_and_nothing_written(github, tmp_path, api, case):
     manifest = tmp_path / "workarounds.toml"
-    shutil.copyfile(reader.default_path(), manifest)
+    shutil.copyfile(FROZEN_MANIFEST, manifest)
     before = manifest.read_bytes()
     cache = tmp_path / "cache"
     corrupt(github, *case)
@@ -278,7 +277,7 @@ def _fields_of(api: str) -> list[tuple[str, str, str]]:
     with FakeGitHub() as server, tempfile.TemporaryDirectory() as scratch:
         upstream_history.seed(server)
         server.bodies = []
-        assert run(server, Path(scratch), "--refresh", manifest=reader.default_path(), api=api).exit_code == 0
+        assert run(server, Path(scratch), "--refresh", manifest=FROZEN_MANIFEST, api=api).exit_code == 0
         return _served(server.bodies)
 
 
@@ -313,13 +312,13 @@ def _facts(result) -> dict:
 def test_no_field_of_any_answer_given_another_type_is_a_traceback_or_a_changed_fact(github, api):
     fields = _fields_of(api)
     with tempfile.TemporaryDirectory() as scratch:
-        clean = run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
+        clean = run(github, Path(scratch), "--json", "--refresh", manifest=FROZEN_MANIFEST, api=api)
     assert clean.exit_code == 0, clean.output
     expected = _facts(clean)
 
     def refresh():
         with tempfile.TemporaryDirectory() as scratch:
-            return run(github, Path(scratch), "--json", "--refresh", manifest=reader.default_path(), api=api)
+            return run(github, Path(scratch), "--json", "--refresh", manifest=FROZEN_MANIFEST, api=api)
 
     @FUZZ
     @given(field=st.sampled_from(fields), data=st.data())
