@@ -148,9 +148,13 @@ class Retirer:
                         read=functools.cache(lambda path: self.read_text(repo, what, blobs[path], path)))
 
     def read_text(self, repo: Repository, what: str, sha: str, path: str) -> str:
-        """One blob of the base tree as text (read when a removal needs it, once a run)."""
-        with github_step(self.settings, what=what, fatal=True):
-            return _blob_text(repo.get_git_blob(sha), what, path)
+        """One blob of the base tree as text (read when a removal needs it, once a run). Unreadable, it fails
+        that removal's step (``StepFailed``), not the run: the other workarounds' PRs go on."""
+        with github_step(self.settings, what=what):
+            try:
+                return _blob_text(repo.get_git_blob(sha), what, path)
+            except RetireError as error:  # not UTF-8
+                raise StepFailed(str(error), None) from None
 
     def laid_out(self, snapshot: Snapshot, manifest: Manifest) -> Snapshot:
         """``snapshot`` with the manifest's ``[layout]`` (and ``--docs``); a path the manifest or the caller
