@@ -64,9 +64,9 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
 def check_needed() -> set[str]:
     """The files of a release's sdist that the release matrix reads: for the shipped manifest
     (tests/test_release_sources.py) and the frozen one (tests/test_check.py)."""
-    from tracker.commands import check
+    from tracker.release.compare import needed_files
 
-    return check.needed_files(reader.load()) | check.needed_files(reader.load(repository.FROZEN_MANIFEST))
+    return needed_files(reader.load()) | needed_files(reader.load(repository.FROZEN_MANIFEST))
 
 
 @pytest.fixture(scope="session")

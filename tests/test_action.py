@@ -342,7 +342,7 @@ def comments(step: Step, number: int) -> list[str]:
 def test_an_upgrade_pr_gets_one_comment_updated_not_duplicated_on_a_second_push(upgrade):
     from test_workflow import check_script
 
-    from tracker.commands.upgrade import MARKER
+    from tracker.release.pull_request import MARKER
 
     repo, pr, step, env = upgrade
     first = step.run(check_script(), **env)

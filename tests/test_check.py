@@ -22,9 +22,10 @@ from support.packages import sdist_bytes
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker.commands import check
 from tracker.commands.app import app
 from tracker.model import reader
+from tracker.release import compare
+from tracker.release.archive import unpack
 
 MANIFEST = reader.load()
 # The release cases check the frozen manifest (the shipped one of 2026-12-04, which no retirement
@@ -50,7 +51,7 @@ def check_frozen(*args: str):
 
 
 def release(version: str) -> Path:
-    return vllm_harness.release_tree(version, check.needed_files(MANIFEST) | check.needed_files(FROZEN))
+    return vllm_harness.release_tree(version, compare.needed_files(MANIFEST) | compare.needed_files(FROZEN))
 
 
 # ------------------------------------------------------------- real releases
@@ -150,11 +151,11 @@ def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(t
         "vllm-0.99.0/vllm/unrelated.py": b"x = 1\n",
         "vllm-0.99.0/../escape.py": b"x = 1\n",
     }))
-    root = check.unpack(archive, tmp_path / "tree", check.needed_files(frozen).__contains__)
+    root = unpack(archive, tmp_path / "tree", compare.needed_files(frozen).__contains__)
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == [
         "PKG-INFO", "requirements/xpu.txt", "vllm/utils/torch_utils.py"]
     assert not (tmp_path / "escape.py").exists()
-    result = check.check_tree(frozen, root)
+    result = compare.check_tree(frozen, root)
     assert (result.vllm, {k: str(v) for k, v in result.pins.items()}) == ("0.99.0", {"torch": "2.15.0"})
     uva = next(w for w in result.workarounds if w.id == aiming_at(UVA_TARGET))
     assert uva.targets[0].found == "same"

@@ -92,7 +92,7 @@ ENVIRONMENT_READERS = {
     "tracker/runtime/activate.py": "hands this process's environment to Settings",
     "tracker/runtime/metrics.py": "in vLLM's API server, without the model: vLLM's metrics directory, and the "
                                   "report directory it sets for the processes that server starts",
-    "tracker/commands/check.py": "hands the environment on to the pip it runs",
+    "tracker/release/fetch.py": "hands the environment on to the pip it runs",
 }
 
 

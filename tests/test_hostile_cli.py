@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker.commands import check as check_command
 from tracker.commands.app import app
 from tracker.decision.probe import markers
 from tracker.model import reader
+from tracker.release import archive
 from tracker.retire.bot import check_repository
 
 # Documented exit codes (docs/commands.md, "Exit codes"); 2 is also every usage error.
@@ -260,10 +260,10 @@ def member(name: str, **fields) -> tuple[tarfile.TarInfo, bytes | None]:
 
 
 OVERSIZED = {
-    "a-source-file-over-the-cap": lambda path: hostile_sdist(path, [], zeros=check_command.FILE_LIMIT + 1),
-    "gigabytes-declared": lambda path: declared_only(path, check_command.ARCHIVE_LIMIT + 1),
+    "a-source-file-over-the-cap": lambda path: hostile_sdist(path, [], zeros=archive.FILE_LIMIT + 1),
+    "gigabytes-declared": lambda path: declared_only(path, archive.ARCHIVE_LIMIT + 1),
     "members-beyond-count": lambda path: hostile_sdist(
-        path, [member(f"vllm-9.9.9/e/{n}") for n in range(check_command.MEMBERS_LIMIT)]),
+        path, [member(f"vllm-9.9.9/e/{n}") for n in range(archive.MEMBERS_LIMIT)]),
 }
 
 

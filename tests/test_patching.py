@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tracker.engine import patching
+from tracker.engine import patching, source
 
 
 @pytest.fixture(autouse=True)
@@ -236,6 +236,67 @@ def test_star_parameters_are_fingerprinted_with_their_stars(package):
     record = patching.patch(f"{name}:Attention.__init__", passthrough([]), owner="test", kind="method",
                             params=["self", "*args", "**kwargs"])
     assert record.outcome == "applied"
+
+
+EVERY_SHAPE = """
+    import contextlib
+    from contextlib import contextmanager
+
+    def plain(a, /, b, *rest, c, d=1, **options):
+        return a
+
+    async def awaited(x, *, y):
+        return x
+
+    class Layer:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def forward(self, x, /, scale=1.0, *, out=None):
+            return x
+
+        @classmethod
+        def build(cls, config, *overrides):
+            return cls()
+
+        @staticmethod
+        def shape(*dims, **named):
+            return dims
+
+    @contextlib.contextmanager
+    def scoped(name, *, strict=False):
+        yield name
+
+    @contextmanager
+    def bare(**settings):
+        yield settings
+"""
+SHAPES = ["plain", "awaited", "Layer.__init__", "Layer.forward", "Layer.build", "Layer.shape", "scoped", "bare"]
+
+
+@pytest.mark.parametrize("qualname", SHAPES)
+def test_the_fingerprint_read_from_source_is_the_one_the_live_check_accepts(package, qualname):
+    # The release check reads a target's fingerprint from source (``check vllm==X``); a workaround
+    # written with it must apply, unchanged, to the live object: both go through source.fingerprint.
+    name = package.write("shapes", EVERY_SHAPE)
+    declared = source.declared_fingerprint(f"{name}:{qualname}")
+    assert declared is not None
+    package.load("shapes")
+    record = patching.patch(f"{name}:{qualname}", passthrough([]), owner="test", kind=declared.kind,
+                            params=list(declared.params))
+    assert record.outcome == "applied", record.detail
+
+
+@pytest.mark.parametrize("qualname", SHAPES)
+def test_a_parameter_the_source_does_not_declare_is_drift_to_the_live_check_too(package, qualname):
+    name = package.write("shapes", EVERY_SHAPE)
+    declared = source.declared_fingerprint(f"{name}:{qualname}")
+    assert declared is not None and declared.params
+    package.load("shapes")
+    record = patching.patch(f"{name}:{qualname}", passthrough([]), owner="test", kind=declared.kind,
+                            params=[*declared.params, "added_later"])
+    assert record.outcome == "drifted"
+    assert record.detail.endswith(f"the workaround was written for ({', '.join([*declared.params, 'added_later'])})")
 
 
 def test_a_different_kind_is_drifted(package):

@@ -19,8 +19,8 @@ import pytest
 from support.package_index import SDIST, VERSION, Index, pip_environment
 from typer.testing import CliRunner
 
-from tracker.commands import release_cache
 from tracker.commands.app import app
+from tracker.release import cache as release_cache
 
 
 @pytest.fixture

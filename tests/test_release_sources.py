@@ -1,9 +1,9 @@
 """The manifest against the released source of every vLLM release from the support floor to the newest.
 
 Each release's source distribution is fetched once from PyPI the way ``xpu-workarounds check``
-fetches it (``tracker.commands.check.fetch``: pip, nothing of it installed or run) and cached with only
+fetches it (``tracker.release.fetch.fetch``: pip, nothing of it installed or run) and cached with only
 the files the check reads (tests/support/vllm_harness.py ``release_tree``). Each test asks
-``tracker.commands.check.check_tree``, the function the command runs, one question per release: the
+``tracker.release.compare.check_tree``, the function the command runs, one question per release: the
 targets are there with the manifest's fingerprint (or declared absent in that release), the
 source probes agree with ``vllm_carries_fix``, and the decision at the release's own XPU pins
 (its ``requirements/xpu.txt``) agrees with what its source shows.
@@ -15,9 +15,9 @@ import pytest
 from packaging.version import Version
 from support import vllm_harness
 
-from tracker.commands import check
 from tracker.decision.probe import markers
 from tracker.model import reader
+from tracker.release import compare as check
 
 pytestmark = pytest.mark.release_matrix
 

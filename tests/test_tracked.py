@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tracker.commands import check
 from tracker.model import reader
 from tracker.model.catalogue import markdown
+from tracker.release import compare
 from tracker.upstream.audit import tracked_verdict
 
 SHIPPED = reader.default_path().read_text(encoding="utf-8")
@@ -101,14 +101,14 @@ def test_check_finds_a_marker_where_the_manifest_says_and_notes_one_vllm_removed
     write(tmp_path, "PKG-INFO", "Metadata-Version: 2.1\nName: vllm\nVersion: 0.30.0\n")
     write(tmp_path, "vllm/distributed/ec_transfer/ec_connector/cpu/worker/descriptor_buffers.py",
           '"""TODO(torch>=2.14): drop these numpy aliases."""\n')
-    result = check.check_tree(MANIFEST, tmp_path)
+    result = compare.check_tree(MANIFEST, tmp_path)
     by_id = {t.id: t for t in result.tracked}
     assert by_id["vllm-ec-uint64-pointers"].found and by_id["vllm-ec-uint64-pointers"].problem is None
     # 0.30.0 should carry the UCX setting (>=0.19.0): its file is not in this tree.
     assert by_id["vllm-ucx-memtype-cache"].problem.endswith("vLLM removed or moved it")
     # A marker in a release the manifest says does not carry it (the lora one is >=0.31.0).
     write(tmp_path, "vllm/lora/ops/triton_ops/fused_moe_lora_op.py", "# intel/intel-xpu-backend-for-triton/issues/8121\n")
-    again = {t.id: t for t in check.check_tree(MANIFEST, tmp_path).tracked}
+    again = {t.id: t for t in compare.check_tree(MANIFEST, tmp_path).tracked}
     assert "but the manifest says vllm>=0.31.0 carries it" in again["vllm-lora-moe-single-program"].problem
 
 

@@ -11,8 +11,8 @@ from support.decisions import ISSUE_STACK, reason
 from support.retarget import carried, context_at
 from support.vllm_harness import report_entry
 
-from tracker.commands.check import needed_files
 from tracker.model import reader
+from tracker.release.compare import needed_files
 from workarounds.event_blocking_kwarg import accepted_keywords, event_shim, make_wrapper, probe
 
 # vLLM 0.25.0's vllm/v1/worker/xpu_model_runner.py (vllm#47868): the shim vLLM carries itself.

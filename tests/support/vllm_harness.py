@@ -315,9 +315,10 @@ def release_source(version: str) -> Path:
 
 def release_tree(version: str, needed: set[str]) -> Path:
     """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` fetches it
-    (``tracker.commands.check.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
+    (``tracker.release.fetch.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
     relative to the tree). A tree kept for fewer files than now needed is fetched again."""
-    from tracker.commands import check
+    from tracker.release.archive import unpack
+    from tracker.release.fetch import fetch
 
     dest = cache_root() / "vllm-sdist" / version
     marker = dest / MARKER
@@ -328,9 +329,9 @@ def release_tree(version: str, needed: set[str]) -> Path:
     def build(dest: Path) -> dict:
         with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
             started = time.monotonic()
-            archive = check.fetch(version, Path(download))
+            archive = fetch(version, Path(download))
             downloaded = round(time.monotonic() - started, 1)
-            check.unpack(archive, dest, needed.__contains__)
+            unpack(archive, dest, needed.__contains__)
             size = archive.stat().st_size
         # The sdist is gone with the temporary directory: only the needed files stay.
         kept = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if path.is_file())

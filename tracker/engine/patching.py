@@ -310,7 +310,7 @@ def _drift(record: Patch, container: Any, raw: Any, function: Any) -> str | None
     if record.params is None:
         return None
     try:
-        found = parameter_names(function, drop_first=record.kind == TargetKind.CLASSMETHOD)
+        found = source.fingerprint(record.kind, signature_parameters(function)).params
     except (TypeError, ValueError) as error:
         return f"{record.path} has no readable signature ({error})"
     if found != record.params:
@@ -334,13 +334,15 @@ def _describe(raw: Any, in_class: bool) -> str:
 _STARS: dict[inspect._ParameterKind, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 
 
-def parameter_names(function: Callable[..., Any], *, drop_first: bool = False) -> tuple[str, ...]:
-    """Parameter names as a manifest fingerprint writes them: ``*args`` and ``**kwargs`` starred."""
-    names = []
-    for parameter in inspect.signature(function).parameters.values():
-        prefix = _STARS.get(parameter.kind, "")
-        names.append(prefix + parameter.name)
-    return tuple(names[1:] if drop_first else names)
+def signature_parameters(function: Callable[..., Any]) -> list[tuple[str, str]]:
+    """The live object's parameters as ``source.fingerprint`` takes them: (star, name) pairs."""
+    return [(_STARS.get(parameter.kind, ""), parameter.name)
+            for parameter in inspect.signature(function).parameters.values()]
+
+
+def parameter_names(function: Callable[..., Any]) -> tuple[str, ...]:
+    """Parameter names as a manifest fingerprint of a function writes them: ``*args`` and ``**kwargs`` starred."""
+    return source.fingerprint(TargetKind.FUNCTION, signature_parameters(function)).params
 
 
 def _make(record: Patch, raw: Any, function: Any) -> Any:

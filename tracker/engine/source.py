@@ -15,8 +15,11 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
+
+from tracker.model.vocabulary import TargetKind
 
 
 def module_exists(name: str) -> bool | None:
@@ -148,6 +151,49 @@ def definition(path: str, root: Path | None = None) -> ast.AST | None:
     return node
 
 
+class Fingerprint(NamedTuple):
+    """What a target is and the parameters it takes, as a manifest's target writes them
+    (``kind``, ``params``): the live drift check and the release check compare these."""
+
+    kind: str
+    params: tuple[str, ...]
+
+
+def fingerprint(kind: str, parameters: Iterable[tuple[str, str]]) -> Fingerprint:
+    """The fingerprint of a definition of ``kind`` taking ``parameters``: (star, name) pairs in
+    the order declared, star ``"*"`` for ``*args``, ``"**"`` for ``**kwargs``, else ``""``. A
+    classmethod's first parameter (``cls``) is not written; a method's ``self`` is. The one rule
+    for both readings: of the live object (``tracker.engine.patching``) and of its source
+    (``declared_fingerprint``)."""
+    names = tuple(star + name for star, name in parameters)
+    return Fingerprint(kind, names[1:] if kind == TargetKind.CLASSMETHOD else names)
+
+
+def declared_fingerprint(path: str, root: Path | None = None) -> Fingerprint | None:
+    """The fingerprint of target ``path`` as its source declares it (``definition``: read, not
+    imported; ``root`` as there), or None when the definition is absent. A class is kind
+    ``class`` taking nothing; the kind of a ``def`` is read from its decorators' names."""
+    node = definition(path, root)
+    if node is None:
+        return None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return Fingerprint("class", ())
+    qualname = path.partition(":")[2]
+    in_class = "." in qualname and isinstance(definition(path.rsplit(".", 1)[0], root), ast.ClassDef)
+    decorators = {d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "") for d in node.decorator_list}
+    if in_class:
+        kind = (TargetKind.CLASSMETHOD if "classmethod" in decorators
+                else TargetKind.STATICMETHOD if "staticmethod" in decorators else TargetKind.METHOD)
+    else:
+        kind = TargetKind.CONTEXTMANAGER if "contextmanager" in decorators else TargetKind.FUNCTION
+    arguments = node.args
+    parameters = [("", a.arg) for a in [*arguments.posonlyargs, *arguments.args]]
+    parameters += [("*", arguments.vararg.arg)] if arguments.vararg else []
+    parameters += [("", a.arg) for a in arguments.kwonlyargs]
+    parameters += [("**", arguments.kwarg.arg)] if arguments.kwarg else []
+    return fingerprint(str(kind), parameters)
+
+
 def contains(node: ast.AST | None, code: str) -> bool:
     """Whether the statement or expression ``code`` occurs in ``node`` (compared as syntax)."""
     if node is None:
@@ -169,5 +215,5 @@ def declares(node: ast.AST | None, parameter: str) -> bool:
                                     for child in ast.walk(node))
 
 
-__all__ = ["contains", "declares", "definition", "file_under", "module_exists", "module_source", "parsed_file",
-           "parsed_module"]
+__all__ = ["Fingerprint", "contains", "declared_fingerprint", "declares", "definition", "file_under", "fingerprint",
+           "module_exists", "module_source", "parsed_file", "parsed_module"]

@@ -17,23 +17,26 @@ from __future__ import annotations
 import base64
 import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from tracker.model.manifest import Manifest
 from tracker.model.pins import xpu_pins
 from tracker.model.retirement import retirement
+from tracker.release.compare import ReleaseCheck, check
+from tracker.release.errors import NotFetchable
+from tracker.release.fetch import Say, silent
+
+if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
+    from github import Github
+    from github.PullRequest import PullRequest
+    from github.Repository import Repository
 
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
 _PINNED = re.compile(r"^(?:requirements[^/]*\.txt|requirements/.+\.txt|(?:.*/)?pyproject\.toml)$")
-
-
-class ReleaseUnavailable(Exception):
-    """A release the check needs could not be fetched (``tracker.commands.check.NotFetchable``)."""
 
 
 class UpgradeError(Exception):
@@ -73,7 +76,7 @@ class PinMove:
     new: Version
 
 
-def _text(repo: Any, path: str, ref: str) -> str | None:
+def _text(repo: Repository, path: str, ref: str) -> str | None:
     from github import GithubException
 
     try:
@@ -87,7 +90,7 @@ def _text(repo: Any, path: str, ref: str) -> str | None:
     return base64.b64decode(content.content or "").decode("utf-8", "replace")
 
 
-def pin_moves(repo: Any, pr: Any) -> list[PinMove]:
+def pin_moves(repo: Repository, pr: PullRequest) -> list[PinMove]:
     """The pin files the PR changes whose vLLM pin moves (base commit -> head commit)."""
     moves = []
     for changed in pr.get_files():
@@ -105,10 +108,6 @@ def pin_moves(repo: Any, pr: Any) -> list[PinMove]:
 
 
 # ------------------------------------------------------------------------------ the text
-
-
-# A ``tracker.commands.check.ReleaseCheck`` (passed in by the check command: no import cycle).
-ReleaseCheck = Any
 
 
 def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
@@ -190,10 +189,10 @@ class Checked:
     warnings: list[str] = field(default_factory=list)  # worth a line, not a failure (the old release unfetched)
 
 
-def check_pull_request(gh: Any, repository: str, number: int, manifest_path: str,
-                       check: Callable[[Manifest, str], ReleaseCheck]) -> Checked:
-    """Check PR ``number`` of ``repository`` with ``check`` (``tracker.commands.check.check``); keep its
-    one comment (see the module docstring)."""
+def check_pull_request(gh: Github, repository: str, number: int, manifest_path: str, *,
+                       progress: Say = silent, warn: Say = silent) -> Checked:
+    """Check PR ``number`` of ``repository`` (each release as ``compare.check`` checks one); keep
+    its one comment (see the module docstring)."""
     from github import GithubException
 
     from tracker.retire.removal import manifest_from_text
@@ -208,12 +207,12 @@ def check_pull_request(gh: Any, repository: str, number: int, manifest_path: str
     if not moves:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check")
     move = moves[0]
-    new = check(manifest, f"vllm=={move.new}")  # unfetchable: the check cannot be done (exit 4)
+    new = check(manifest, f"vllm=={move.new}", progress=progress, warn=warn)  # unfetchable: exit 4
     old, unavailable, warnings = None, None, []
     if move.old is not None:
         try:
-            old = check(manifest, f"vllm=={move.old}")
-        except ReleaseUnavailable as error:  # only the comparison is lost
+            old = check(manifest, f"vllm=={move.old}", progress=progress, warn=warn)
+        except NotFetchable as error:  # only the comparison is lost
             unavailable = " ".join(str(error).split())
             warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
     text = comment_text(manifest, move, new, old, manifest_path, unavailable)
@@ -239,7 +238,7 @@ def check_pull_request(gh: Any, repository: str, number: int, manifest_path: str
         return checked("summary only", "the token may not comment (403): the text is in the step summary")
 
 
-__all__ = ["MARKER", "Checked", "PinMove", "ReleaseUnavailable", "UpgradeError", "check_pull_request", "comment_text",
+__all__ = ["MARKER", "Checked", "PinMove", "UpgradeError", "check_pull_request", "comment_text",
            "pin_file", "pin_moves", "verdicts", "vllm_pin"]
 
 

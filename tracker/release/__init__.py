@@ -1,0 +1,13 @@
+"""A vLLM release's source, compared with the manifest before an upgrade.
+
+Nothing of a release is installed, imported or executed: it is read as data.
+
+- ``fetch``: getting a release's source (``vllm==X`` from the package index with pip, kept in
+  the per-user ``cache``; a wheel or sdist on disk; a source tree), ``source_tree`` for all four.
+- ``archive``: unpacking the files wanted from a wheel or sdist within bounds, and the version a
+  source tree declares.
+- ``compare``: the manifest's workarounds checked against a source tree (``check_tree``).
+- ``pull_request``: a pull request that moves the vLLM pin, both releases compared, one comment.
+
+The command line (``check``) and the bot use this package; it renders nothing for a terminal.
+"""

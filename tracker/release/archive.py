@@ -1,0 +1,103 @@
+"""A wheel or source distribution read as untrusted data: the files wanted, within bounds.
+
+vLLM's largest source file is under 1 MiB and its whole sdist unpacks to some hundred MiB in a
+few thousand members; an archive beyond the limits below is no vLLM release and is refused
+before more of it is read or written.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from email.parser import Parser
+from pathlib import Path
+from typing import IO
+
+from tracker.release.errors import CheckInputError
+
+FILE_LIMIT = 16 << 20
+ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
+MEMBERS_LIMIT = 100_000
+
+
+def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
+    """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into ``into``.
+
+    Only regular files' bytes are written, each inside ``into`` (never a link, a device, or a
+    path that leaves it); an archive of more than ``MEMBERS_LIMIT`` members or ``ARCHIVE_LIMIT``
+    bytes, or a wanted file over ``FILE_LIMIT``, is refused (``CheckInputError``) before more is
+    read or written."""
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        if archive.name.endswith(".whl"):
+            with zipfile.ZipFile(archive) as wheel:
+                members = wheel.infolist()
+                _bounded(archive, len(members), sum(info.file_size for info in members))
+                for info in members:
+                    relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", info.filename)
+                    if wanted(relative) and not info.is_dir():
+                        with wheel.open(info) as handle:
+                            _write(into, relative, _read_bounded(archive, relative, handle, info.file_size))
+        elif archive.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(archive, "r:gz") as sdist:
+                count = total = 0
+                for member in sdist:
+                    count, total = count + 1, total + max(member.size, 0)
+                    _bounded(archive, count, total)
+                    relative = member.name.partition("/")[2]
+                    if member.isfile() and wanted(relative):
+                        extracted = sdist.extractfile(member)
+                        if extracted is not None:
+                            _write(into, relative, _read_bounded(archive, relative, extracted, member.size))
+        else:
+            raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError) as error:
+        if isinstance(error, CheckInputError):
+            raise
+        raise CheckInputError(f"{archive}: cannot be read ({error})") from None
+    return into
+
+
+def _bounded(archive: Path, members: int, size: int) -> None:
+    if members > MEMBERS_LIMIT:
+        raise CheckInputError(f"{archive}: more than {MEMBERS_LIMIT} members: not a vLLM release")
+    if size > ARCHIVE_LIMIT:
+        raise CheckInputError(f"{archive}: more than {ARCHIVE_LIMIT >> 30} GiB unpacked: not a vLLM release")
+
+
+def _read_bounded(archive: Path, relative: str, handle: IO[bytes], declared: int) -> bytes:
+    """A member's bytes, at most ``FILE_LIMIT`` of them whatever its header declares."""
+    data = handle.read(FILE_LIMIT + 1) if declared <= FILE_LIMIT else b""
+    if declared > FILE_LIMIT or len(data) > FILE_LIMIT:
+        raise CheckInputError(f"{archive}: {relative} is larger than {FILE_LIMIT >> 20} MiB: not a vLLM source file")
+    return data
+
+
+def _write(root: Path, relative: str, data: bytes) -> None:
+    target = (root / relative).resolve()
+    if root.resolve() not in target.parents:  # ``..`` in an archive member: never outside ``root``
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def release_version(root: Path) -> str | None:
+    """The vLLM version of a source tree: its PKG-INFO (sdist, wheel METADATA), else ``vllm/_version.py``."""
+    info = root / "PKG-INFO"
+    if info.is_file():
+        version = Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"), headersonly=True)["Version"]
+        if version:
+            return str(version)
+    written = root / "vllm" / "_version.py"
+    if written.is_file():
+        found = re.search(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""",
+                          written.read_text(encoding="utf-8", errors="replace"), re.M)
+        if found:
+            return found.group(1)
+    return None
+
+
+__all__ = ["ARCHIVE_LIMIT", "FILE_LIMIT", "MEMBERS_LIMIT", "release_version", "unpack"]

@@ -1,0 +1,228 @@
+"""The manifest compared with a vLLM release's source tree, before an upgrade.
+
+For each workaround: are its targets still there with the manifest's fingerprint (kind and
+parameter names, read from the syntax tree: ``tracker.engine.source.declared_fingerprint``),
+does the release carry its own fix (the workaround's source probe, run on the release's files),
+and what would be decided at the release's XPU pins (its ``requirements/xpu.txt``); and where
+those answers disagree with the manifest. Nothing of the release is imported or executed. The
+test suite's release matrix calls ``check_tree`` for every release.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tracker.decision.gates import Decision
+from tracker.decision.probe import carried_fix, markers
+from tracker.decision.stack import decide_stack
+from tracker.engine.source import declared_fingerprint, file_under
+from tracker.model.environment import Settings
+from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
+from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
+from tracker.model.vocabulary import SCHEMA
+from tracker.release.archive import release_version
+from tracker.release.errors import CheckInputError
+from tracker.release.fetch import Say, silent, source_tree
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    path: str
+    found: str  # same | drifted | absent
+    detail: str
+
+
+@dataclass
+class WorkaroundCheck:
+    id: str
+    targets: list[TargetCheck]
+    carries_fix: bool  # the manifest's vllm_carries_fix holds for this release
+    source_fix: bool | None  # the source probe found vLLM's own fix; None: no probe, or it could not run
+    probe: str  # what the probe said, or why it did not run
+    decision: dict[str, str] | None  # at the release's XPU pins; None when the pins are unknown
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth knowing, not drift
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "targets": [vars(t) for t in self.targets],
+                "vllm_carries_fix": {"manifest": self.carries_fix, "source": self.source_fix, "probe": self.probe},
+                "decision_at_pins": self.decision, "problems": self.problems, "notes": self.notes}
+
+
+@dataclass(frozen=True)
+class TrackedCheck:
+    """One of vLLM's own inline workarounds (``[[tracked]]``): is its marker where the manifest says?"""
+
+    id: str
+    file: str
+    carried: bool  # the manifest's carried_in holds for this release
+    found: bool  # the marker is in the file
+    problem: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return vars(self).copy()
+
+
+@dataclass
+class ReleaseCheck:
+    vllm: str | None
+    source: str
+    pins: dict[str, Version]
+    workarounds: list[WorkaroundCheck]
+    tracked: list[TrackedCheck] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """Where the release's source disagrees with a workaround's manifest entry (exit 3)."""
+        return [f"{w.id}: {problem}" for w in self.workarounds for problem in w.problems]
+
+    @property
+    def tracked_problems(self) -> list[str]:
+        """Where vLLM's own inline workarounds are not as the manifest says (news, not drift)."""
+        return [f"{t.id}: {t.problem}" for t in self.tracked if t.problem]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "vllm": self.vllm, "source": self.source,
+                "xpu_pins": {name: str(version) for name, version in self.pins.items()},
+                "drift": bool(self.problems), "workarounds": [w.as_json() for w in self.workarounds],
+                "tracked": [t.as_json() for t in self.tracked]}
+
+
+def needed_files(manifest: Manifest) -> set[str]:
+    """Paths (relative to a source tree) ``check_tree`` reads: every target's module, both ways it can be laid out."""
+    modules = {t.module for w in manifest.workarounds for t in w.targets}
+    paths = {XPU_REQUIREMENTS, "PKG-INFO", "vllm/_version.py", *(inline.file for inline in manifest.tracked)}
+    for module in modules:
+        base = module.replace(".", "/")
+        paths |= {f"{base}.py", f"{base}/__init__.py"}
+    return paths
+
+
+def check_target(target: Target, root: Path) -> TargetCheck:
+    found = declared_fingerprint(target.path, root)
+    if found is None:
+        module = file_under(root, target.module)
+        why = "no such module" if module is None else "no such definition"
+        if module is not None and not _parses(module):
+            why = f"{module.relative_to(root)} does not parse as Python"
+        return TargetCheck(target.path, "absent", f"{target.path}: {why} in this release")
+    kind, params = found
+    if (kind, params) != (target.kind, target.params):
+        return TargetCheck(target.path, "drifted", f"{target.path} is a {kind} taking ({', '.join(params)}); the "
+                                                   f"manifest says a {target.kind} taking ({', '.join(target.params)})")
+    return TargetCheck(target.path, "same", f"{target.path}: {kind} ({', '.join(params)})")
+
+
+def _parses(path: Path) -> bool:
+    try:
+        ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _probe(w: Workaround, root: Path) -> tuple[bool | None, str]:
+    """The source probe on the release's files: the inline fixes' markers in the targets' source."""
+    if not markers(w):
+        return None, "no inline-fix marker to look for"
+    read, finding = carried_fix(w, root)
+    if finding is not None:
+        return True, finding.detail
+    return False, "no inline fix's marker in the targets' source" if read else "no target's source to read"
+
+
+def check_workaround(w: Workaround, root: Path, version: Version | None, decided: Decision | None) -> WorkaroundCheck:
+    """``decided``: the version gates' decision at the release's XPU pins; None when they are unknown."""
+    targets = [check_target(t, root) for t in w.targets]
+    carries = version is not None and w.vllm_carries_fix is not None and w.vllm_carries_fix.contains(
+        version, prereleases=True)
+    source_fix, said = _probe(w, root)
+    result = WorkaroundCheck(w.id, targets, carries, source_fix, said,
+                             {"decision": decided.decision, "reason": decided.reason, "detail": decided.detail}
+                             if decided else None)
+    declared = {t.path: t for t in w.targets}
+    for found in targets:
+        absent_in = declared[found.path].absent_in
+        declared_absent = absent_in is not None and version is not None and absent_in.contains(version,
+                                                                                               prereleases=True)
+        if found.found == "drifted":
+            result.problems.append(f"drifted: {found.detail}")
+        elif found.found == "absent" and not declared_absent and not declared[found.path].optional:
+            result.problems.append(f"vanished: {found.detail}")
+        elif found.found != "absent" and declared_absent:
+            result.problems.append(f"{found.path} is present, but the manifest declares it absent in "
+                                   f"vllm{absent_in}")
+    if source_fix is False and carries:
+        result.problems.append(f"the manifest's vllm_carries_fix (vllm{w.vllm_carries_fix}) says {version} carries "
+                               f"vLLM's own fix, but the source probe finds none")
+    elif source_fix and not carries and version is not None:
+        # Harmless where no affected window holds (checked below): the manifest says not-affected instead.
+        result.notes.append(f"the source carries vLLM's own fix ({said}), outside vllm_carries_fix "
+                            f"(vllm{w.vllm_carries_fix})")
+    if decided is not None and decided.apply:
+        missing = [t.path for t, d in zip(targets, w.targets, strict=True) if t.found == "absent" and not d.optional]
+        if missing:
+            result.problems.append(f"would apply at the XPU pins, but {', '.join(missing)} is absent")
+        if source_fix:
+            result.problems.append("would apply at the XPU pins, but the source already carries the fix")
+    return result
+
+
+def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
+               progress: Callable[[str], None] = silent) -> ReleaseCheck:
+    """Check every workaround against the vLLM source tree at ``root`` (with ``requirements/xpu.txt``)."""
+    if not (root / "vllm").is_dir():
+        raise CheckInputError(f"{root}: no vllm/ package in it")
+    raw = release_version(root)
+    try:
+        version = Version(raw) if raw else None
+    except InvalidVersion:
+        version = None
+    requirements = root / XPU_REQUIREMENTS
+    pins = xpu_pins(requirements.read_text(encoding="utf-8", errors="replace")) if requirements.is_file() else {}
+    pins = {name: pins[name] for name in ("torch", "vllm-xpu-kernels") if name in pins}
+    decisions: list[Decision | None] = [None] * len(manifest.workarounds)
+    if version is not None and pins:
+        # The version gates alone at the release's XPU pins (the settings' defaults, not this
+        # environment's): the source probe on the release's tree is reported beside them (``_probe``).
+        described = {"vllm": str(version), **{name: str(pin) for name, pin in pins.items()}}
+        decisions = [*decide_stack(manifest, Settings(), described=described, platform=("xpu", "assumed"),
+                                   detected={}, probe=False).decisions]
+    checks = []
+    for index, (w, decided) in enumerate(zip(manifest.workarounds, decisions, strict=True), 1):
+        progress(f"checking {w.id} ({index}/{len(manifest.workarounds)})")
+        checks.append(check_workaround(w, root, version, decided))
+    tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
+    return ReleaseCheck(raw, label or str(root), pins, checks, tracked)
+
+
+def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) -> TrackedCheck:
+    """Whether ``inline``'s marker is in its file exactly when the manifest says this release carries it."""
+    path = root / inline.file
+    found = path.is_file() and inline.marker in path.read_text(encoding="utf-8", errors="replace")
+    carried = version is not None and inline.carried_in.contains(version, prereleases=True)
+    problem = None
+    if version is not None and carried and not found:
+        problem = (f"vllm{inline.carried_in} should carry it, but {inline.file} has no {inline.marker!r}: "
+                   f"vLLM removed or moved it")
+    elif version is not None and found and not carried:
+        problem = f"{inline.file} has {inline.marker!r}, but the manifest says vllm{inline.carried_in} carries it"
+    return TrackedCheck(inline.id, inline.file, carried, found, problem)
+
+
+def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progress: Say = silent,
+          warn: Say = silent) -> ReleaseCheck:
+    """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``fetch.source_tree``)."""
+    with source_tree(what, needed_files(manifest).__contains__, workdir=workdir, progress=progress,
+                     warn=warn) as (root, label):
+        return check_tree(manifest, root, label=label, progress=progress)
+
+
+__all__ = ["ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_target",
+           "check_tree", "check_workaround", "needed_files"]

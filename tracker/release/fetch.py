@@ -1,0 +1,127 @@
+"""Getting a vLLM release's source: ``vllm==X`` from the package index, a wheel, an sdist or a tree.
+
+``vllm==X``'s source distribution is fetched with ``pip download --no-deps``, and pip's metadata
+step is given a stand-in build backend that only reads the sdist's ``PKG-INFO``, so vLLM's
+``setup.py`` never runs; it is kept in the per-user cache for the next time (``cache``).
+``source_tree`` turns any of the four into a source tree holding the files wanted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from tracker.release import cache
+from tracker.release.archive import unpack
+from tracker.release.errors import CheckInputError, NotFetchable
+
+REQUIREMENT = re.compile(r"^vllm==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+# pip's metadata step for an sdist runs its build backend; this one only copies PKG-INFO.
+_BACKEND = '''import os
+from email.parser import Parser
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    with open("PKG-INFO", encoding="utf-8") as handle:
+        info = Parser().parse(handle, headersonly=True)
+    dist_info = f"{info['Name'].replace('-', '_')}-{info['Version']}.dist-info"
+    os.makedirs(os.path.join(metadata_directory, dist_info))
+    with open(os.path.join(metadata_directory, dist_info, "METADATA"), "w", encoding="utf-8") as handle:
+        handle.write(f"Metadata-Version: 2.1\\nName: {info['Name']}\\nVersion: {info['Version']}\\n")
+    return dist_info
+'''
+
+Say = Callable[[str], None]  # a progress step or a warning, one line of text
+
+
+def silent(text: str) -> None:
+    """Nothing to show."""
+
+
+def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
+    """``vllm==version``'s source distribution, downloaded by pip into ``into``; no code of it runs."""
+    backend = into / ".metadata-backend"
+    (backend / "setuptools").mkdir(parents=True, exist_ok=True)
+    (backend / "setuptools" / "__init__.py").write_text("")
+    (backend / "setuptools" / "build_meta.py").write_text(_BACKEND)
+    env = {**os.environ, "PYTHONPATH": str(backend), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary=:all:",
+               "--no-build-isolation", f"vllm=={version}", "-d", str(into)]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"pip download vllm=={version}: {error}") from None
+    found = sorted(into.glob("vllm-*.tar.gz"))
+    if done.returncode != 0 or not found:
+        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
+        raise NotFetchable(f"pip download vllm=={version} failed: {lines[-1].strip() if lines else 'no sdist'}")
+    return found[0]
+
+
+def release_archive(version: str, scratch: Path, progress: Say = silent, warn: Say = silent) -> Path:
+    """``vllm==version``'s sdist from the per-user cache when it is there and intact
+    (``cache``), else fetched by pip and kept there; fetched into ``scratch`` when the
+    cache cannot be used (said in one warning)."""
+    fetching = f"fetching vllm=={version} with pip (pip download)"
+    try:
+        where = cache.directory()
+        progress(f"verifying the cached {cache.archive_name(version)}")
+        found, why = cache.cached(where, version)
+    except OSError as error:  # UnsafeLocation too
+        warn(f"the release cache is not used: {error}")
+        progress(fetching)
+        return fetch(version, scratch)
+    if why is not None:
+        warn(f"{why}: fetched again")
+    if found is not None:
+        return found
+    progress(fetching)
+    try:
+        return cache.store(where, version, lambda into: fetch(version, into))
+    except OSError as error:
+        warn(f"vllm=={version} could not be kept in the release cache: {error}")
+        return fetch(version, scratch)
+
+
+@contextlib.contextmanager
+def source_tree(what: str, wanted: Callable[[str], bool], *, reader: str = "the check", workdir: Path | None = None,
+                progress: Say = silent, warn: Say = silent) -> Iterator[tuple[Path, str]]:
+    """The source tree of ``what`` and what to call it, for the length of the block.
+
+    ``what``: ``vllm==X`` (its sdist, from the cache or fetched), or the path of a wheel, an
+    sdist or a source tree. Of an archive only the ``wanted`` files (paths relative to the tree)
+    are unpacked, within bounds, into a temporary directory removed after the block; a source
+    tree is used where it is. ``CheckInputError`` when ``what`` is none of these or cannot be
+    read; ``NotFetchable`` when the index does not give the release, or gives something that is
+    no release. ``reader`` names who reads the files in the progress line."""
+    matched = REQUIREMENT.match(what.strip())
+    candidate = Path(what).expanduser()
+    if matched is None and not candidate.exists():
+        raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
+    if candidate.is_dir() and matched is None:
+        yield candidate, str(candidate)
+        return
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
+        archive = release_archive(matched.group("version"), Path(scratch), progress, warn) if matched else candidate
+        progress(f"unpacking the files {reader} reads from {archive.name}")
+        try:
+            root = unpack(archive, Path(scratch) / "tree", wanted)
+        except CheckInputError as error:
+            if matched is None:
+                raise
+            # What the index gave is no release: the index answered wrongly (exit 4), not the caller.
+            raise NotFetchable(f"vllm=={matched.group('version')} from the index: {error}") from None
+        yield root, archive.name
+
+
+__all__ = ["REQUIREMENT", "fetch", "release_archive", "silent", "source_tree"]
