@@ -45,7 +45,7 @@ from support.fakegithub_graphql import graphql as graphql_switches  # noqa: E402
 from tracker import upstream  # noqa: E402
 from tracker.model import manifest as manifest_module  # noqa: E402
 from tracker.model import reader  # noqa: E402
-from tracker.upstream.client import ClientSettings  # noqa: E402
+from tracker.upstream.settings import ClientSettings  # noqa: E402
 
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
 TIMELINE = "/repos/<owner>/<repo>/issues/<int:number>/timeline"

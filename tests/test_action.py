@@ -260,7 +260,7 @@ def test_a_sources_table_naming_a_fourth_repository_is_honoured(server, tmp_path
 
     from tracker.model.catalogue import markdown
     from tracker.retire import FACTS_BRANCH, Retirer
-    from tracker.upstream.client import ClientSettings
+    from tracker.upstream.settings import ClientSettings
 
     seed_triton(server)
     text = triton_manifest()

@@ -26,8 +26,8 @@ from test_upstream_cli import TOKEN, run
 
 from tracker import upstream
 from tracker.upstream.cache import Cache
-from tracker.upstream.client import ClientSettings
 from tracker.upstream.clock import iso, now
+from tracker.upstream.settings import ClientSettings
 
 REF = "vllm-project/vllm#500"
 OTHER_USER = 65534  # nobody

@@ -23,7 +23,7 @@ from test_upstream_cli import TOKEN, run
 from typer.testing import CliRunner
 
 from tracker.commands.app import app
-from tracker.upstream.client import ClientSettings
+from tracker.upstream.settings import ClientSettings
 
 SECRET = "hunter2-stand-in-password"
 

@@ -44,7 +44,7 @@ from test_workflow import ACTION, retire_script
 from tracker import upstream
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, DOCS_PATH, FACTS_BRANCH, MANIFEST_PATH, read_marker
 from tracker.retire.removal import manifest_from_text
-from tracker.upstream.client import ClientSettings
+from tracker.upstream.settings import ClientSettings
 
 POLICY = "\n[support.policy]\nvllm-minors = 15\nxpu-pins = true\n"
 RETIRED = "cudagraph-profile-skip"

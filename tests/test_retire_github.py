@@ -42,7 +42,7 @@ from tracker.retire import (
     read_marker,
     remove_entry,
 )
-from tracker.upstream.client import ClientSettings
+from tracker.upstream.settings import ClientSettings
 
 REPOSITORY = "xpu-org/xpu-workarounds"
 STATIC = "static-launcher-uva"

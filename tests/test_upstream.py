@@ -14,7 +14,8 @@ from support.manifests import workaround, write_manifest
 from tracker import upstream
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.upstream.client import ClientSettings, GitHubUnavailable
+from tracker.upstream.errors import GitHubUnavailable
+from tracker.upstream.settings import ClientSettings
 
 TOKEN = "ghp_testtoken0123456789"
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"

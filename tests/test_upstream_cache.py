@@ -21,7 +21,7 @@ from test_upstream import (
 
 from tracker import upstream
 from tracker.commands.upstream_text import render
-from tracker.upstream.client import GitHubUnavailable
+from tracker.upstream.errors import GitHubUnavailable
 
 REF = "vllm-project/vllm#500"
 

@@ -21,8 +21,9 @@ from benchmarks import scale_manifest
 from benchmarks.bench_upstream import seed_generated
 from tracker import upstream
 from tracker.model import reader
-from tracker.upstream.client import ClientSettings, GitHubUnavailable
+from tracker.upstream.errors import GitHubUnavailable
 from tracker.upstream.graphql import graphql_url
+from tracker.upstream.settings import ClientSettings
 
 REF = "vllm-project/vllm#500"
 

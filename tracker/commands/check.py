@@ -101,7 +101,8 @@ def check_pull_request_command(number: int | None, repository: str | None, fail_
     from tracker.retire.failures import GITHUB_ERRORS
     from tracker.retire.removal import MANIFEST_PATH
     from tracker.retire.summary import SUMMARY_VARIABLE, annotation, append, in_actions, manifest_annotations
-    from tracker.upstream.client import classify, connect
+    from tracker.upstream.client import connect
+    from tracker.upstream.errors import classify
 
     given = context.state["manifest"]
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH

@@ -18,7 +18,7 @@ from tracker.model.environment import Environment, InputError, OutsideVariables,
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
-    from tracker.upstream.client import ClientSettings
+    from tracker.upstream.settings import ClientSettings
 
 EXIT_BAD_INPUT = 2
 
@@ -81,7 +81,7 @@ def github_settings() -> ClientSettings:
     """The GitHub client's settings from the environment; a malformed ``GITHUB_API_URL`` (or one
     with credentials in it) is one line that never repeats it, exit 2, as is an
     ``XPU_WORKAROUNDS_GITHUB_API`` that is neither graphql nor rest."""
-    from tracker.upstream.client import BadApiUrl, ClientSettings
+    from tracker.upstream.settings import BadApiUrl, ClientSettings
 
     for problem in OutsideVariables.from_env().problems:
         fail(problem)

@@ -99,7 +99,7 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
     if not fresh and not manifest.policy.active:
         return manifest, fixed_floors(manifest), {"source": "manifest"}
     from tracker.upstream.cache import Mode, NoUsableCache
-    from tracker.upstream.client import GitHubError
+    from tracker.upstream.errors import GitHubError
     from tracker.upstream.overlay import with_facts
     from tracker.upstream.tracking import learn
 

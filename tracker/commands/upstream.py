@@ -37,7 +37,7 @@ def upstream(
     vLLM's inline workarounds are dead at vLLM's current pins."""
     require_extra("github", "github", "upstream")
     from tracker import upstream as upstream_module
-    from tracker.upstream.client import GitHubError
+    from tracker.upstream.errors import GitHubError
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")

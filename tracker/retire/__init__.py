@@ -41,7 +41,9 @@ from tracker.retire.texts import (
     marker,
     read_marker,
 )
-from tracker.upstream.client import ClientSettings, classify, connect
+from tracker.upstream.client import connect
+from tracker.upstream.errors import classify
+from tracker.upstream.settings import ClientSettings
 
 __all__ = [
     "ConfigurationError", "ManifestInvalid",

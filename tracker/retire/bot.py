@@ -64,10 +64,11 @@ from tracker.retire.texts import (
     read_marker,
 )
 from tracker.upstream.cache import Mode
-from tracker.upstream.client import ClientSettings, GitHubUnavailable, classify
+from tracker.upstream.errors import GitHubUnavailable, classify
 from tracker.upstream.fields import as_sha, as_str, optional_bool, wrong
 from tracker.upstream.floors import Floors, fixed_floors
 from tracker.upstream.overlay import unchecked, with_facts
+from tracker.upstream.settings import ClientSettings
 from tracker.upstream.tracking import Fresh, learn
 from tracker.upstream.writeback import updated_text
 

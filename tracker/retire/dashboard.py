@@ -14,10 +14,11 @@ from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind, DashboardResult
 from tracker.retire.texts import facts_text, floors_text, read_marker
-from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.errors import classify
 from tracker.upstream.facts import Report
 from tracker.upstream.fields import numbered
 from tracker.upstream.floors import Floors, fixed_floors
+from tracker.upstream.settings import ClientSettings
 
 DASHBOARD_LABEL = "xpu-workarounds-dashboard"
 DASHBOARD_TITLE = "XPU workarounds dashboard"

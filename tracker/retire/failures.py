@@ -10,8 +10,9 @@ from github import GithubException
 from github.GithubException import BadAttributeException
 
 from tracker.retire.removal import RetireError
-from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.errors import classify
 from tracker.upstream.fields import WrongField
+from tracker.upstream.settings import ClientSettings
 
 # A failed request, and an answer with a field of the wrong type (PyGithub's own check, or ours).
 GITHUB_ERRORS = (GithubException, requests.RequestException, BadAttributeException, WrongField)

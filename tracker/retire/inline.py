@@ -26,9 +26,10 @@ from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import MARKER, marker, read_marker
 from tracker.upstream.audit import tracked_verdict
-from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.errors import classify
 from tracker.upstream.facts import InlineVerdict
 from tracker.upstream.fields import numbered
+from tracker.upstream.settings import ClientSettings
 
 INLINE_LABEL = "xpu-workarounds-inline"
 INLINE_LABEL_DESCRIPTION = "inline XPU workarounds that are dead code at this repository's pins"

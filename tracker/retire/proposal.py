@@ -27,8 +27,9 @@ from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import MARKER, TRAILER, read_marker
-from tracker.upstream.client import ClientSettings, classify
+from tracker.upstream.errors import classify
 from tracker.upstream.fields import numbered
+from tracker.upstream.settings import ClientSettings
 
 LABEL = "workaround-retirement"
 LABEL_COLOUR = "5319e7"

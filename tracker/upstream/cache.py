@@ -21,8 +21,9 @@ from urllib.parse import urlparse
 
 from tracker import paths
 from tracker.upstream import client as github_client
-from tracker.upstream.client import ClientSettings
 from tracker.upstream.clock import iso, now, parse_iso
+from tracker.upstream.errors import GitHubMissing, GitHubUnavailable, UnexpectedAnswer
+from tracker.upstream.settings import ClientSettings
 
 CACHE_SCHEMA = 1
 
@@ -170,18 +171,18 @@ class Source:
         """Every page of a list, following ``Link: rel="next"``."""
         items: list[Any] = []
         url: str | None = path
-        pages = github_client.Pages(self.client or github_client.ClientSettings(base_url=self.cache.base_url))
+        pages = github_client.Pages(self.client or ClientSettings(base_url=self.cache.base_url))
         read: list[str] = []
         while url is not None:
             if read:  # a loop or an endless chain, even when every page is known already
                 try:
                     pages.check(read, pages.key(url))
-                except github_client.UnexpectedAnswer as error:
-                    raise github_client.GitHubUnavailable(f"{what}: {error.line}") from None
+                except UnexpectedAnswer as error:
+                    raise GitHubUnavailable(f"{what}: {error.line}") from None
             read.append(pages.key(url))
             entry = self._entry(url, what=what)
             if not isinstance(entry["data"], list):
-                raise github_client.GitHubUnavailable(
+                raise GitHubUnavailable(
                     f"{what}: {self.client.host if self.client else 'the cache'} answered an object where a list "
                     "was expected: is GITHUB_API_URL the REST API?")
             items.extend(entry["data"])
@@ -222,7 +223,7 @@ class Source:
                               "immutable": immutable}
             return self.used[key]
         if key in self.missing:
-            raise github_client.GitHubMissing(f"{what}: {self.missing[key]}")
+            raise GitHubMissing(f"{what}: {self.missing[key]}")
         stored = self.cache.entries.get(key)
         if self.mode is Mode.OFFLINE:
             if stored is None:

@@ -1,10 +1,8 @@
 """The PyGithub client, built one way for every command that talks to GitHub.
 
-- token: ``XPU_WORKAROUNDS_GITHUB_TOKEN``, else ``GITHUB_TOKEN`` (empty counts as unset);
-  never printed, logged, cached or put in an error message;
-- base URL: ``GITHUB_API_URL`` (GitHub Actions and GitHub Enterprise set it), else
-  ``https://api.github.com``; an http(s) URL with a host and no credentials, query or fragment,
-  else ``BadApiUrl`` (bad input: one line that never repeats the value);
+Set up from ``tracker.upstream.settings.ClientSettings`` (token, base URL, bounds); its
+failures are ``tracker.upstream.errors``' vocabulary.
+
 - bounded: a few retries of 5xx answers and dropped connections, a rate-limit wait of
   at most ``max_wait`` seconds (PyGithub's default can sleep an hour), ``Retry-After``
   honoured up to the same bound, a timeout on every read and a ``deadline`` on every answer as
@@ -12,9 +10,6 @@
   the read timeout; the waits GitHub asks for do not count, see ``tracker.upstream.deadline``);
 - progress: ``ClientSettings.progress``, when given, hears of every request as it is sent and
   of every retry (what is retried, after what), for a command's progress line;
-- errors: ``GitHubUnavailable`` (nothing can be learned now: outage, rate limit, bad
-  token) and ``GitHubMissing`` (GitHub answered that a thing does not exist), each
-  carrying one line a person can act on;
 - bounded pagination: a list of more than ``max_pages`` pages, or whose next page is one it
   already gave, is ``UnexpectedAnswer`` (a loop or an endless chain, never followed);
 - only GitHub's answers: every answer PyGithub receives is checked first (``_guard``): 2xx
@@ -32,115 +27,21 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlparse
 
 import github
 import requests
 from github import Auth
-from github.GithubException import (
-    BadAttributeException,
-    BadCredentialsException,
-    GithubException,
-    RateLimitExceededExceedsMaxWait,
-    RateLimitExceededException,
-)
+from github.GithubException import GithubException, RateLimitExceededExceedsMaxWait
 from github.GithubRetry import GithubRetry
-from urllib3.exceptions import ReadTimeoutError
 
-from tracker.model.environment import InputError, OutsideVariables
 from tracker.upstream import deadline
-from tracker.upstream.fields import WrongField, shown
+from tracker.upstream.errors import UnexpectedAnswer, classify
+from tracker.upstream.settings import ClientSettings
 
-DEFAULT_API_URL = "https://api.github.com"
-MAX_PAGES = 100  # of one list: 10,000 items at 100 a page; the longest GitHub list read here has a few
 USER_AGENT = "xpu-workarounds"
-
-
-class GitHubError(Exception):
-    """A GitHub failure as one line; never holds the token or request headers."""
-
-
-class GitHubUnavailable(GitHubError):
-    """Nothing can be learned from GitHub now (outage, timeout, rate limit, credentials)."""
-
-
-class GitHubMissing(GitHubError):
-    """GitHub answered that the thing asked for does not exist (404, 410, 422)."""
-
-
-class UnexpectedAnswer(GithubException):
-    """An answer that is not GitHub's REST API (wrong status, not JSON, wrong shape, another host)."""
-
-    def __init__(self, line: str) -> None:
-        super().__init__(0, None, None, line)
-        self.line = line
-
-
-class BadApiUrl(InputError):
-    """``GITHUB_API_URL`` is not a URL this client can ask (the message never repeats it: it may hold a password)."""
-
-
-def _api_url_problem(url: str) -> str:
-    """What is wrong with ``url`` as the REST API's base URL, or "" when nothing is."""
-    if any(not char.isprintable() or char.isspace() for char in url):
-        return "has spaces or control characters in it"
-    authority = url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    if "@" in authority:
-        return ("has credentials in it (USER:PASSWORD@), which are never sent nor shown: give the token in "
-                "XPU_WORKAROUNDS_GITHUB_TOKEN or GITHUB_TOKEN")
-    try:
-        parsed = urlparse(url)
-        port = parsed.port
-    except ValueError:
-        return "is not a URL (or its port is not one)"
-    if parsed.scheme not in ("https", "http") or not url.lower().startswith(f"{parsed.scheme}://"):
-        return "is not an https:// (or http://) URL"
-    if not parsed.hostname:
-        return "has no host"
-    if port == 0:
-        return "has port 0"
-    if parsed.query or parsed.fragment or "?" in url or "#" in url:
-        return "has a query or fragment"
-    return ""
-
-
-def api_url(url: str) -> str:
-    """``url`` if it can be the REST API's base URL, else ``BadApiUrl`` naming the problem."""
-    problem = _api_url_problem(url)
-    if problem:
-        raise BadApiUrl(f"GITHUB_API_URL {problem}; it is the REST API's URL, for example {DEFAULT_API_URL} "
-                        "or https://HOST/api/v3 on GitHub Enterprise")
-    return url
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    token: str | None = field(default=None, repr=False)
-    base_url: str = DEFAULT_API_URL
-    timeout: int = 15  # seconds, per request (connect and read); PyGithub takes whole seconds
-    retries: int = 3  # 0: no retries at all
-    max_wait: float = 60.0  # seconds: longest rate-limit or Retry-After wait accepted
-    backoff: float = 0.5  # seconds, doubled on each retry of a 5xx answer
-    max_pages: int = MAX_PAGES  # of one list; then the list is refused
-    # Told "GET /repos/o/r/pulls/1" as each request is sent, "retrying ..." before each retry.
-    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
-    deadline: float = 60.0  # seconds for one answer as a whole (retries' attempts too, not their waits)
-
-    def __post_init__(self) -> None:
-        api_url(self.base_url)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
-        variables = OutsideVariables.from_env(environ)
-        return cls(token=variables.github_token, base_url=variables.github_api_url or DEFAULT_API_URL, **overrides)
-
-    @property
-    def host(self) -> str:
-        """HOST[:PORT] of the base URL (checked: no credentials in it)."""
-        return urlparse(self.base_url).netloc
 
 
 class BoundedRetry(GithubRetry):
@@ -407,101 +308,3 @@ def _json(body: str) -> Any:
         return {"message": body[:200]}
 
 
-def classify(error: BaseException, settings: ClientSettings, what: str = "") -> GitHubError:
-    """The exception to raise for ``error``: its kind, and one line with no secret in it."""
-    subject = f"{what}: " if what else ""
-    if isinstance(error, UnexpectedAnswer):
-        return GitHubUnavailable(_scrub(subject + error.line, settings))
-    if isinstance(error, WrongField):
-        return GitHubUnavailable(_scrub(f"{subject}GitHub at {settings.host} answered wrongly: {error}", settings))
-    if isinstance(error, BadAttributeException):  # PyGithub read a field of another type than GitHub gives
-        expected = error.expected_type
-        kinds = expected if isinstance(expected, list) else [expected]
-        names = " or ".join(_TYPE_WORDS.get(kind, getattr(kind, "__name__", "another type")) for kind in kinds)
-        line = f"GitHub at {settings.host} answered wrongly: a field is {shown(error.actual_value)}, not {names}"
-        return GitHubUnavailable(_scrub(subject + line, settings))
-    if isinstance(error, RateLimitExceededExceedsMaxWait):
-        if "retry-after" in (error.headers or {}):
-            line = (f"GitHub asked to retry after {error.wait:.0f} s, more than the {settings.max_wait:.0f} s "
-                    f"this command waits; try again later")
-        else:
-            line = (f"GitHub rate limit exhausted{_reset(error.headers)}; waiting {error.wait:.0f} s is more "
-                    f"than the {settings.max_wait:.0f} s this command waits")
-        return GitHubUnavailable(_scrub(subject + line, settings))
-    if isinstance(error, GithubException):
-        status = error.status
-        headers = {str(k).lower(): str(v) for k, v in (error.headers or {}).items()}
-        message = _message(error.data)
-        if isinstance(error, RateLimitExceededException) or status == 429 or (
-                status == 403 and headers.get("x-ratelimit-remaining") == "0"):
-            line = f"GitHub rate limit exhausted{_reset(headers)}"
-            if not settings.token:
-                line += " (no token: set XPU_WORKAROUNDS_GITHUB_TOKEN or GITHUB_TOKEN for 5,000 requests an hour)"
-            return GitHubUnavailable(_scrub(subject + line, settings))
-        if isinstance(error, BadCredentialsException) or status == 401:
-            return GitHubUnavailable(_scrub(subject + "GitHub rejected the token (401 Bad credentials); check "
-                                            "XPU_WORKAROUNDS_GITHUB_TOKEN or GITHUB_TOKEN", settings))
-        if status in (404, 410, 422):
-            detail = f"not found on GitHub ({status})" if status != 422 else f"GitHub cannot answer (422{message})"
-            return GitHubMissing(_scrub(subject + detail, settings))
-        if status >= 500:
-            return GitHubUnavailable(_scrub(f"{subject}GitHub at {settings.host} answered {status}{message}"
-                                            f"{_after_retries(settings)}", settings))
-        return GitHubUnavailable(_scrub(f"{subject}GitHub answered {status}{message}", settings))
-    if isinstance(error, requests.Timeout) or _timed_out(error):
-        return GitHubUnavailable(_scrub(f"{subject}GitHub at {settings.host} did not answer within "
-                                        f"{settings.timeout:g} s{_after_retries(settings)}", settings))
-    if isinstance(error, requests.exceptions.RetryError):
-        return GitHubUnavailable(_scrub(f"{subject}GitHub at {settings.host} kept failing"
-                                        f"{_after_retries(settings)}", settings))
-    if isinstance(error, requests.ConnectionError):
-        return GitHubUnavailable(_scrub(f"{subject}cannot connect to GitHub at {settings.host}"
-                                        f"{_after_retries(settings)}", settings))
-    return GitHubUnavailable(_scrub(f"{subject}GitHub request failed ({type(error).__name__})", settings))
-
-
-# What PyGithub expects of a field, in words (``BadAttributeException.expected_type``).
-_TYPE_WORDS: dict[object, str] = {str: "a string", int: "an integer", bool: "a boolean", float: "a number",
-                                  dict: "an object", datetime: "an ISO 8601 date"}
-
-
-def _timed_out(error: BaseException) -> bool:
-    """requests reports read timeouts that exhausted urllib3's retries as ConnectionError."""
-    reason = getattr(error.args[0], "reason", None) if error.args else None
-    return isinstance(reason, ReadTimeoutError)
-
-
-def _message(data: Any) -> str:
-    if isinstance(data, dict) and isinstance(data.get("message"), str) and data["message"].strip():
-        return ": " + printable(data["message"], 120)
-    return ""
-
-
-def printable(text: str, limit: int) -> str:
-    """Text a server sent, for one line on a terminal: whitespace runs as one space, control
-    characters escaped (no escape sequence reaches the terminal), at most ``limit`` characters."""
-    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in " ".join(text.split()))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _reset(headers: Mapping[str, Any] | None) -> str:
-    value = {str(k).lower(): v for k, v in (headers or {}).items()}.get("x-ratelimit-reset")
-    try:
-        moment = datetime.fromtimestamp(int(float(str(value))), UTC)
-    except (TypeError, ValueError, OverflowError):
-        return ""
-    minutes = max(0, round((moment - datetime.now(UTC)).total_seconds() / 60))
-    return f"; it resets at {moment:%H:%M} UTC (in {minutes} min)"
-
-
-def _after_retries(settings: ClientSettings) -> str:
-    if not settings.retries:
-        return ""
-    return f" (after {settings.retries} {'retry' if settings.retries == 1 else 'retries'})"
-
-
-def _scrub(line: str, settings: ClientSettings) -> str:
-    """Belt and braces: whatever a server echoed, the token never leaves in a message."""
-    if settings.token and len(settings.token) >= 8:  # a real token; a shorter one would mangle words
-        line = line.replace(settings.token, "***")
-    return printable(line, 500)

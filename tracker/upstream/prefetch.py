@@ -26,8 +26,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from tracker.upstream.cache import Entry, NotCached, Source
-from tracker.upstream.client import GitHubMissing
 from tracker.upstream.clock import iso
+from tracker.upstream.errors import GitHubMissing
 from tracker.upstream.fields import (
     as_bool,
     as_choice,
@@ -41,9 +41,7 @@ from tracker.upstream.fields import (
     optional_str,
 )
 from tracker.upstream.graphql import (
-    CONTAINED,
     HISTORY_LIMIT,
-    REST_STATUS,
     Ask,
     CommitAsk,
     CompareAsk,
@@ -53,6 +51,11 @@ from tracker.upstream.graphql import (
     HistoryAsk,
     PullAsk,
     TagsAsk,
+)
+from tracker.upstream.releases import REPOSITORY_COMPONENTS, tags_path
+from tracker.upstream.rest_shapes import (
+    CONTAINED,
+    REST_STATUS,
     history_nodes,
     rest_commit,
     rest_event,
@@ -61,7 +64,6 @@ from tracker.upstream.graphql import (
     rest_tag,
     tag_date,
 )
-from tracker.upstream.releases import REPOSITORY_COMPONENTS, tags_path
 
 _REPO = r"/repos/(?P<repo>[^/]+/[^/]+)"
 PULL = re.compile(_REPO + r"/pulls/(?P<number>\d+)$")
