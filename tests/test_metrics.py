@@ -231,3 +231,20 @@ def test_every_dashboard_query_names_metrics_and_labels_the_plugin_exports(tmp_p
         labels |= set(re.findall(rf"label_values\(\s*{NAME}\s*,\s*({NAME})\s*\)", query))
         allowed = set().union(*(ours[name] for name in named)) | TARGET_LABELS
         assert labels <= allowed, (query, labels - allowed)
+
+
+def test_without_prometheus_the_dashboard_test_fails_with_one_line_saying_how_to_install_it(tmp_path):
+    # The test that proves the dashboard on a real Prometheus (tests/test_vllm_metrics.py), run where no
+    # prometheus is on PATH: it fails, before any vLLM starts, and says how to get one; never a skip or a pass.
+    from support.prometheus import MISSING
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    tests = Path(__file__).resolve().parent
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-rA",
+         str(tests / "test_vllm_metrics.py"), "-k", "the_instance_variable_offers_every_instance"],
+        capture_output=True, text=True, timeout=300, cwd=tests.parent, env={**os.environ, "PATH": str(empty)})
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.count(MISSING) == 1 and "1 error" in result.stdout, result.stdout
+    assert "Traceback" not in result.stdout and "skipped" not in result.stdout and "passed" not in result.stdout

@@ -10,7 +10,10 @@ the patch (a real ``PermissionError``: tests/scripts/faults). So the front end a
 core wait for a module they never import, and the worker, only the worker, fails.
 
 While the server runs: one completion over HTTP, one scrape of ``/metrics`` over HTTP, and
-``xpu-workarounds status --reports`` over the reports the same processes wrote.
+``xpu-workarounds status --reports`` over the reports the same processes wrote. Then the Grafana
+dashboard (docs/grafana/xpu-workarounds.json) on a real Prometheus scraping this server and two
+more servers of the plugin's metrics, one on another manifest (docs/testing.md says how): every
+panel's query, ``$instance`` substituted as Grafana does, answers what the panel's title says.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support import own_workaround, vllm_harness
+from support import own_workaround, prometheus, vllm_harness
 
 pytestmark = pytest.mark.vllm_e2e
 
@@ -46,6 +51,7 @@ class Served:
     status_code: int
     text: str
     manifest: Path
+    base: str  # http://127.0.0.1:PORT, while this file's tests run
 
     def series(self, name: str) -> list[dict[str, str]]:
         return [sample.labels for family in text_string_to_metric_families(self.scrape)
@@ -65,7 +71,7 @@ def get(url: str, body: dict | None = None) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> Served:
+def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> Iterator[Served]:
     workdir = tmp_path_factory.mktemp("served")
     reports = workdir / "reports"
     faults = workdir / "faults"
@@ -83,9 +89,10 @@ def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_
         status = subprocess.run([str(CLI), "status", "--reports", str(reports), "--json"], capture_output=True,
                                 text=True, timeout=120,
                                 env={k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")})
-    assert status.stdout, status.stderr
-    return Served(completion, scrape, json.loads(status.stdout), status.returncode,
-                  (workdir / "server.log").read_text(), own_workarounds.manifest)
+        assert status.stdout, status.stderr
+        # The server runs on while this file's tests do: the dashboard's Prometheus scrapes it too.
+        yield Served(completion, scrape, json.loads(status.stdout), status.returncode,
+                     (workdir / "server.log").read_text(), own_workarounds.manifest, base)
 
 
 def test_the_server_answers_a_completion_over_http(served):
@@ -129,3 +136,226 @@ def test_status_reports_over_the_same_run_agrees_with_what_metrics_shows(served)
     assert served.status["differences"] == [
         f"process {worker['pid']} (worker): {SYNC} failed: PermissionError: injected fault: "
         f"PPHandler.broadcast may not be replaced"]
+
+
+# ------------------------------------------------ the Grafana dashboard on a real Prometheus
+
+DASHBOARD = json.loads((vllm_harness.REPO_ROOT / "docs" / "grafana" / "xpu-workarounds.json").read_text())
+FAILED = ("failed", "drifted")
+STEP = 1.0  # seconds between the points of a range query
+
+
+@dataclass
+class Fleet:
+    """A real Prometheus that has scraped the vLLM server above and two more servers of this
+    package's metrics (tests/scripts/metrics_server.py): one on the same manifest as the vLLM
+    server, one on an edited copy of it (another sha256)."""
+
+    prometheus: prometheus.Prometheus
+    at: float  # a moment at which Prometheus holds a fresh scrape of every instance
+    scrapes: dict[str, str]  # instance (host:port) -> its /metrics, read by the test itself
+    vllm: str
+    agreeing: str
+    odd: str
+
+    def workarounds(self, chosen: list[str]) -> list[dict[str, str]]:
+        return [{**labels, "instance": instance} for instance in chosen
+                for labels in exported(self.scrapes[instance], "xpu_workarounds_workaround")]
+
+    def infos(self, chosen: list[str]) -> dict[str, dict[str, str]]:
+        return {instance: info for instance in chosen
+                for info in exported(self.scrapes[instance], "xpu_workarounds_info")}
+
+
+def exported(scrape: str, name: str) -> list[dict[str, str]]:
+    return [sample.labels for family in text_string_to_metric_families(scrape)
+            for sample in family.samples if sample.name == name and sample.value == 1]
+
+
+@pytest.fixture(scope="module")
+def fleet(request, tmp_path_factory) -> Iterator[Fleet]:
+    executable = prometheus.binary()
+    if executable is None:  # before anything slow starts
+        pytest.fail(prometheus.MISSING, pytrace=False)
+    served: Served = request.getfixturevalue("served")
+    e2e_python = request.getfixturevalue("e2e_python")
+    installed_project = request.getfixturevalue("installed_project")
+    own_workarounds = request.getfixturevalue("own_workarounds")
+    workdir = tmp_path_factory.mktemp("fleet")
+    edited = workdir / "workarounds.toml"  # one machine's manifest, edited: another sha256
+    edited.write_text(served.manifest.read_text() + "# edited on this machine\n")
+
+    def like_the_vllm_server(name: str, manifest: Path) -> dict[str, str]:
+        return vllm_harness.subprocess_env(
+            [own_workarounds.site, installed_project], XPU_WORKAROUNDS_MANIFEST=str(manifest),
+            XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=f"{CALL_THROUGH},{SYNC}",
+            XPU_WORKAROUNDS_CACHE_DIR=str(workdir / name / "cache"))
+
+    vllm = served.base.removeprefix("http://")
+    with (vllm_harness.metrics_server(e2e_python, workdir / "agreeing",
+                                      like_the_vllm_server("agreeing", served.manifest)) as agreeing,
+          vllm_harness.metrics_server(e2e_python, workdir / "odd", like_the_vllm_server("odd", edited)) as odd):
+        scrapes = {instance: get(f"http://{instance}/metrics").decode() for instance in (vllm, agreeing, odd)}
+        read = time.time()
+        with prometheus.Prometheus(executable, workdir, [vllm, agreeing, odd]) as server:
+            at = round(server.wait_scraped_since(read), 3)  # milliseconds: Prometheus's resolution
+            yield Fleet(server, at, scrapes, vllm, agreeing, odd)
+
+
+def panel(title: str) -> dict:
+    (found,) = [panel for panel in DASHBOARD["panels"] if panel["title"] == title]
+    return dict(found)
+
+
+def instance_variable() -> dict:
+    (variable,) = [variable for variable in DASHBOARD["templating"]["list"] if variable["name"] == "instance"]
+    return dict(variable)
+
+
+def answer(fleet: Fleet, title: str, chosen: list[str]) -> list[dict]:
+    """What Grafana gets for the panel with ``$instance`` set to ``chosen``: its one query, the
+    variable substituted as Grafana does, sent as an instant query at ``fleet.at`` where the panel
+    asks for one, else as a range query ending there (a time series panel)."""
+    variable = instance_variable()
+    value = prometheus.variable_value(chosen, multi=variable["multi"], include_all=variable["includeAll"])
+    (target,) = panel(title)["targets"]
+    expr = prometheus.interpolate(target["expr"], {"instance": value})
+    if target.get("instant"):
+        return fleet.prometheus.instant(expr, fleet.at)
+    return fleet.prometheus.range(expr, fleet.at - 20 * STEP, fleet.at, STEP)
+
+
+def stat(fleet: Fleet, title: str, chosen: list[str]) -> float:
+    (sample,) = answer(fleet, title, chosen)
+    return float(sample["value"][1])
+
+
+def table(fleet: Fleet, title: str, chosen: list[str]) -> list[dict[str, str]]:
+    """The rows of a table panel: each sample's labels, checked to hold every column the panel's
+    ``organize`` transformation orders."""
+    rows = [sample["metric"] for sample in answer(fleet, title, chosen)]
+    for transformation in panel(title).get("transformations", []):
+        for column in transformation["options"].get("indexByName", {}):
+            assert all(column in row for row in rows), (title, column)
+    return rows
+
+
+# The selections a user makes of the instance variable: "All" (every instance the variable offers),
+# two of them, one. Grafana formats each differently ("(a|b|c)", "(a|b)", "a", each regex-escaped).
+SELECTIONS = {
+    "all": lambda fleet: sorted((fleet.vllm, fleet.agreeing, fleet.odd)),
+    "vllm-and-odd": lambda fleet: [fleet.vllm, fleet.odd],
+    "agreeing-only": lambda fleet: [fleet.agreeing],
+}
+selection = pytest.mark.parametrize("chosen", list(SELECTIONS))
+
+
+def test_prometheus_scraped_the_real_vllm_server_and_both_metrics_servers(fleet):
+    state = {target["labels"]["instance"]: target for target in fleet.prometheus.targets_state()}
+    assert set(state) == {fleet.vllm, fleet.agreeing, fleet.odd}
+    assert all(target["health"] == "up" for target in state.values())
+    # What the real vLLM server exports, Prometheus holds, the failed worker among it.
+    stored = fleet.prometheus.instant(f'xpu_workarounds_workaround{{instance="{fleet.vllm}"}}', fleet.at)
+    assert [sample["metric"] for sample in stored if sample["metric"]["outcome"] == "failed"] == [
+        {"__name__": "xpu_workarounds_workaround", "instance": fleet.vllm, "job": "vllm", "id": SYNC,
+         "decision": "apply", "reason": "forced", "outcome": "failed", "process": "worker"}]
+
+
+def test_the_instance_variable_offers_every_instance_that_reports(fleet):
+    query = instance_variable()["definition"]
+    metric, label = prometheus.label_values_arguments(query)
+    assert fleet.prometheus.label_values(label, metric, fleet.at - 60, fleet.at) == SELECTIONS["all"](fleet)
+
+
+@selection
+def test_failed_or_drifted_counts_every_failed_or_drifted_series(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    expected = [row for row in fleet.workarounds(instances) if row["outcome"] in FAILED]
+    assert stat(fleet, "Workarounds failed or drifted", instances) == len(expected)
+    assert (chosen == "agreeing-only") == (not expected)  # 0 too is an answer, not "no data"
+
+
+@selection
+def test_distinct_versions_and_manifests_counts_the_pairs_instances_run(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    pairs = {(info["version"], info["manifest_sha256"]) for info in fleet.infos(instances).values()}
+    assert stat(fleet, "Distinct xpu-workarounds versions and manifests", instances) == len(pairs)
+    assert len(pairs) == (1 if chosen == "agreeing-only" else 2)
+
+
+@selection
+def test_instances_reporting_counts_the_chosen_instances(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    assert stat(fleet, "Instances reporting", instances) == len(instances)
+
+
+@selection
+def test_waiting_in_a_worker_counts_only_the_workers_waiting_series(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    rows = fleet.workarounds(instances)
+    expected = [row for row in rows if row["outcome"] == "waiting" and row["process"] == "worker"]
+    assert stat(fleet, "Waiting in a worker", instances) == len(expected)
+    # The vLLM server's front end and engine core wait for the worker's module for good: not counted.
+    assert any(row["outcome"] == "waiting" and row["process"] != "worker" for row in rows)
+
+
+@selection
+def test_applied_per_instance_has_a_line_per_instance_and_process_ending_at_its_applied_count(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    applied: dict[tuple[str, str], int] = {}
+    for row in fleet.workarounds(instances):
+        key = (row["instance"], row["process"])
+        applied[key] = applied.get(key, 0) + (row["outcome"] == "applied")
+    lines = {(line["metric"]["instance"], line["metric"]["process"]): line["values"][-1]
+             for line in answer(fleet, "Workarounds applied per instance", instances)}
+    assert {key: float(value) for key, (_, value) in lines.items()} == applied
+    assert {moment for moment, _ in lines.values()} == {round(fleet.at, 3)}
+    assert set(applied.values()) == ({0, 1} if fleet.vllm in instances else {0})
+
+
+@selection
+def test_the_failed_or_drifted_table_names_instance_process_and_workaround(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    columns = ("instance", "process", "id", "outcome", "decision", "reason")
+    rows = {tuple(row[c] for c in columns) for row in table(fleet, "Failed or drifted workarounds", instances)}
+    assert rows == {tuple(row[c] for c in columns) for row in fleet.workarounds(instances) if row["outcome"] in FAILED}
+    assert rows == ({(fleet.vllm, "worker", SYNC, "failed", "apply", "forced")} if fleet.vllm in instances else set())
+
+
+@selection
+def test_the_differing_table_lists_the_instances_off_the_most_common_version_and_manifest(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    listed = [row["instance"] for row in
+              table(fleet, "Instances whose xpu-workarounds version or manifest differ", instances)]
+    if chosen == "all":  # the vLLM server and one metrics server agree: the odd one is listed
+        assert listed == [fleet.odd]
+    elif chosen == "vllm-and-odd":  # one each: there is no most common pair, one of the two is listed
+        assert len(listed) == 1 and listed[0] in instances
+    else:
+        assert listed == []
+
+
+@selection
+def test_every_instance_table_shows_each_ones_version_manifest_and_platform(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    rows = table(fleet, "Every instance: version, manifest, platform", instances)
+    shown = {row["instance"]: {k: row[k] for k in ("version", "manifest_sha256", "platform")} for row in rows}
+    assert shown == fleet.infos(instances) and len(rows) == len(instances)
+
+
+@selection
+def test_every_workaround_table_shows_each_series_of_each_instance_and_process(fleet, chosen):
+    instances = SELECTIONS[chosen](fleet)
+    columns = ("instance", "process", "id", "decision", "reason", "outcome")
+    rows = [tuple(row[c] for c in columns) for row in
+            table(fleet, "Every workaround, by instance and process", instances)]
+    assert sorted(rows) == sorted(tuple(row[c] for c in columns) for row in fleet.workarounds(instances))
+    assert {row[0] for row in rows} == set(instances)
+
+
+def test_every_panel_is_proven_here():
+    proven = {"Workarounds failed or drifted", "Distinct xpu-workarounds versions and manifests",
+              "Instances reporting", "Waiting in a worker", "Workarounds applied per instance",
+              "Failed or drifted workarounds", "Instances whose xpu-workarounds version or manifest differ",
+              "Every instance: version, manifest, platform", "Every workaround, by instance and process"}
+    assert {panel["title"] for panel in DASHBOARD["panels"]} == proven

@@ -503,6 +503,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def stop_session(process: subprocess.Popen) -> None:
+    """End a process started with ``start_new_session=True`` and everything in its session."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @contextmanager
 def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str],
                timeout: float = 1200) -> Iterator[str]:
@@ -532,9 +542,28 @@ def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str]
                 time.sleep(0.5)
         yield base
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_session(process)
+
+
+@contextmanager
+def metrics_server(e2e_python: Path, workdir: Path, env: dict[str, str], timeout: float = 300) -> Iterator[str]:
+    """``tests/scripts/metrics_server.py``: this package's metrics served as in a vLLM server (an API
+    server, an engine core and a worker registering the plugin), without vLLM; yields its
+    ``host:port`` once it listens, and stops it (its children with it: its own session) on the way out."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    announced = workdir / "metrics_server.json"
+    log = workdir / "metrics_server.log"
+    with open(announced, "w") as output, open(log, "w") as errors:
+        process = subprocess.Popen([str(e2e_python), str(SCRIPTS / "metrics_server.py")], cwd=workdir, env=env,
+                                   stdout=output, stderr=errors, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not announced.read_text().endswith("\n"):
+            if process.poll() is not None:
+                raise HarnessError(f"the metrics server exited {process.returncode}:\n{log.read_text()[-6000:]}")
+            if time.monotonic() > deadline:
+                raise HarnessError(f"the metrics server did not listen after {timeout:g} s:\n{log.read_text()[-6000:]}")
+            time.sleep(0.1)
+        yield f"127.0.0.1:{json.loads(announced.read_text())['port']}"
+    finally:
+        stop_session(process)
