@@ -20,6 +20,7 @@ import pytest
 from support import own_workaround, vllm_harness
 from support.manifests import workaround, write_manifest
 from support.raycluster import LocalRayCluster, free_port
+from support.reports import entry, process_report
 
 from tracker.commands import cluster
 from tracker.commands.cluster import Node, compare
@@ -118,43 +119,56 @@ def test_a_node_with_a_bad_setting_answers_an_error_not_a_traceback(monkeypatch)
 
 
 def report(pid: int, **outcomes: str) -> str:
-    return json.dumps({"schema": 1, "pid": pid, "workarounds": [
-        {"id": workaround, "decision": "apply", "outcome": outcome} for workaround, outcome in outcomes.items()]})
+    return json.dumps(process_report(pid, *(entry(workaround, outcome) for workaround, outcome in outcomes.items())))
+
+
+def plant(path: Path, content: str) -> None:
+    """A file as the plugin leaves a report (0600), whatever it holds."""
+    path.write_text(content)
+    path.chmod(0o600)
 
 
 def test_live_reports_are_read_from_running_processes_only(tmp_path):
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = int(ended.stdout)
-    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"first-fix": "applied",
-                                                                          "second-fix": "waiting"}))
-    (tmp_path / f"{dead}.json").write_text(report(dead, **{"first-fix": "applied"}))
+    plant(tmp_path / f"{os.getpid()}.json", report(os.getpid(), **{"first-fix": "applied", "second-fix": "waiting"}))
+    plant(tmp_path / f"{dead}.json", report(dead, **{"first-fix": "applied"}))
     live = live_reports(str(tmp_path))
     assert live["processes"] == [{"pid": os.getpid(), "applied": ["first-fix"],
                                   "waiting": ["second-fix"], "failed": [], "drifted": []}]
     assert (live["ended"], live["ignored"]) == (1, 0)
 
 
+def shaped(pid: int, change) -> str:
+    document = process_report(pid, entry("first-fix", "applied"))
+    change(document)
+    return json.dumps(document)
+
+
 @pytest.mark.parametrize("content", [
-    "not json", "[]", '{"pid": "1"}', report(1), '{"pid": PID, "workarounds": {}}',
-    '{"pid": PID, "workarounds": [{"id": 3, "outcome": "applied"}]}',
-    '{"pid": PID, "workarounds": [{"id": "x", "outcome": "exploded"}]}',
-    '{"pid": PID, "workarounds": [' + ", ".join(['{"id": "x", "outcome": "applied"}'] * 40000) + "]}",
-])
+    lambda pid: "not json", lambda pid: "[]", lambda pid: '{"pid": "1"}', lambda pid: report(1),
+    lambda pid: shaped(pid, lambda document: document.update(workarounds={})),
+    lambda pid: shaped(pid, lambda document: document["workarounds"][0].update(id=3)),
+    lambda pid: shaped(pid, lambda document: document["workarounds"][0].update(outcome="exploded")),
+    lambda pid: shaped(pid, lambda document: document.pop("tool")),
+    lambda pid: json.dumps(process_report(pid, *[entry("first-fix", "applied")] * 12000)),  # over 1 MiB
+], ids=["not-json", "a-list", "pid-a-string", "another-pid", "workarounds-a-table", "id-a-number",
+        "unknown-outcome", "no-tool", "too-large"])
 def test_malformed_report_files_are_ignored_and_counted(tmp_path, content):
-    (tmp_path / f"{os.getpid()}.json").write_text(content.replace("PID", str(os.getpid())))
+    plant(tmp_path / f"{os.getpid()}.json", content(os.getpid()))
     live = live_reports(str(tmp_path))
     assert (live["processes"], live["ignored"]) == ([], 1)
 
 
 def test_a_report_that_is_a_symlink_is_ignored(tmp_path):
     elsewhere = tmp_path / "elsewhere.txt"
-    elsewhere.write_text(report(os.getpid(), **{"first-fix": "applied"}))
+    plant(elsewhere, report(os.getpid(), **{"first-fix": "applied"}))
     (tmp_path / f"{os.getpid()}.json").symlink_to(elsewhere)
     assert live_reports(str(tmp_path))["ignored"] == 1
 
 
 def test_a_process_that_applied_other_than_status_would_is_noted(monkeypatch, tmp_path):
-    (tmp_path / f"{os.getpid()}.json").write_text(report(os.getpid(), **{"first-fix": "applied"}))
+    plant(tmp_path / f"{os.getpid()}.json", report(os.getpid(), **{"first-fix": "applied"}))
     here = answer(monkeypatch, XPU_WORKAROUNDS_REPORT=str(tmp_path))
     result = compare("test", [node("a", here, head=True)])
     assert result.agree

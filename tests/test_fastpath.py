@@ -55,7 +55,8 @@ def start(cache, extra_path=None, *, cwd=None, prelude: str = "", **env: str) ->
 
 
 def without_pid(report: dict) -> dict:
-    return {k: v for k, v in report.items() if k != "pid"}
+    """What two processes of one stack report alike: all but their pid and when they started."""
+    return {k: v for k, v in report.items() if k not in ("pid", "started")}
 
 
 def test_a_second_process_replays_the_first_ones_answer(tmp_path):
@@ -493,6 +494,17 @@ def test_the_replays_skip_reasons_are_the_vocabularys():
     from tracker.model.vocabulary import SKIP_REASONS
 
     assert set(plugin._SKIP_REASONS) == SKIP_REASONS and len(plugin._SKIP_REASONS) == len(SKIP_REASONS)
+
+
+def test_the_replays_report_keys_are_the_process_reports_type():
+    """The fast path checks a stored report's keys without importing the type; these are its keys."""
+    from tracker.runtime import reports
+
+    assert plugin._REPORT_KEYS | set(plugin._OWN_KEYS) == reports.ProcessReport.__required_keys__
+    assert plugin._ENTRY_KEYS == reports.WorkaroundReport.__required_keys__
+    assert plugin._TARGET_KEYS == reports.TargetReport.__required_keys__
+    assert plugin._ENVIRONMENT_KEYS == reports.EnvironmentReport.__required_keys__
+    assert plugin._TOOL_KEYS == reports.ToolReport.__required_keys__
 
 
 STRICT_IMPORT = (

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.reports import entry, process_report
 
 from tracker import plugin
 from tracker.model import reader
@@ -124,9 +125,7 @@ def test_without_a_report_directory_the_server_makes_a_private_one_its_processes
 
 def test_reports_of_processes_the_server_did_not_start_are_not_counted(tmp_path):
     reports = tmp_path / "reports"
-    stranger = {"schema": 1, "pid": os.getpid(), "process": "worker", "parent": os.getppid(), "environment": None,
-                "warnings": [], "workarounds": [{"id": "stranger-fix", "decision": "apply", "reason": "affected",
-                                                 "outcome": "failed"}]}
+    stranger = process_report(os.getpid(), entry("stranger-fix", "failed"), process="worker", parent=os.getppid())
     plugin.write_report(str(reports), stranger)  # a running process of another server, sharing the directory
     served = serve(tmp_path, XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_REPORT=str(reports))
     assert served["reports"] == str(reports)
@@ -170,9 +169,7 @@ def test_the_scrape_shows_a_reports_outcome_as_it_is_now(tmp_path, outcome):
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        report = {"schema": 1, "pid": child.pid, "process": "worker", "parent": os.getpid(), "environment": None,
-                  "warnings": [], "workarounds": [{"id": "first-fix", "decision": "apply", "reason": "affected",
-                                                   "outcome": "waiting"}]}
+        report = process_report(child.pid, entry("first-fix", "waiting"), process="worker", parent=os.getpid())
         plugin.write_report(str(tmp_path), report)
         registry = CollectorRegistry()
         registry.register(Collector(str(tmp_path)))
@@ -248,3 +245,56 @@ def test_without_prometheus_the_dashboard_test_fails_with_one_line_saying_how_to
     assert result.returncode == 1, result.stdout
     assert result.stdout.count(MISSING) == 1 and "1 error" in result.stdout, result.stdout
     assert "Traceback" not in result.stdout and "skipped" not in result.stdout and "passed" not in result.stdout
+
+
+# ------------------------------------------------------------ planted files beside real reports
+
+
+def child_with_report(directory: Path):
+    """A running process started by this one, its report written as the plugin writes it."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    plugin.write_report(str(directory), process_report(child.pid, entry("first-fix", "applied"), process="worker",
+                                                       parent=os.getpid()))
+    return child
+
+
+def scrape(directory: Path) -> str:
+    """prometheus_client's exposition of a registry holding vLLM-like metrics of its own and the collector."""
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    from tracker.runtime.metrics import Collector
+
+    registry = CollectorRegistry()
+    Counter("vllm:request_success", "vLLM's own series, which must survive the collector", registry=registry).inc()
+    registry.register(Collector(str(directory)))
+    return generate_latest(registry).decode()
+
+
+@pytest.mark.parametrize("name", ["².json", "0PID.json", "0.json", f"{2 ** 64}.json", "99999999.json"])
+def test_a_planted_report_name_leaves_the_scrape_whole_with_the_real_reports(tmp_path, name):
+    child = child_with_report(tmp_path)
+    try:
+        planted = tmp_path / name.replace("PID", str(child.pid))
+        planted.write_bytes((tmp_path / f"{child.pid}.json").read_bytes())
+        planted.chmod(0o600)
+        exposition = scrape(tmp_path)
+    finally:
+        child.kill()
+        child.wait()
+    assert series(exposition, "vllm:request_success_total") == [{}]
+    assert [labels for labels in series(exposition, "xpu_workarounds_workaround") if labels["process"] == "worker"] == [
+        {"id": "first-fix", "decision": "apply", "reason": "affected", "outcome": "applied", "process": "worker"}]
+
+
+def test_a_report_directory_others_may_write_is_not_read_and_the_scrape_stays_whole(tmp_path):
+    child = child_with_report(tmp_path)
+    try:
+        tmp_path.chmod(0o777)  # the plugin would not write its report here
+        exposition = scrape(tmp_path)
+    finally:
+        tmp_path.chmod(0o700)
+        child.kill()
+        child.wait()
+    assert series(exposition, "vllm:request_success_total") == [{}]
+    assert {labels["process"] for labels in series(exposition, "xpu_workarounds_workaround")} <= {"api_server"}
+    assert series(exposition, "xpu_workarounds_info")

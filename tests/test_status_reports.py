@@ -14,25 +14,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.reports import TOOL, entry, process_report
 
 from tracker.model.vocabulary import Outcome
 from tracker.plugin import write_report
 from tracker.runtime import reports
 
 SCRIPT = Path(sys.executable).parent / "xpu-workarounds"
-ENVIRONMENT = {"platform": "xpu", "platform_source": "override", "versions": {"vllm": "0.32.0", "torch": "2.13.0"}}
 
 
-def entry(workaround: str, outcome: str, decision: str = "apply", reason: str = "affected",
-          error: str | None = None) -> dict:
-    return {"id": workaround, "decision": decision, "reason": reason, "detail": "", "outcome": outcome,
-            "error": error, "decided_by": "version", "targets": []}
-
-
-def write(directory: Path, pid: int, *entries: dict, role: str | None = None, parent: int | None = None,
+def write(directory: Path, pid: int, *entries: dict, role: str = "main", parent: int = 0, tool: dict | None = None,
           **fields: object) -> None:
-    document = {"schema": 1, "pid": pid, "environment": ENVIRONMENT, "warnings": [], "workarounds": list(entries),
-                **({"process": role} if role else {}), **({"parent": parent} if parent else {}), **fields}
+    """A report as the plugin writes it; ``tool``: the version and digest it names (the manifest's path added)."""
+    document = {**process_report(pid, *entries, process=role, parent=parent), **fields}
+    if tool is not None:
+        document["tool"] = {"manifest": TOOL["manifest"], **tool}
     write_report(str(directory), document)
 
 
@@ -120,7 +116,7 @@ def test_reports_of_gone_processes_only_agree(tmp_path, gone):
 @pytest.mark.parametrize("content", ["not json", "[]", '{"pid": "1"}', '{"pid": PID, "workarounds": {}}',
                                      '{"pid": PID, "workarounds": [{"id": "x", "outcome": "applied", "decision": 1}]}'])
 def test_files_that_are_not_reports_are_ignored_and_named(tmp_path, content):
-    (tmp_path / f"{os.getpid()}.json").write_text(content.replace("PID", str(os.getpid())))
+    plant(tmp_path / f"{os.getpid()}.json", content.replace("PID", str(os.getpid())))
     (tmp_path / "notes.txt").write_text("not a report name: not read")
     result = status("--reports", str(tmp_path), "--json")
     assert result.returncode == 0
@@ -173,3 +169,74 @@ def test_between_two_equal_groups_the_parent_is_the_reference_whatever_the_pids(
           tool={"version": "1.0.0", "manifest_sha256": "aaaa"})
     looped = status("--reports", str(tmp_path), "--json")
     assert looped.returncode == 3 and len(json.loads(looped.stdout)["differences"]) == 1
+
+
+# ------------------------------------------------------------ planted files beside real reports
+
+
+def plant(path: Path, content: str, mode: int = 0o600) -> None:
+    """A file left where reports are, private as the plugin's own (``mode``), whatever it holds."""
+    path.write_text(content)
+    path.chmod(mode)
+
+
+def real_report_and_planted_names(directory: Path, child: int) -> list[str]:
+    """This process's report and its child's, as the plugin writes them, and beside them copies of
+    the child's under names that are no pid's: a superscript digit (a digit to ``str.isdigit``, not
+    to ``int``), a leading zero, pid 0, a pid beyond a C long and one beyond the kernel's pid_max."""
+    write(directory, os.getpid(), entry("first-fix", "applied"), role="api_server")
+    write(directory, child, entry("first-fix", "applied"), role="worker", parent=os.getpid())
+    real = (directory / f"{child}.json").read_text()
+    names = ["².json", f"0{child}.json", "0.json", f"{2 ** 64}.json", f"{reports.pid_max() + 1}.json"]
+    for name in names:
+        plant(directory / name, real)
+    return sorted(names)
+
+
+def test_planted_files_that_name_no_pid_are_ignored_and_the_real_reports_shown(tmp_path, child):
+    planted = real_report_and_planted_names(tmp_path, child)
+    result = status("--reports", str(tmp_path))
+    assert (result.returncode, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Reports in {tmp_path}: 2 running process(es), 0 gone; they agree"
+    assert sorted(line.split()[0] for line in lines[3:5]) == sorted([str(os.getpid()), str(child)])
+    assert lines[-1] == f"Ignored (not a readable report): {', '.join(planted)}"
+    document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    assert sorted(process["pid"] for process in document["processes"]) == sorted([os.getpid(), child])
+    assert document["ignored"] == planted
+
+
+def test_a_report_whose_pid_the_kernel_gave_to_a_later_process_is_gone(tmp_path, child):
+    """The report records when its writer started; the running process with that pid started later."""
+    write(tmp_path, child, entry("first-fix", "applied"), role="worker", started=1)  # one tick after boot
+    document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    assert [(process["pid"], process["state"]) for process in document["processes"]] == [(child, "gone")]
+    write(tmp_path, child, entry("first-fix", "applied"), role="worker")  # as the child itself writes it
+    document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    assert [(process["pid"], process["state"]) for process in document["processes"]] == [(child, "running")]
+
+
+@pytest.mark.parametrize(("mode", "why"), [(0o644, "readable by others"), (0o620, "writable by its group")])
+def test_a_report_others_may_read_or_write_is_ignored(tmp_path, mode, why):
+    write(tmp_path, os.getpid(), entry("first-fix", "applied"))
+    (tmp_path / f"{os.getpid()}.json").chmod(mode)
+    document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    assert (document["processes"], document["ignored"]) == ([], [f"{os.getpid()}.json"]), why
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_report_of_another_user_is_ignored(tmp_path):
+    write(tmp_path, os.getpid(), entry("first-fix", "applied"))
+    os.chown(tmp_path / f"{os.getpid()}.json", 65534, 65534)
+    document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    assert (document["processes"], document["ignored"]) == ([], [f"{os.getpid()}.json"])
+
+
+def test_a_directory_others_may_write_is_not_read_one_line_exit_2(tmp_path):
+    shared = tmp_path / "shared"
+    write(shared, os.getpid(), entry("first-fix", "applied"))
+    shared.chmod(0o777)
+    result = status("--reports", str(shared))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"xpu-workarounds: error: --reports {shared}: not read: {shared} is writable by other "
+                             "users (mode 777), where the plugin writes no report\n")

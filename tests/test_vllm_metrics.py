@@ -9,8 +9,9 @@ patches ``PPHandler.broadcast``, whose module only the worker imports, and that 
 the patch (a real ``PermissionError``: tests/scripts/faults). So the front end and the engine
 core wait for a module they never import, and the worker, only the worker, fails.
 
-While the server runs: one completion over HTTP, one scrape of ``/metrics`` over HTTP, and
-``xpu-workarounds status --reports`` over the reports the same processes wrote. Then the Grafana
+While the server runs: one completion over HTTP, files planted beside the reports the processes
+wrote (names that are no pid's), one scrape of ``/metrics`` over HTTP, and
+``xpu-workarounds status --reports`` over the same reports. Then the Grafana
 dashboard (docs/grafana/xpu-workarounds.json) on a real Prometheus scraping this server and two
 more servers of the plugin's metrics, one on another manifest (docs/testing.md says how): every
 panel's query, ``$instance`` substituted as Grafana does, answers what the panel's title says.
@@ -52,6 +53,7 @@ class Served:
     text: str
     manifest: Path
     base: str  # http://127.0.0.1:PORT, while this file's tests run
+    planted: list[str]  # files planted beside the reports before the scrape and status --reports
 
     def series(self, name: str) -> list[dict[str, str]]:
         return [sample.labels for family in text_string_to_metric_families(self.scrape)
@@ -85,6 +87,7 @@ def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_
     with vllm_harness.api_server(e2e_python, tiny_model, workdir, env, START_TIMEOUT) as base:
         completion = json.loads(get(f"{base}/v1/completions",
                                     {"model": str(tiny_model), "prompt": "hello", "max_tokens": 4}))
+        planted = plant_beside(reports)
         scrape = get(f"{base}/metrics").decode()
         status = subprocess.run([str(CLI), "status", "--reports", str(reports), "--json"], capture_output=True,
                                 text=True, timeout=120,
@@ -92,7 +95,19 @@ def served(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_
         assert status.stdout, status.stderr
         # The server runs on while this file's tests do: the dashboard's Prometheus scrapes it too.
         yield Served(completion, scrape, json.loads(status.stdout), status.returncode,
-                     (workdir / "server.log").read_text(), own_workarounds.manifest, base)
+                     (workdir / "server.log").read_text(), own_workarounds.manifest, base, planted)
+
+
+def plant_beside(reports: Path) -> list[str]:
+    """Files beside the real reports, as private as theirs, named as no pid is: a superscript digit
+    (a digit to ``str.isdigit``, not to ``int``), a real report's pid with a leading zero, pid 0,
+    and a pid beyond a C long; each holds a copy of a real report."""
+    real = next(path for path in sorted(reports.glob("*.json")) if path.stem.isascii())
+    names = ["².json", f"0{real.name}", "0.json", f"{2 ** 64}.json"]
+    for name in names:
+        (reports / name).write_bytes(real.read_bytes())
+        (reports / name).chmod(0o600)
+    return sorted(names)
 
 
 def test_the_server_answers_a_completion_over_http(served):
@@ -107,6 +122,18 @@ def test_the_scrape_shows_each_workaround_for_the_api_server_the_engine_core_and
     # The front end and the engine core never import the worker's module: still waiting for it.
     assert {(w, o, p) for w, _, _, o, p in served.workaround_series() if w == SYNC} == {
         (SYNC, "waiting", "api_server"), (SYNC, "waiting", "engine_core"), (SYNC, "failed", "worker")}
+
+
+def test_files_planted_beside_the_reports_leave_the_scrape_whole(served):
+    """vLLM's own series are there (a collector that raised would have taken every one with it)."""
+    families = {family.name for family in text_string_to_metric_families(served.scrape)}
+    assert {"vllm:num_requests_running", "vllm:prompt_tokens", "xpu_workarounds_workaround"} <= families
+
+
+def test_status_reports_shows_the_real_processes_and_names_the_planted_files_ignored(served):
+    assert served.status["ignored"] == served.planted
+    assert sorted(process["process"] for process in served.status["processes"] if process["state"] == "running") \
+        == sorted(ROLES)
 
 
 def test_a_patch_refused_in_the_worker_only_is_failed_at_metrics_and_in_the_workers_log_line(served):

@@ -60,3 +60,9 @@ def strict(environ: Mapping[str, str]) -> bool:
 def report_dir(environ: Mapping[str, str]) -> str | None:
     """Where ``XPU_WORKAROUNDS_REPORT`` asks each process to write its report (None: nowhere)."""
     return environ.get(REPORT) or None
+
+
+def short_digest(sha256: str | None) -> str:
+    """A manifest's sha256 as every printer shortens it (``--version``, the plugin's log line,
+    a cluster node's answer): its first 12 hex digits, as ``git`` shortens a commit, or ``unreadable``."""
+    return sha256[:12] if sha256 else "unreadable"

@@ -70,17 +70,21 @@ def path_directories() -> list[str]:
     return entries
 
 
-def private_dir(path: str | os.PathLike[str]) -> str:
-    """``path`` as a directory only this user can write: created 0700 when absent.
+def private_dir(path: str | os.PathLike[str], create: bool = True) -> str:
+    """``path`` as a directory only this user can write: created 0700 when absent (``create``;
+    else ``FileNotFoundError``).
 
     Raises ``UnsafeLocation`` when it is not a directory, belongs to another user, or
     group or others may write it (they could plant or swap files); ``OSError`` when it
-    cannot be created.
+    cannot be created. Where the plugin writes a report or a record, and the only places
+    their readers read one from.
     """
     directory = os.fspath(path)
     try:
         info = os.stat(directory)  # present: the common case, without makedirs' exceptions
     except FileNotFoundError:
+        if not create:
+            raise
         try:
             os.makedirs(directory, mode=0o700)
         except FileExistsError:  # made meanwhile by another process: checked below like any other

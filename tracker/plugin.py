@@ -57,6 +57,14 @@ _LINE_LIMIT = 16384
 # would cost the replay about a millisecond (tests/test_fastpath.py checks the two agree).
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
                  "unknown-version")
+# The keys of tracker.runtime.reports.ProcessReport and its parts, written out for the same reason
+# (tests/test_fastpath.py checks they are the type's). A stored report holds no process's own keys.
+_OWN_KEYS = ("pid", "process", "parent", "started")
+_REPORT_KEYS = frozenset({"schema", "environment", "tool", "warnings", "workarounds"})
+_ENTRY_KEYS = frozenset({"id", "decision", "reason", "detail", "outcome", "error", "decided_by", "targets"})
+_TARGET_KEYS = frozenset({"path", "outcome", "detail", "aliases"})
+_ENVIRONMENT_KEYS = frozenset({"platform", "platform_source", "versions"})
+_TOOL_KEYS = frozenset({"version", "manifest", "manifest_sha256"})
 
 # This process's state, read and reset by ``tracker.runtime.activate`` as module attributes (an
 # accessor function each would be one more code object for every vLLM process to load).
@@ -198,7 +206,7 @@ def is_one_line(value: object, limit: int = _LINE_LIMIT) -> bool:
 
 
 def _valid_environment(environment: object) -> bool:
-    if not isinstance(environment, dict) or set(environment) != {"platform", "platform_source", "versions"}:
+    if not isinstance(environment, dict) or environment.keys() != _ENVIRONMENT_KEYS:
         return False
     versions = environment["versions"]
     if not (is_one_line(environment["platform"], 64) and is_one_line(environment["platform_source"], 64)
@@ -213,7 +221,7 @@ def _valid_environment(environment: object) -> bool:
 def _valid_tool(tool: object) -> bool:
     """``{"version", "manifest", "manifest_sha256"}``: computed once by the full path and stored,
     so that a replay reports which tool and manifest decided without reading the manifest."""
-    return (isinstance(tool, dict) and set(tool) == {"version", "manifest", "manifest_sha256"}
+    return (isinstance(tool, dict) and tool.keys() == _TOOL_KEYS
             and is_one_line(tool["version"], 128) and is_one_line(tool["manifest"], 4096)
             and is_one_line(tool["manifest_sha256"], 64) and tool["manifest_sha256"].isalnum())
 
@@ -224,7 +232,7 @@ def _valid_warnings(warnings: object) -> bool:
 
 def _valid_report(report: object) -> bool:
     """The shape of a report in which nothing applied (``tracker.runtime.activate``'s docstring)."""
-    if not isinstance(report, dict) or set(report) != {"schema", "environment", "tool", "warnings", "workarounds"}:
+    if not isinstance(report, dict) or report.keys() != _REPORT_KEYS:
         return False
     workarounds = report["workarounds"]
     if report["schema"] != 1 or not _valid_environment(report["environment"]) or not _valid_tool(report["tool"]):
@@ -232,8 +240,7 @@ def _valid_report(report: object) -> bool:
     if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
         return False
     for entry in workarounds:
-        if not isinstance(entry, dict) or set(entry) != {"id", "decision", "reason", "detail", "outcome", "error",
-                                                         "decided_by", "targets"}:
+        if not isinstance(entry, dict) or entry.keys() != _ENTRY_KEYS:
             return False
         if (entry["decision"], entry["outcome"], entry["error"], entry["decided_by"]) != (
                 "skip", "skipped", None, "version") or entry["reason"] not in _SKIP_REASONS:
@@ -241,7 +248,7 @@ def _valid_report(report: object) -> bool:
         if not (is_one_line(entry["id"], 256) and is_one_line(entry["detail"]) and isinstance(entry["targets"], list)):
             return False
         for target in entry["targets"]:
-            if (not isinstance(target, dict) or set(target) != {"path", "outcome", "detail", "aliases"}
+            if (not isinstance(target, dict) or target.keys() != _TARGET_KEYS
                     or target["outcome"] != "skipped" or target["aliases"] != []
                     or not is_one_line(target["path"], 1024) or not is_one_line(target["detail"])):
                 return False
@@ -381,10 +388,21 @@ def report() -> dict[str, Any]:
     """The replayed report, for this process."""
     assert replayed is not None
     return {"schema": replayed["schema"], "pid": os.getpid(), "process": process_role(), "parent": os.getppid(),
-            **replayed}
+            "started": process_started(), **replayed}
 
 
-def write_report(directory: str, document: dict[str, Any] | None = None) -> None:
+def process_started(pid: int | str = "self") -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (``/proc/<pid>/stat``'s 22nd field,
+    counted after the command name, which may hold spaces and parentheses); None where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            fields = stream.read(4096)
+        return int(fields[fields.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def write_report(directory: str, document: Mapping[str, Any] | None = None) -> None:
     """Write DIR/<pid>.json (0600, random temporary name, rename) into a directory of
     this user that no one else can write; never raises. ``document``: the replayed report
     when None."""

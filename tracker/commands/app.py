@@ -49,12 +49,12 @@ def main_options(
 
 
 def _print_version(manifest: os.PathLike[str] | None) -> None:
-    from tracker.model.manifest import short_digest
     from tracker.model.reader import default_path, digest
 
     path = os.path.abspath(manifest if manifest is not None else default_path())
     sha256 = digest(path)
-    typer.echo(output.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, sha256 {short_digest(sha256)})"))
+    typer.echo(output.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, "
+                                      f"sha256 {tracker.short_digest(sha256)})"))
     if sha256 is None:
         context.fail(f"cannot read the manifest {path}")
     raise typer.Exit(0)

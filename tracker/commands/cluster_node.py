@@ -8,14 +8,14 @@ version and manifest digest, and what the node's running processes applied, read
 
 from __future__ import annotations
 
-import hashlib
 import os
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
+import tracker
 from tracker.model.vocabulary import Outcome
-from tracker.runtime.reports import OUTCOMES, read_report, report_files, running
+from tracker.paths import UnsafeLocation, private_dir
+from tracker.runtime.reports import OUTCOMES, ProcessReport, read_report, report_files, running
 
 
 def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
@@ -55,49 +55,44 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
         **answer,
         "state": "ok",
         "manifest": str(manifest.path),
-        "manifest_digest": manifest_digest(manifest.path),
+        "manifest_digest": f"sha256:{tracker.short_digest(manifest.sha256)}",
         "warnings": [*settings.problems, *decided.warnings],
         "status": document,
         "live": live_reports(directory) if directory else None,
     }
 
 
-def manifest_digest(path: Path) -> str:
-    """``sha256:`` and the first 12 hex digits of the manifest's bytes."""
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-
-
 def live_reports(directory: str) -> dict[str, Any]:
     """What running processes applied, from their ``<pid>.json`` reports in ``directory``.
 
-    The files are untrusted: anything but a regular file of at most 1 MiB holding a
-    report of the plugin's shape, for the pid of its name, is counted as ignored;
-    reports of processes no longer running are counted as ended.
-    """
+    The files are untrusted (``tracker.runtime.reports``): a name that is no pid's, or anything
+    but a report the plugin could have written, for the pid of its name, is counted as ignored;
+    reports of processes no longer running are counted as ended. A directory the plugin would
+    not write into is not read."""
     processes: list[dict[str, Any]] = []
-    ended = ignored = 0
+    ended = 0
     try:
+        private_dir(directory, create=False)
         files = report_files(directory)
     except OSError as error:
-        return {"dir": directory, "error": f"cannot read: {error.strerror or error}", "processes": [],
-                "ended": 0, "ignored": 0}
-    for name, pid in files:
-        report = _read_report(os.path.join(directory, name), pid)
+        reason = str(error) if isinstance(error, UnsafeLocation) else f"cannot read: {error.strerror or error}"
+        return {"dir": directory, "error": reason, "processes": [], "ended": 0, "ignored": 0}
+    ignored = len(files.ignored)
+    for name, pid in files.reports:
+        report = read_report(os.path.join(directory, name), pid)
         if report is None:
             ignored += 1
-        elif not running(report["pid"]):
+        elif not running(report):
             ended += 1
         else:
-            processes.append(report)
+            processes.append(_applied(report))
     return {"dir": directory, "processes": processes, "ended": ended, "ignored": ignored}
 
 
-def _read_report(path: str, pid: int) -> dict[str, Any] | None:
-    """The report's pid and workaround outcomes, or None when it is not a well-formed report."""
-    document = read_report(path, pid)
-    if document is None:
-        return None
+def _applied(report: ProcessReport) -> dict[str, Any]:
+    """The report's pid and its workarounds' ids by outcome (but skipped)."""
     outcomes: dict[str, list[str]] = {outcome: [] for outcome in OUTCOMES}
-    for entry in document["workarounds"]:
+    for entry in report["workarounds"]:
         outcomes[entry["outcome"]].append(entry["id"])
-    return {"pid": pid, **{outcome: sorted(ids) for outcome, ids in outcomes.items() if outcome != Outcome.SKIPPED}}
+    return {"pid": report["pid"], **{outcome: sorted(ids) for outcome, ids in outcomes.items()
+                                     if outcome != Outcome.SKIPPED}}

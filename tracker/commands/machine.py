@@ -18,68 +18,60 @@ from typing import Any
 from tracker.commands.cluster import stack_differences
 from tracker.commands.output import escape_controls, table
 from tracker.model.vocabulary import SCHEMA, Outcome
-from tracker.runtime.reports import read_report, report_files, running
+from tracker.paths import UnsafeLocation, private_dir
+from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
 
 SHOWN = ("applied", "waiting", "failed", "drifted")
 
 
 @dataclass
 class Process:
-    """One report: the process that wrote it and what it says."""
+    """One report: the process that wrote it and what it says (typed by ``read_report``)."""
 
-    pid: int
+    report: ProcessReport
     running: bool
-    report: dict[str, Any]
 
     @property
-    def role(self) -> str | None:
-        role = self.report.get("process")
-        return role if isinstance(role, str) else None
+    def pid(self) -> int:
+        return self.report["pid"]
 
     @property
-    def parent(self) -> int | None:
-        parent = self.report.get("parent")
-        return parent if type(parent) is int else None
+    def role(self) -> str:
+        return self.report["process"]
+
+    @property
+    def parent(self) -> int:
+        return self.report["parent"]
 
     @property
     def label(self) -> str:
         return f"process {self.pid}" + (f" ({escape_controls(self.role)})" if self.role else "")
 
     @property
-    def environment(self) -> dict[str, Any]:
-        environment = self.report.get("environment")
-        return environment if isinstance(environment, dict) else {}
-
-    @property
     def platform(self) -> str:
-        platform = self.environment.get("platform")
-        return platform if isinstance(platform, str) else "?"
+        environment = self.report["environment"]
+        return environment["platform"] if environment is not None else "?"
 
     @property
     def versions(self) -> dict[str, str | None]:
-        versions = self.environment.get("versions")
-        if not isinstance(versions, dict):
-            return {}
-        return {str(name): value if isinstance(value, str) else None for name, value in versions.items()}
+        environment = self.report["environment"]
+        return dict(environment["versions"]) if environment is not None else {}
 
     @property
     def tool(self) -> dict[str, str | None]:
         """The xpu-workarounds version and manifest digest the report names (None where it names none)."""
-        tool = self.report.get("tool")
-        tool = tool if isinstance(tool, dict) else {}
-        return {key: tool[key] if isinstance(tool.get(key), str) else None for key in ("version", "manifest_sha256")}
+        tool = self.report["tool"]
+        return {"version": tool["version"] if tool else None, "manifest_sha256": tool["manifest_sha256"] if tool else None}
 
     @property
-    def workarounds(self) -> list[dict[str, Any]]:
-        entries: list[dict[str, Any]] = self.report["workarounds"]
-        return entries
+    def workarounds(self) -> list[WorkaroundReport]:
+        return self.report["workarounds"]
 
     def ids(self, outcome: str) -> list[str]:
         return [entry["id"] for entry in self.workarounds if entry["outcome"] == outcome]
 
     def decisions(self) -> tuple[tuple[str, str, str], ...]:
-        return tuple(sorted((entry["id"], str(entry.get("decision", "?")), str(entry.get("reason", "?")))
-                            for entry in self.workarounds))
+        return tuple(sorted((entry["id"], entry["decision"], entry["reason"]) for entry in self.workarounds))
 
     def signature(self) -> tuple[Any, ...]:
         """What every running process of one deployment should share."""
@@ -90,9 +82,8 @@ class Process:
         return {"pid": self.pid, "process": self.role, "parent": self.parent,
                 "state": "running" if self.running else "gone", "platform": self.platform,
                 "versions": self.versions, "tool": self.tool,
-                "workarounds": [{"id": entry["id"], "decision": entry.get("decision"), "reason": entry.get("reason"),
-                                 "outcome": entry["outcome"],
-                                 "error": entry["error"] if isinstance(entry.get("error"), str) else None}
+                "workarounds": [{"id": entry["id"], "decision": entry["decision"], "reason": entry["reason"],
+                                 "outcome": entry["outcome"], "error": entry["error"]}
                                 for entry in self.workarounds]}
 
 
@@ -127,21 +118,27 @@ class ReportsUnreadable(Exception):
 
 
 def gather(directory: str) -> Machine:
-    """Every report in ``directory``, compared; raises ReportsUnreadable."""
-    if not os.path.isdir(directory):
-        raise ReportsUnreadable(f"--reports {directory}: not a directory")
+    """Every report in ``directory``, compared; raises ReportsUnreadable.
+
+    The directory must be one the plugin would write its reports into (``private_dir``: this
+    user's, no one else may write it): in any other, a report could be anyone's."""
     try:
+        private_dir(directory, create=False)
         files = report_files(directory)
+    except UnsafeLocation as error:
+        raise ReportsUnreadable(f"--reports {directory}: not read: {error}, where the plugin writes no report") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise ReportsUnreadable(f"--reports {directory}: not a directory") from None
     except OSError as error:
         raise ReportsUnreadable(f"--reports {directory}: cannot read: {error.strerror or error}") from None
-    processes, ignored = [], []
-    for name, pid in files:
+    processes, ignored = [], list(files.ignored)
+    for name, pid in files.reports:
         report = read_report(os.path.join(directory, name), pid)
         if report is None:
             ignored.append(name)
         else:
-            processes.append(Process(pid, running(pid), report))
-    machine = Machine(directory, processes, ignored)
+            processes.append(Process(report, running(report)))
+    machine = Machine(directory, processes, sorted(ignored))
     machine.differences = compare(machine.running)
     return machine
 
@@ -154,7 +151,7 @@ def compare(processes: list[Process]) -> list[str]:
 
     def ancestors(process: Process) -> int:
         seen, parent = {process.pid}, process.parent
-        while parent is not None and parent in by_pid and parent not in seen:  # forged reports could loop
+        while parent in by_pid and parent not in seen:  # forged reports could loop
             seen.add(parent)
             parent = by_pid[parent].parent
         return len(seen) - 1
@@ -167,8 +164,8 @@ def compare(processes: list[Process]) -> list[str]:
     for process in processes:
         for entry in process.workarounds:
             if entry["outcome"] in (Outcome.FAILED, Outcome.DRIFTED):
-                error = entry.get("error")
-                because = f": {escape_controls(error)}" if isinstance(error, str) and error else ""
+                error = entry["error"]
+                because = f": {escape_controls(error)}" if error else ""
                 differences.append(f"{process.label}: {escape_controls(entry['id'])} {entry['outcome']}{because}")
     return differences
 

@@ -220,13 +220,8 @@ class Manifest(NamedTuple):
 
 def provenance(path: Path | str, sha256: str | None) -> dict[str, str | None]:
     """Which tool and which manifest decided: ``status --json``'s ``tool``, every process
-    report's, and (shortened, ``short_digest``) ``--version`` and the plugin's log line."""
+    report's, and (shortened, ``tracker.short_digest``) ``--version`` and the plugin's log line."""
     return {"version": tracker.__version__, "manifest": os.path.abspath(path), "manifest_sha256": sha256}
-
-
-def short_digest(sha256: str | None) -> str:
-    """The first 12 hex digits of a manifest's sha256 (as ``git`` shortens a commit), or ``unreadable``."""
-    return sha256[:12] if sha256 else "unreadable"
 
 
 class Problem(NamedTuple):
@@ -250,5 +245,4 @@ class ManifestError(Exception):
 
 
 __all__ = ["DEFAULT_SOURCES", "InlineWorkaround", "Layout", "Manifest", "ManifestError", "SourceMarker", "Problem", "Release",
-           "Source", "SupportPolicy", "Target", "UpstreamRef", "Window", "Workaround", "module_of", "provenance",
-           "short_digest"]
+           "Source", "SupportPolicy", "Target", "UpstreamRef", "Window", "Workaround", "module_of", "provenance"]

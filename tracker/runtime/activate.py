@@ -18,6 +18,7 @@ imports the worker's modules) never imports the module that would patch it.
 waiting target is patched on import, and written by forked children too)::
 
     {"schema": 1, "pid": 123, "process": "api_server | engine_core | worker | main", "parent": 122,
+     "started": 4711,
      "environment": {"platform": "xpu", "platform_source": "detected | assumed | override",
                      "versions": {"vllm": "0.27.1", "torch": "2.13.0", ...}},
      "tool": {"version": "0.1.0", "manifest": "/abs/workarounds.toml", "manifest_sha256": "64 hex"},
@@ -31,7 +32,9 @@ waiting target is patched on import, and written by forked children too)::
 
 ``environment`` is null when activation never got that far (invalid manifest). ``process`` is
 the process's part in vLLM (``tracker.plugin.process_role``) and ``parent`` its parent's pid:
-what ``status --reports`` groups by and the metrics of the serving process follow.
+what ``status --reports`` groups by and the metrics of the serving process follow. ``started``
+is when the process started, in clock ticks after boot (null without ``/proc``): a reader tells
+the writer from a later process given the same pid by it.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import tracker
 from tracker import plugin
@@ -53,6 +56,7 @@ from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
+from tracker.runtime.reports import EnvironmentReport, ProcessReport, TargetReport, ToolReport
 
 LOGGER = plugin.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
@@ -343,9 +347,9 @@ def _error(entry: _Entry) -> str | None:
     return None
 
 
-def _target_json(entry: _Entry) -> list[dict[str, Any]]:
+def _target_json(entry: _Entry) -> list[TargetReport]:
     by_path = {record.path: record for record in entry.patches}
-    targets: list[dict[str, Any]] = []
+    targets: list[TargetReport] = []
     for target in entry.plan.targets:
         record = by_path.get(target.path)
         if record is None:
@@ -358,18 +362,20 @@ def _target_json(entry: _Entry) -> list[dict[str, Any]]:
     return targets
 
 
-def report() -> dict[str, Any]:
-    """This process's report (shape in the module docstring)."""
+def report() -> ProcessReport:
+    """This process's report (shape in the module docstring; ``tracker.runtime.reports.ProcessReport``)."""
     if not _state.registered and plugin.replayed is not None:
-        return plugin.report()
+        replayed: ProcessReport = plugin.report()  # type: ignore[assignment]  # the fast path builds no TypedDict
+        return replayed
     with _state.lock:
-        document = {
+        document: ProcessReport = {
             "schema": SCHEMA,
             "pid": os.getpid(),
             "process": plugin.process_role(),
             "parent": os.getppid(),
-            "environment": dict(_state.environment) if _state.environment is not None else None,
-            "tool": dict(_state.tool) if _state.tool is not None else None,
+            "started": plugin.process_started(),
+            "environment": cast("EnvironmentReport", dict(_state.environment)) if _state.environment is not None else None,
+            "tool": cast("ToolReport", dict(_state.tool)) if _state.tool is not None else None,
             "warnings": list(_state.warnings),
             "workarounds": [
                 {
@@ -407,9 +413,7 @@ def summary() -> str:
               ("drifted", groups[Outcome.DRIFTED]))
              if ids]
     tool = _state.tool
-    # The manifest's digest shortened as ``tracker.model.manifest.short_digest`` does (that module is
-    # not imported where stored plans are carried out).
-    version = f"; version {tool['version']}, manifest {(tool['manifest_sha256'] or 'unreadable')[:12]}" if tool else ""
+    version = f"; version {tool['version']}, manifest {tracker.short_digest(tool['manifest_sha256'])}" if tool else ""
     return f"{head}; {'; '.join(parts) or 'no workarounds'}{version}"
 
 

@@ -31,11 +31,14 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import tracker
 from tracker import plugin
+
+if TYPE_CHECKING:
+    from tracker.runtime.reports import ProcessReport
 
 PROCESSES = ("api_server", "engine_core", "worker")  # the roles shown; a report of another role is not
 _DEPTH = 4  # engine core -> worker is two generations below the API server; a DP coordinator's is one
@@ -102,40 +105,51 @@ class Collector:
             family.add_metric(list(labels), 1)
         yield family
 
-    def series(self, own: dict[str, Any]) -> set[tuple[str, str, str, str, str]]:
+    def series(self, own: Mapping[str, Any]) -> set[tuple[str, str, str, str, str]]:
         """One label set per workaround and role: several workers that agree are one series."""
         found = {_labels(entry, "api_server") for entry in own.get("workarounds", [])}
         for report in self.descendants():
-            role = report.get("process")
+            role = report["process"]
             if role in PROCESSES and role != "api_server":
                 found.update(_labels(entry, role) for entry in report["workarounds"])
         return found
 
-    def descendants(self) -> list[dict[str, Any]]:
-        """The reports of running processes this one started (or they started), by pid."""
+    def descendants(self) -> list[ProcessReport]:
+        """The reports of running processes this one started (or they started), by pid; never
+        raises: the reports directory is data from strangers, and an exception here would take
+        every vLLM metric of the scrape with it. A directory the plugin would not write its report
+        into (another user's, or one others may write) is not read; a file that cannot be read
+        is left out, the others exported."""
+        from tracker.paths import private_dir
         from tracker.runtime.reports import read_report, report_files, running
 
+        reports: dict[int, ProcessReport] = {}
         try:
-            files = report_files(self.directory)
-        except OSError:
+            private_dir(self.directory, create=False)
+            files = report_files(self.directory).reports
+        except Exception:  # noqa: BLE001 - see above: nothing read is nothing exported
             return []
-        reports = {}
         for name, pid in files:
-            if pid != self.pid:
-                report = read_report(os.path.join(self.directory, name), pid)
-                if report is not None:
-                    reports[pid] = report
+            try:
+                report = read_report(os.path.join(self.directory, name), pid) if pid != self.pid else None
+            except Exception:  # noqa: BLE001 - one unreadable file costs its own series only
+                report = None
+            if report is not None:
+                reports[pid] = report
         found = []
-        for pid, report in sorted(reports.items()):
-            parent, depth = report.get("parent"), 0
-            while type(parent) is int and parent != self.pid and parent in reports and depth < _DEPTH:
-                parent, depth = reports[parent].get("parent"), depth + 1
-            if parent == self.pid and running(pid):
-                found.append(report)
+        for _, report in sorted(reports.items()):
+            parent, depth = report["parent"], 0
+            while parent != self.pid and parent in reports and depth < _DEPTH:
+                parent, depth = reports[parent]["parent"], depth + 1
+            try:
+                if parent == self.pid and running(report):
+                    found.append(report)
+            except Exception:  # noqa: BLE001 - as above
+                continue
         return found
 
 
-def _own_report() -> dict[str, Any]:
+def _own_report() -> Mapping[str, Any]:
     if plugin.replayed is not None:
         return plugin.report()
     from tracker.runtime import activate
@@ -143,12 +157,12 @@ def _own_report() -> dict[str, Any]:
     return activate.report()
 
 
-def _labels(entry: dict[str, Any], role: str) -> tuple[str, str, str, str, str]:
+def _labels(entry: Mapping[str, Any], role: str) -> tuple[str, str, str, str, str]:
     return (str(entry["id"]), str(entry.get("decision", "")), str(entry.get("reason", "")), str(entry["outcome"]),
             role)
 
 
-def tool(report: dict[str, Any]) -> tuple[str, str]:
+def tool(report: Mapping[str, Any]) -> tuple[str, str]:
     """(xpu-workarounds version, sha256 of the manifest) as the report names them (its ``tool``,
     the same in the log line and ``status --json``)."""
     named = report.get("tool")

@@ -15,7 +15,17 @@ from typing import Any
 
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir, read_regular
-from tracker.plugin import head, identity, is_one_line, matches, still, store_path, valid_record, watched_names
+from tracker.plugin import (
+    _OWN_KEYS,
+    head,
+    identity,
+    is_one_line,
+    matches,
+    still,
+    store_path,
+    valid_record,
+    watched_names,
+)
 
 # What an activation runs, and so what its key covers: this package's top-level modules and these
 # packages, at any depth. Anything else (the command line, upstream facts, retirement) no vLLM
@@ -215,7 +225,7 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
             before = [*before[:9], [*before[9], *sources], before[10]]
         record = {"key": before, **body}
         if body.get("kind") == "skipped":
-            record["report"] = {k: v for k, v in body["report"].items() if k not in ("pid", "process", "parent")}
+            record["report"] = {k: v for k, v in body["report"].items() if k not in _OWN_KEYS}
         if not valid_record(record):
             return
         path = store_path(environ)
