@@ -182,6 +182,19 @@ def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
     assert "HEAVY []" in result.stderr, result.stderr
 
 
+def test_status_imports_no_other_commands_module_nor_the_release_check():
+    """A command is loaded when it is called: ``status --json`` pays for its own imports alone."""
+    probe = ("import sys\nfrom tracker.commands.app import COMMANDS, main\n"
+             "sys.argv = ['xpu-workarounds', 'status', '--json']\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "others = {module for name, (module, _) in COMMANDS.items() if name != 'status'}\n"
+             "print('LOADED', sorted(m for m in sys.modules if m in others or m.startswith(('tracker.release', "
+             "'tracker.upstream', 'tracker.retire', 'tracker.commands.upgrade', 'tracker.commands.release_cache'))), "
+             "file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "LOADED []" in result.stderr, result.stderr
+
+
 def test_status_says_vllms_source_was_not_probed_for_a_described_vllm(tmp_path):
     # A workaround whose fix vLLM carries from 0.25.0, on a described vLLM 0.24.0 it is affected on.
     manifest = write_manifest(tmp_path / "w.toml", workaround(id="carried-later"))

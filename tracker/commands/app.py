@@ -7,15 +7,19 @@ torch, vLLM nor PyGithub. GitHub code is imported only by the commands that talk
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 import tracker
-from tracker.commands import check, context, docs, explain, lint, output, retire, status, upstream
+from tracker.commands import context, output
 from tracker.commands.context import ManifestOption
 
 try:  # typer 0.2x carries its own copy of click, whose exceptions its commands raise
@@ -23,11 +27,67 @@ try:  # typer 0.2x carries its own copy of click, whose exceptions its commands 
 except ImportError:  # pragma: no cover - older typer runs on click itself
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
+# Each command by name: its module and function, in the order help lists them. A module is imported
+# when its command runs (or help lists them all), so that a command pays for its own imports alone
+# (`status --json` never loads the release check).
+COMMANDS = {
+    "status": ("tracker.commands.status", "status"),
+    "explain": ("tracker.commands.explain", "explain"),
+    "lint": ("tracker.commands.lint", "lint_command"),
+    "docs": ("tracker.commands.docs", "docs"),
+    "check": ("tracker.commands.check", "check_release"),
+    "upstream": ("tracker.commands.upstream", "upstream"),
+    "retire": ("tracker.commands.retire", "retire"),
+}
+_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
+
+class CommandTable(MutableMapping[str, Any]):
+    """click's table of a group's commands, each imported and built the first time it is looked up
+    (click's lazily loaded group): listing names imports nothing."""
+
+    def __init__(self, commands: dict[str, tuple[str, str]]) -> None:
+        self.commands = dict(commands)
+        self.built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.built:
+            module, function = self.commands[name]  # KeyError: no such command
+            single = typer.Typer(add_completion=False, context_settings=_SETTINGS, pretty_exceptions_enable=False,
+                                 rich_markup_mode=None)
+            single.command(name)(getattr(importlib.import_module(module), function))
+            self.built[name] = typer.main.get_command(single)
+        return self.built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self.built[name] = command
+        self.commands.setdefault(name, ("", ""))
+
+    def __delitem__(self, name: str) -> None:
+        del self.commands[name]
+        self.built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.commands)
+
+    def __len__(self) -> int:
+        return len(self.commands)
+
+
+class LazyGroup(TyperGroup):
+    """The program's group, its commands loaded when called (``CommandTable``)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = CommandTable(COMMANDS)
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="xpu-workarounds",
     help="Intel XPU workarounds for vLLM: what applies here, what upstream fixed, what can be retired.",
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings=_SETTINGS,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -60,14 +120,6 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
     raise typer.Exit(0)
 
 
-
-app.command()(status.status)
-app.command()(explain.explain)
-app.command("lint")(lint.lint_command)
-app.command()(docs.docs)
-app.command("check")(check.check_release)
-app.command()(upstream.upstream)
-app.command()(retire.retire)
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
