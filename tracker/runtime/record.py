@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -131,79 +130,18 @@ def declared(plans: list[dict[str, Any]], key: list[Any]) -> bool:
     """Whether every stored plan is a workaround of the manifest the key names and every target
     it would patch is one that workaround declares: a record someone else wrote can then make a
     process patch nothing the manifest does not ask for. ``key`` already matches this process
-    (the manifest is the file it was, ``plugin.matches``); its text is read without parsing the
-    TOML (a plan is stored only from a valid manifest, where these lines are what they seem):
-    first as this project writes it (``id = "..."``, ``path = "..."``: a few ``str.find``), then,
-    for what that does not find, in any spelling TOML allows (``_declared_targets``)."""
+    (the manifest is the file it was, ``plugin.matches``, and a plan is stored only from a valid
+    one); its text is read by ``tracker.model.declared``, which the tests hold to the reader."""
+    from tracker.model.declared import declared_targets
+
     manifest, size = key[3], key[4][2]
     try:
-        text = "\n" + read_regular(manifest, size + 1).decode("utf-8")
+        text = read_regular(manifest, size + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    ids = _id_lines(text)
-    spelled: dict[str, set[str]] | None = None
-    for plan in plans:
-        paths = [step["path"] for step in plan["targets"]]
-        if plan["id"] in ids and _written_plainly(text, ids[plan["id"]], paths):
-            continue
-        spelled = _declared_targets(text) if spelled is None else spelled
-        if plan["id"] not in spelled or not spelled[plan["id"]].issuperset(paths):
-            return False
-    return True
-
-
-def _id_lines(text: str) -> dict[str, int]:
-    """Each ``id = "..."`` line's value -> where the first such line is (one pass of ``str.find``)."""
-    found: dict[str, int] = {}
-    at = text.find('\nid = "')
-    while at >= 0:
-        close = text.find('"\n', at + 7)
-        if close < 0:
-            break
-        found.setdefault(text[at + 7:close], at)
-        at = text.find('\nid = "', close)
-    return found
-
-
-def _written_plainly(text: str, at: int, paths: list[str]) -> bool:
-    """The ``id`` line at ``at`` is among the own keys of a ``[[workaround]]``, and each of ``paths``
-    is written ``path = "..."`` in that entry (its ``targets`` or ``[[workaround.targets]]``)."""
-    start = text.rfind("\n[", 0, at)
-    if start < 0 or not text.startswith("\n[[workaround]]", start):
-        return False
-    end = text.find("\n[", at)
-    while end >= 0 and text.startswith(("\n[[workaround.", "\n[workaround."), end):
-        end = text.find("\n[", end + 1)
-    end = len(text) if end < 0 else end
-    return all(text.find(f'path = "{path}"', at, end) >= 0 for path in paths)
-
-
-def _declared_targets(text: str) -> dict[str, set[str]]:
-    """Workaround id -> the ``path`` of each of its targets, from the text of a valid manifest: a
-    ``[[workaround]]`` header starts an entry, another top-level header ends it; inside, its ``id``
-    and every target's ``path`` (inline or ``[[workaround.targets]]``), in either kind of string."""
-    value = r"""[ \t]*=[ \t]*(?:"([^"\\\n]*)"|'([^'\n]*)')"""
-    # Each pattern starts with a literal (a line break, ``path``): re skips to it, not trying every position.
-    header = re.compile(r"\n[ \t]*\[\[?[ \t]*([^\]\s]+)[ \t]*\]")
-    own_id = re.compile(r"\n[ \t]*[\"']?id[\"']?" + value)
-    path_key = re.compile(r"path[\"']?" + value)
-    targets: dict[str, set[str]] = {}
-    headers = [(found.group(1), found.start(), found.end()) for found in header.finditer(text)]
-    headers.append(("", len(text), len(text)))
-    entry: tuple[int, int] | None = None  # the open [[workaround]]: where it starts, where its own keys end
-    for name, start, end in headers:
-        if entry is not None and entry[1] < 0:
-            entry = (entry[0], start)  # the first header after it: its own keys end here
-        if name.startswith("workaround."):
-            continue
-        if entry is not None:  # any other header ends the entry
-            found = own_id.search(text, entry[0] - 1, entry[1])
-            if found is not None:
-                targets[found.group(1) or found.group(2)] = {
-                    path.group(1) or path.group(2) for path in path_key.finditer(text, entry[0], start)
-                    if text[path.start() - 1] in "\n \t{,\"'"}
-        entry = (end, -1) if name == "workaround" else None
-    return targets
+    targets = declared_targets(text)
+    return all(plan["id"] in targets and targets[plan["id"]].issuperset(step["path"] for step in plan["targets"])
+               for plan in plans)
 
 
 def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | None,
