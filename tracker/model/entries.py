@@ -1,38 +1,47 @@
 """From parsed TOML to the typed ``Manifest``: every table and field checked in one pass.
 
-``Reader`` collects every problem with the line it is on (the line locator is built on the
-first problem only) and builds the named tuples of ``tracker.model.manifest``; reading the
-file itself (size, regular file, UTF-8, TOML) is ``tracker.model.reader``'s part.
+``ManifestValidator`` collects every problem with the line it is on and builds the named
+tuples of ``tracker.model.manifest``: the top-level tables are ``tracker.model.tables``', the
+``[[workaround]]`` entries (targets, affected windows, upstream references) are read here, the
+``[[tracked]]`` ones by ``tracker.model.tracked``; the keys are ``tracker.model.keys``'. Reading
+the file itself (size, regular file, UTF-8, TOML) is ``tracker.model.reader``'s part.
 """
 
 from __future__ import annotations
 
 import ast
 import datetime as _dt
-import re
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
 
+from tracker.model.keys import (
+    MARKER_LIMIT,
+    REF,
+    SHA,
+    TARGET_KEYS,
+    TARGET_PATH,
+    TOP_KEYS,
+    UPSTREAM_KEYS,
+    UPSTREAM_REQUIRED,
+    WORKAROUND_KEYS,
+    WORKAROUND_REQUIRED,
+    WORKAROUND_STRINGS,
+)
 from tracker.model.manifest import (
-    DEFAULT_SOURCES,
-    Layout,
     Manifest,
     Problem,
-    Release,
     Source,
     SourceMarker,
-    SupportPolicy,
     Target,
     UpstreamRef,
     Window,
     Workaround,
     module_of,
 )
-from tracker.model.specifiers import satisfiable, specifier_set, version
+from tracker.model.specifiers import satisfiable, specifier_set
+from tracker.model.tables import TableValidator, Where
 from tracker.model.tracked import read_tracked
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
@@ -51,63 +60,15 @@ from tracker.model.vocabulary import (
     is_id,
 )
 
-if TYPE_CHECKING:
-    from tracker.model.lines import LineLocator
 
+class ManifestValidator(TableValidator):
+    """Checks a whole manifest and builds it (``validate``)."""
 
-# OWNER/NAME as GitHub spells them (as _REPOSITORY): no '.' or '..' that would lead a request path
-# out of /repos/OWNER/NAME/.
-_REF = re.compile(r"^(?P<repo>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100})#(?P<number>[1-9][0-9]*)$")
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-MARKER_LIMIT = 512  # characters of an inline fix's marker
-
-_TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked", "layout", "sources"})
-_LAYOUT_KEYS = ("workarounds", "tests", "docs")
-_SOURCE_KEYS = ("repository", "tag", "pins")
-_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}$")
-_RELATIVE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[A-Za-z0-9_./-]+(?<!/)$")
-_WORKAROUND_REQUIRED = (
-    "id", "title", "platform", "owner", "added", "symptom", "why", "how", "targets", "affected", "upstream",
-)
-# ``module`` is derived from ``id``; an explicit one is tolerated when it says the same (docs/manifest.md).
-_WORKAROUND_KEYS = frozenset({*_WORKAROUND_REQUIRED, "vllm_carries_fix", "module"})
-_WORKAROUND_STRINGS = ("id", "title", "module", "platform", "owner", "symptom", "why", "how")
-_TARGET_KEYS = frozenset({"path", "kind", "params", "optional", "absent_in"})
-_UPSTREAM_REQUIRED = ("ref", "role", "state")
-_UPSTREAM_KEYS = frozenset({*_UPSTREAM_REQUIRED, "released_in", "commit", "note", "remaining", "marker"})
-
-
-# Where a problem is: a line, or how to find it (only asked when there is a problem).
-Where = int | Callable[[], int]
-
-
-class Reader:
-    def __init__(self, path: Path, text: str, data: dict[str, Any]):
-        self.path = path
-        self.text = text
-        self.data = data
-        self._lines: LineLocator | None = None
-        self.problems: list[Problem] = []
-        self.policy = SupportPolicy()
-
-    @property
-    def lines(self) -> LineLocator:
-        if self._lines is None:
-            from tracker.model.lines import LineLocator  # only where there is a problem to point at
-
-            self._lines = LineLocator(self.text)
-        return self._lines
-
-    def problem(self, where: Where, field_name: str, message: str) -> None:
-        line = where if isinstance(where, int) else where()
-        self.problems.append(Problem(self.path, line, field_name, message))
-
-    def read(self) -> tuple[Manifest | None, list[Problem]]:
+    def validate(self) -> tuple[Manifest | None, list[Problem]]:
+        """The manifest, or every problem found (then None)."""
         data = self.data
         for key in data:
-            if key not in _TOP_KEYS:
+            if key not in TOP_KEYS:
                 self.problem(self.lines.of(key=key), key, "unknown key")
         schema = data.get("schema")
         if schema != SCHEMA:
@@ -146,76 +107,6 @@ class Reader:
         return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy,
                         tracked, layout=layout, sources=sources), []
 
-    # [layout] and [sources] -------------------------------------------------------
-    def read_layout(self, table: Any) -> Layout:
-        """``[layout]``: workarounds, tests, docs: paths relative to the repository's root ("" docs: none)."""
-        if table is None:
-            return Layout()
-        if not isinstance(table, dict):
-            self.problem(lambda: self.lines.of(key="layout"), "layout", "must be a table ([layout])")
-            return Layout()
-        values: dict[str, str | None] = {}
-        for key, value in table.items():
-            def at(key: str = key) -> int:
-                return self.lines.of("layout", 0, key)
-
-            if key not in _LAYOUT_KEYS:
-                self.problem(at, f"layout.{key}", f"unknown key (known: {', '.join(_LAYOUT_KEYS)})")
-            elif key == "docs" and value == "":
-                values[key] = None
-            elif not isinstance(value, str) or not _RELATIVE.match(value):
-                self.problem(at, f"layout.{key}", f"{value!r} is not a path relative to the repository's root "
-                                                  "(no leading '/', no '..')" + (" or \"\"" if key == "docs" else ""))
-            elif key == "docs" and not value.endswith(".md"):
-                self.problem(at, "layout.docs", f"{value!r}: the catalogue is a Markdown file (.md)")
-            else:
-                values[key] = value
-        defaults = Layout()
-        return Layout(str(values.get("workarounds", defaults.workarounds)), str(values.get("tests", defaults.tests)),
-                      values["docs"] if "docs" in values else defaults.docs, frozenset(values))
-
-    def read_sources(self, table: Any) -> dict[str, Source]:
-        """``[sources.COMPONENT]``: repository (OWNER/NAME), tag (default "v{version}"), pins (vllm only)."""
-        if table is None:
-            return DEFAULT_SOURCES
-        sources = dict(DEFAULT_SOURCES)
-        if not isinstance(table, dict):
-            self.problem(lambda: self.lines.of(key="sources"), "sources", "must be a table of [sources.COMPONENT]")
-            return sources
-        for component, entry in table.items():
-            name = f"sources.{component}"
-
-            def at(key: str | None = None, name: str = name) -> int:
-                return self.lines.of(name, 0, key)
-
-            if component not in COMPONENTS:
-                self.problem(at, name, f"unknown component (known: {', '.join(COMPONENTS)})")
-                continue
-            if not isinstance(entry, dict):
-                self.problem(at, name, "must be a table with repository (and tag, pins)")
-                continue
-            before = len(self.problems)
-            for key in entry:
-                if key not in _SOURCE_KEYS:
-                    self.problem(at(key), f"{name}.{key}",
-                                 f"unknown key (known: {', '.join(_SOURCE_KEYS)})")
-            repository, tag, pins = entry.get("repository"), entry.get("tag", "v{version}"), entry.get("pins")
-            if not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository):
-                self.problem(lambda: at("repository"), f"{name}.repository",
-                             f"{repository!r} is not OWNER/NAME" if "repository" in entry else "required")
-            if not isinstance(tag, str) or tag.count("{version}") != 1 or not _RELATIVE.match(
-                    tag.replace("{version}", "1")):
-                self.problem(lambda: at("tag"), f"{name}.tag",
-                             f"{tag!r} is not a tag name holding {{version}} once, such as 'v{{version}}'")
-            if pins is not None and (component != "vllm" or not isinstance(pins, str) or not _RELATIVE.match(pins)):
-                self.problem(lambda: at("pins"), f"{name}.pins",
-                             "only vllm's source names a file of pins (a path in its tree, such as "
-                             "requirements/xpu.txt)" if component != "vllm" else f"{pins!r} is not a relative path")
-            if len(self.problems) == before:
-                default_pins = DEFAULT_SOURCES["vllm"].pins if component == "vllm" else None
-                sources[component] = Source(component, str(repository), str(tag), pins or default_pins)
-        return sources
-
     def check_sourced(self, workarounds: list[Workaround], sources: dict[str, Source]) -> None:
         """A component a window or a release names must have a source: its releases are what retire it."""
         for index, w in enumerate(workarounds):
@@ -225,55 +116,6 @@ class Reader:
                         self.problem(self.lines.of("workaround.affected", number, component, workaround=index),
                                      f"{entry_label('workaround', w.id, index)}.affected[{number}].{component}",
                                      f"no source releases {component}: add [sources.{component}] with its repository")
-
-    # [support] ------------------------------------------------------------------
-    def read_support(self, table: Any) -> dict[str, Version]:
-        floors: dict[str, Version] = {}
-        if not isinstance(table, dict):
-            self.problem(lambda: self.lines.of(key="support"), "support", "a [support] table is required")
-            return floors
-        for name, value in table.items():
-            def at(name: str = name) -> int:
-                return self.lines.of("support", 0, name)
-
-            if name == "policy":
-                self.read_policy(value)
-                continue
-            if name not in COMPONENTS:
-                self.problem(at, f"support.{name}", f"unknown component (known: {', '.join(COMPONENTS)})")
-                continue
-            try:
-                if not isinstance(value, str):
-                    raise InvalidVersion(repr(value))
-                floors[name] = version(value)
-            except InvalidVersion:
-                self.problem(at, f"support.{name}", f"{value!r} is not a PEP 440 version")
-        for name in ("vllm", "torch", "vllm-xpu-kernels"):
-            if name not in table:
-                self.problem(lambda: self.lines.of("support"), f"support.{name}",
-                             "the oldest supported release is required")
-        return floors
-
-    def read_policy(self, table: Any) -> None:
-        """``[support.policy]``: ``vllm-minors = N`` (1-99), ``xpu-pins = true|false``."""
-        def at() -> int:
-            return self.lines.of("support.policy")
-
-        if not isinstance(table, dict):
-            self.problem(at, "support.policy", "must be a table ([support.policy])")
-            return
-        minors, pins = table.get("vllm-minors"), table.get("xpu-pins", False)
-        for key in table:
-            if key not in ("vllm-minors", "xpu-pins"):
-                self.problem(at, f"support.policy.{key}", "unknown key (known: vllm-minors, xpu-pins)")
-        if minors is not None and (isinstance(minors, bool) or not isinstance(minors, int) or not 1 <= minors <= 99):
-            self.problem(at, "support.policy.vllm-minors",
-                         f"{minors!r} is not a number of vLLM minor releases (1 to 99)")
-            minors = None
-        if not isinstance(pins, bool):
-            self.problem(at, "support.policy.xpu-pins", f"{pins!r} is not true or false")
-            pins = False
-        self.policy = SupportPolicy(minors, pins)
 
     # [[workaround]] -------------------------------------------------------------
     def read_workaround(self, index: int, entry: dict[str, Any]) -> Workaround | None:
@@ -285,12 +127,12 @@ class Reader:
             return lambda: self.lines.of("workaround", index, key)
 
         for key in entry:
-            if key not in _WORKAROUND_KEYS:
+            if key not in WORKAROUND_KEYS:
                 self.problem(line(key), f"{label}.{key}", "unknown key")
-        for key in _WORKAROUND_REQUIRED:
+        for key in WORKAROUND_REQUIRED:
             if key not in entry:
                 self.problem(line(), f"{label}.{key}", "required")
-        for key in _WORKAROUND_STRINGS:
+        for key in WORKAROUND_STRINGS:
             value = entry.get(key)
             if key in entry and (not isinstance(value, str) or not value.strip()):
                 self.problem(line(key), f"{label}.{key}", "must be a non-empty string")
@@ -329,20 +171,6 @@ class Reader:
             targets=targets, affected=affected, upstream=upstream, vllm_carries_fix=carries,
         )
 
-    def specifier(self, value: Any, where: Where, field_name: str) -> SpecifierSet | None:
-        if not isinstance(value, str) or not value.strip():
-            self.problem(where, field_name, "must be a PEP 440 specifier string such as '<0.28.0'")
-            return None
-        try:
-            spec = specifier_set(value)
-        except InvalidSpecifier:
-            self.problem(where, field_name, f"{value!r} is not a PEP 440 specifier")
-            return None
-        if not satisfiable(spec):
-            self.problem(where, field_name, f"{value!r} can never match any version")
-            return None
-        return spec
-
     def read_targets(self, value: Any, label: str, line: Callable[[], int]) -> tuple[Target, ...]:
         if value is None:
             return ()
@@ -362,10 +190,10 @@ class Reader:
                 return self.lines.find(str(path), start, start) if isinstance(path, str) else start
 
             for key in item:
-                if key not in _TARGET_KEYS:
+                if key not in TARGET_KEYS:
                     self.problem(at, f"{name}.{key}", "unknown key")
             ok = True
-            if not isinstance(path, str) or not _TARGET.match(path):
+            if not isinstance(path, str) or not TARGET_PATH.match(path):
                 self.problem(at, f"{name}.path", "must be 'package.module:Attribute.path'")
                 ok = False
             kind = item.get("kind")
@@ -438,13 +266,13 @@ class Reader:
                 continue
             before = len(self.problems)
             for key in table:
-                if key not in _UPSTREAM_KEYS:
+                if key not in UPSTREAM_KEYS:
                     self.problem(at(key), f"{name}.{key}", "unknown key")
-            for key in _UPSTREAM_REQUIRED:
+            for key in UPSTREAM_REQUIRED:
                 if key not in table:
                     self.problem(at(), f"{name}.{key}", "required")
             ref, role, state = table.get("ref"), table.get("role"), table.get("state")
-            if "ref" in table and (not isinstance(ref, str) or not _REF.fullmatch(ref)):
+            if "ref" in table and (not isinstance(ref, str) or not REF.fullmatch(ref)):
                 self.problem(at("ref"), f"{name}.ref", f"{ref!r} is not OWNER/REPO#NUMBER")
             elif isinstance(ref, str):
                 if ref in seen:
@@ -461,7 +289,7 @@ class Reader:
                     self.problem(at("released_in"), f"{name}.released_in",
                                  f"a reference in state {state!r} cannot be in a release")
             commit = table.get("commit")
-            if "commit" in table and (not isinstance(commit, str) or not _SHA.match(commit)):
+            if "commit" in table and (not isinstance(commit, str) or not SHA.match(commit)):
                 self.problem(at("commit"), f"{name}.commit", "must be a 40-character lower-case hex sha")
             note = table.get("note")
             if "note" in table and (not isinstance(note, str) or not note.strip()):
@@ -501,17 +329,3 @@ class Reader:
             return SourceMarker(contains=value.strip())
         self.problem(where, field_name, "must be code vLLM's fix adds (a string) or { declares = \"parameter\" }")
         return None
-
-    def release(self, value: Any, where: Where, field_name: str) -> Release | None:
-        found = _RELEASED_IN.match(value) if isinstance(value, str) else None
-        if not found:
-            self.problem(where, field_name, f"{value!r} is not COMPONENT>=VERSION (e.g. 'torch>=2.14.0')")
-            return None
-        if found.group("component") not in COMPONENTS:
-            self.problem(where, field_name, f"unknown component {found.group('component')!r}")
-            return None
-        try:
-            return Release(found.group("component"), version(found.group("version")))
-        except InvalidVersion:
-            self.problem(where, field_name, f"{found.group('version')!r} is not a PEP 440 version")
-            return None

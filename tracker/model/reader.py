@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from tracker.model.entries import Reader
+from tracker.model.entries import ManifestValidator
 from tracker.model.manifest import Manifest, ManifestError, Problem
 from tracker.paths import NotRegular, read_regular, shipped_manifest
 
@@ -69,7 +69,7 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
         return None, [Problem(path, _first_line(text, r"[\[{]{50}"), "toml", "nested too deeply")]
     except ValueError:  # tomllib converts integers itself: Python refuses more than 4300 digits
         return None, [Problem(path, _first_line(text, r"\d{4300}"), "toml", "a number of more than 4300 digits")]
-    manifest, problems = Reader(path, text, data).read()
+    manifest, problems = ManifestValidator(path, text, data).validate()
     return (manifest._replace(sha256=hashlib.sha256(raw).hexdigest()) if manifest is not None else None), problems
 
 

@@ -2,7 +2,7 @@
 
 The manifest's first line ``#:schema ./workarounds.schema.json`` lets editors that read it
 (taplo, Even Better TOML) complete keys and check values as they are typed. The keys are the
-reader's own (``tracker.model.entries``, ``tracker.model.tracked``): a key the reader accepts
+validator's own (``tracker.model.keys``, the one place they are written): a key it accepts
 without a description here stops the generation, so the schema cannot fall behind. The
 vocabularies and components come from the model too. ``lint`` stays the authority: it also
 checks what a schema cannot (windows that never match or overlap ``vllm_carries_fix``,
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tracker.model import entries, tracked
+from tracker.model import keys
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
     PARTIAL_ROLES,
@@ -71,7 +71,7 @@ def _release(description: str) -> dict[str, Any]:
 
 
 def _reference(description: str) -> dict[str, Any]:
-    return {"type": "string", "pattern": _pattern(entries._REF), "description": description + " (OWNER/REPO#NUMBER)"}
+    return {"type": "string", "pattern": _pattern(keys.REF), "description": description + " (OWNER/REPO#NUMBER)"}
 
 
 def _table(keys: Iterable[str], required: Iterable[str], properties: Mapping[str, dict[str, Any]],
@@ -89,7 +89,7 @@ def _table(keys: Iterable[str], required: Iterable[str], properties: Mapping[str
 def _support() -> dict[str, Any]:
     floors = {name: {"type": "string", "pattern": rf"^\s*{VERSION}\s*$",
                      "description": f"the oldest supported {name} (a PEP 440 version)"} for name in COMPONENTS}
-    policy = _table(("vllm-minors", "xpu-pins"), (), {
+    policy = _table(keys.POLICY_KEYS, (), {
         "vllm-minors": {"type": "integer", "minimum": 1, "maximum": 99,
                         "description": "support the latest N vLLM minor series (from vLLM's release tags)"},
         "xpu-pins": {"type": "boolean", "default": False,
@@ -101,8 +101,8 @@ def _support() -> dict[str, Any]:
 
 
 def _target() -> dict[str, Any]:
-    return _table(entries._TARGET_KEYS, ("path", "kind", "params"), {
-        "path": {"type": "string", "pattern": _pattern(entries._TARGET),
+    return _table(keys.TARGET_KEYS, ("path", "kind", "params"), {
+        "path": {"type": "string", "pattern": _pattern(keys.TARGET_PATH),
                  "description": "what is patched: package.module:Attribute.path"},
         "kind": {"enum": list(TARGET_KINDS), "description": "the fingerprint's kind"},
         "params": {"type": "array", "items": {"type": "string", "minLength": 1},
@@ -113,13 +113,13 @@ def _target() -> dict[str, Any]:
 
 
 def _upstream() -> dict[str, Any]:
-    reference = _table(entries._UPSTREAM_KEYS, entries._UPSTREAM_REQUIRED, {
+    reference = _table(keys.UPSTREAM_KEYS, keys.UPSTREAM_REQUIRED, {
         "ref": _reference("the upstream pull request"),
         "role": {"enum": list(ROLES), "description": "cause, inline-fix (vLLM's own copy of the fix), root-fix "
                                                     "(the real fix) or related (a change the workaround reads)"},
         "state": {"enum": list(STATES), "description": "kept current by `upstream --write` and the bot"},
         "released_in": _release("the first release containing it; a fix counts once this is recorded"),
-        "commit": {"type": "string", "pattern": _pattern(entries._SHA), "description": "the landed commit"},
+        "commit": {"type": "string", "pattern": _pattern(keys.SHA), "description": "the landed commit"},
         "note": _text("one sentence; for a related reference, what it changes for the workaround"),
         "remaining": _text("the part of the bug this fix leaves"),
         "marker": {"description": "code vLLM's fix adds (a Python statement or expression), or "
@@ -144,7 +144,7 @@ def _workaround() -> dict[str, Any]:
     window = {"type": "object", "minProperties": 1, "propertyNames": {"enum": list(COMPONENTS)},
               "additionalProperties": _specifier("the versions of this component that have the bug"),
               "description": "one affected window: every component named must match (AND); any window will do (OR)"}
-    return _table(entries._WORKAROUND_KEYS, entries._WORKAROUND_REQUIRED, {
+    return _table(keys.WORKAROUND_KEYS, keys.WORKAROUND_REQUIRED, {
         "id": {"type": "string", "pattern": ID,
                "description": "lower-case words joined by '-'; the module is workarounds.<id with _>"},
         "title": _text("one line"),
@@ -164,10 +164,10 @@ def _workaround() -> dict[str, Any]:
 
 
 def _tracked() -> dict[str, Any]:
-    return _table(tracked._KEYS, tracked._REQUIRED, {
+    return _table(keys.TRACKED_KEYS, keys.TRACKED_REQUIRED, {
         "id": {"type": "string", "pattern": ID, "description": "lower-case words joined by '-'"},
         "title": _text("one line"),
-        "file": {"type": "string", "pattern": tracked._FILE.pattern,
+        "file": {"type": "string", "pattern": keys.TRACKED_FILE.pattern,
                  "description": "a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"},
         "marker": _text("a string found in that file exactly in the releases that carry it"),
         "carried_in": _specifier("the vLLM releases that carry it"),
@@ -181,25 +181,25 @@ def _tracked() -> dict[str, Any]:
 
 def _layout() -> dict[str, Any]:
     def path(description: str) -> dict[str, Any]:
-        return {"type": "string", "pattern": entries._RELATIVE.pattern,
+        return {"type": "string", "pattern": keys.RELATIVE.pattern,
                 "description": description + " (relative to the repository's root)"}
 
-    return _table(entries._LAYOUT_KEYS, (), {
+    return _table(keys.LAYOUT_KEYS, (), {
         "workarounds": {**path("the package folder of workaround modules"), "default": "workarounds"},
         "tests": {**path("the tests folder"), "default": "tests"},
         "docs": {"description": "the generated catalogue, a .md file; \"\": none", "default": "docs/workarounds.md",
-                 "anyOf": [{"const": ""}, {"type": "string", "pattern": entries._RELATIVE.pattern[:-1] + r"\.md$"}]},
+                 "anyOf": [{"const": ""}, {"type": "string", "pattern": keys.RELATIVE.pattern[:-1] + r"\.md$"}]},
     }, "[layout]: where a repository keeps its workaround modules, tests and catalogue")
 
 
 def _sources() -> dict[str, Any]:
     def source(component: str) -> dict[str, Any]:
-        table = _table(entries._SOURCE_KEYS, ("repository",), {
-            "repository": {"type": "string", "pattern": entries._REPOSITORY.pattern,
+        table = _table(keys.SOURCE_KEYS, ("repository",), {
+            "repository": {"type": "string", "pattern": keys.REPOSITORY.pattern,
                            "description": f"the repository that releases {component} (OWNER/NAME)"},
             "tag": {"type": "string", "pattern": r"^(?!/)[A-Za-z0-9_./-]*\{version\}[A-Za-z0-9_./-]*$",
                     "default": "v{version}", "description": "its release tags, {version} standing for the version"},
-            "pins": {"type": "string", "pattern": entries._RELATIVE.pattern,
+            "pins": {"type": "string", "pattern": keys.RELATIVE.pattern,
                      "description": "vllm only: the file of its tree that pins torch and vllm-xpu-kernels for XPU"},
         }, f"[sources.{component}]: where {component} is released")
         return table if component == "vllm" else {**table, "not": {"required": ["pins"]}}
@@ -212,7 +212,7 @@ def _sources() -> dict[str, Any]:
 
 def schema() -> dict[str, Any]:
     """The JSON Schema (draft-07) of a manifest, from the reader's keys and the model's vocabularies."""
-    document = _table(entries._TOP_KEYS, ("schema",), {
+    document = _table(keys.TOP_KEYS, ("schema",), {
         "schema": {"const": SCHEMA, "description": "the manifest's format"},
         "support": _support(),
         "workaround": {"type": "array", "minItems": 1, "items": _workaround(),

@@ -12,23 +12,18 @@ lists them. They have no module, so the retirement bot never touches them.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from packaging.specifiers import SpecifierSet
 
+from tracker.model.keys import REF, TRACKED_FILE, TRACKED_KEYS, TRACKED_REQUIRED
 from tracker.model.manifest import InlineWorkaround, Release
 from tracker.model.vocabulary import entry_label, is_id
 
-_REF = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}#[1-9][0-9]*$")  # as entries'
-_FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
-_REQUIRED = ("id", "title", "file", "marker", "carried_in")
-_KEYS = frozenset({*_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
-
 
 class _Reader(Protocol):
-    """What ``tracker.model.reader`` offers an entry reader: problems with lines, specifiers, releases."""
+    """What the manifest's validator (``tables.TableValidator``) offers an entry reader: problems with lines, specifiers, releases."""
 
     def problem(self, where: Any, field_name: str, message: str) -> None: ...
 
@@ -77,14 +72,14 @@ def _line_of(line: Callable[[int, str | None], int], index: int, key: str | None
 def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[..., int], seen: set[str]) -> bool:
     """Report what is wrong with one entry's plain fields; True when something is."""
     found: list[tuple[Any, str, str]] = []
-    found += [(at(key), f"{label}.{key}", "unknown key") for key in entry if key not in _KEYS]
-    found += [(at(), f"{label}.{key}", "required") for key in _REQUIRED if key not in entry]
+    found += [(at(key), f"{label}.{key}", "unknown key") for key in entry if key not in TRACKED_KEYS]
+    found += [(at(), f"{label}.{key}", "required") for key in TRACKED_REQUIRED if key not in entry]
     for key in ("id", "title", "file", "marker", "waits_on", "link", "remaining", "note"):
         if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
     checks = (("id", is_id, "must be lower-case words joined by '-'"),
-              ("file", _FILE.match, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
-              ("waits_on", _REF.fullmatch, "is not OWNER/REPO#NUMBER"))
+              ("file", TRACKED_FILE.match, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
+              ("waits_on", REF.fullmatch, "is not OWNER/REPO#NUMBER"))
     for key, well_formed, message in checks:
         value = entry.get(key)
         if isinstance(value, str) and value.strip() and not well_formed(value):
