@@ -14,7 +14,7 @@ from support import terminal
 from typer.testing import CliRunner
 
 import tracker
-from tracker.commands.app import app
+from tracker.commands.app import COMMANDS, app
 from tracker.model import reader
 
 CLEAN_ENV = {name: None for name in ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE",
@@ -399,3 +399,76 @@ def test_manifest_is_hoisted_only_before_a_double_dash():
     assert hoist_manifest(["lint", "--manifest", "m.toml", "--", "--manifest", "x"]) == [
         "--manifest", "m.toml", "lint", "--", "--manifest", "x"]
     assert hoist_manifest(["status", "--json", "--manifest=m.toml"]) == ["--manifest=m.toml", "status", "--json"]
+
+
+# ------------------------------------------------------------- what a new user meets first
+
+
+def test_an_unknown_id_spelled_as_its_module_or_with_a_typo_gets_did_you_mean():
+    meant = reader.load().ids[0]
+    for given in (meant.replace("-", "_"), meant[:-1], meant.upper()):
+        result = run("explain", given)
+        assert result.exit_code == 2
+        assert result.stderr.startswith(f"xpu-workarounds: error: unknown workaround id {given!r}; "
+                                        f"did you mean {meant!r}? (known: ")
+    far = run("explain", "zzzz-nothing-like-any")
+    assert far.exit_code == 2 and "did you mean" not in far.stderr
+
+
+def test_an_unknown_id_in_force_or_disable_gets_did_you_mean_too():
+    meant = reader.load().ids[-1]
+    result = run("status", env={"XPU_WORKAROUNDS_FORCE": meant.replace("-", "_")})
+    assert result.exit_code == 2
+    assert f"unknown workaround id(s) {meant.replace('-', '_')}; did you mean {meant!r}? (known: " in result.stderr
+
+
+def completions(*words: str) -> list[str]:
+    """What bash completion offers after ``xpu-workarounds WORDS`` (the last word is being typed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    line = ["xpu-workarounds", *words]
+    env.update({"_XPU_WORKAROUNDS_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(line),
+                "COMP_CWORD": str(len(line) - 1)})
+    done = subprocess.run([str(terminal.SCRIPT)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_explain_completes_the_manifests_ids_and_platform_completes_the_platforms():
+    ids = list(reader.load().ids)
+    assert completions("explain", "") == ids
+    assert completions("explain", ids[0][:3]) == [i for i in ids if i.startswith(ids[0][:3])]
+    assert completions("status", "--platform", "") == ["xpu", "cuda", "rocm", "cpu"]
+    assert completions("explain", ids[0], "--platform", "c") == ["cuda", "cpu"]
+
+
+def test_explain_completes_the_ids_of_the_manifest_given_and_nothing_for_a_broken_one(tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text(SHIPPED.read_text().replace(f'id = "{reader.load().ids[0]}"', 'id = "renamed-here"'))
+    assert "renamed-here" in completions("--manifest", str(other), "explain", "")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[workaround]\n")
+    assert completions("--manifest", str(broken), "explain", "") == []
+
+
+def test_the_top_level_help_shows_every_commands_summary_whole_at_80_columns():
+    shown = subprocess.run([str(terminal.SCRIPT), "-h"], capture_output=True, text=True,
+                           env={**{k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")},
+                                "COLUMNS": "80"})
+    commands = shown.stdout.split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in commands] == list(COMMANDS)  # one line each, none wrapped
+    assert all(len(line) <= 80 and not line.rstrip().endswith("...") and line.rstrip().endswith(".")
+               for line in commands), commands
+
+
+def test_detail_lines_on_an_80_column_terminal_wrap_between_words_and_say_what_piped_output_says():
+    import re
+
+    code, screen = terminal.on_terminal(["status", *ISSUE_STACK], terminal.terminal_env(COLUMNS="80"))
+    assert code == 0
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", screen).replace("\r\n", "\n")
+    assert all(len(line) <= 80 for line in plain.splitlines())
+    piped = run("status", *ISSUE_STACK).stdout
+    details = piped.split("\n\n")[2].splitlines()
+    assert max(map(len, details)) > 80  # the case that would wrap
+    shown = plain.rstrip("\n").split("\n\n")[2].replace("\n  ", " ").splitlines()
+    assert shown == details  # joined again, the same words: none cut in two

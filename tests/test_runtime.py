@@ -167,6 +167,19 @@ def test_one_info_line_names_what_was_applied_and_skipped(tmp_path, package, cap
                      f"version {tracker.__version__}, manifest {digest[:12]}"]
 
 
+def test_the_info_line_marks_a_workaround_applied_only_because_it_was_forced(tmp_path, package, caplog):
+    # Not affected at this stack (vLLM 0.24.0 is past the window): applied because FORCE asks, as the
+    # metric's reason says; the line must not read as if the stack needed it.
+    caplog.set_level(logging.INFO, logger="vllm.xpu_workarounds")
+    env = custom(tmp_path, package, PP_HANDLER, affected=[{"vllm": "<0.20.0"}])
+    env["XPU_WORKAROUNDS_FORCE"] = own_workaround.ID
+    __import__(f"{package[0]}.pp_utils")
+    runtime.register(env)
+    assert only(runtime.report())["reason"] == "forced" and only(runtime.report())["outcome"] == "applied"
+    (line,) = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+    assert f"; applied: {own_workaround.ID} (forced); version " in line
+
+
 def test_the_report_names_the_version_and_the_manifest_that_decided(tmp_path, package):
     env = custom(tmp_path, package, PP_HANDLER)
     runtime.register(env)

@@ -72,7 +72,20 @@ def test_processes_that_agree_are_listed_by_process_with_the_gone_named_exit_0(t
     assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-",
                                 "-", "-"]
     assert rows[str(gone)][3] == "gone"
-    assert lines[-1] == f"  process {gone} (main)"
+    assert lines[-2:] == [f"  process {gone} (main)", f"  to clear them: rm -- {tmp_path / f'{gone}.json'}"]
+
+
+def test_the_command_it_gives_to_clear_gone_reports_removes_those_and_nothing_else(tmp_path, child, gone):
+    reports = tmp_path / "reports dir"  # a space: the command is quoted for a shell
+    reports.mkdir()
+    write(reports, child, entry("first-fix", "applied"), role="worker")
+    write(reports, gone, entry("first-fix", "applied"), role="worker")
+    (line,) = [line for line in status("--reports", str(reports)).stdout.splitlines() if "to clear them: " in line]
+    subprocess.run(["sh", "-c", line.split("to clear them: ", 1)[1]], check=True)
+    assert sorted(path.name for path in reports.iterdir()) == [f"{child}.json"]
+    after = status("--reports", str(reports))
+    assert after.stdout.splitlines()[0] == f"Reports in {reports}: 1 running process(es), 0 gone; they agree"
+    assert "to clear them" not in after.stdout
 
 
 def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, child):

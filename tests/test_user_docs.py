@@ -128,3 +128,13 @@ def test_the_readmes_first_run_is_what_status_prints():
     assert all(line and line[0].rstrip(":") not in ids and re.match(r"[a-z0-9-]+:?$", line[0])
                for line in left_over), f"the README's first run is not what status prints now: {left_over}"
     assert [line for line in shown if line in printed] == printed
+
+
+def test_every_vllm_release_the_docs_name_is_one_that_exists():
+    """A reader copies ``check vllm==X`` as written: X must be a release on PyPI (the release
+    matrix's list of every release from the support floor to the newest), not a future one."""
+    from support.vllm_harness import ALL_RELEASES
+
+    named = {(page.name, version) for page in PAGES
+             for version in re.findall(r"\bvllm==(\d+\.\d+\.\d+)\b", page.read_text(encoding="utf-8"))}
+    assert named and not {(page, version) for page, version in named if version not in ALL_RELEASES}

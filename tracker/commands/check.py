@@ -63,8 +63,10 @@ def check_release(
         = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Before an upgrade: per workaround, its targets in that release (same fingerprint?), whether
-    the release carries its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
+    """Before an upgrade: targets, fixes and decisions in a release.
+
+    Per workaround, its targets in that release (same fingerprint?), whether the release carries
+    its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
     if pull_request is not None or repo is not None or fail_on_drift:
         if release is not None:
             fail("give a release or --pull-request, not both")

@@ -40,9 +40,16 @@ ManifestOption = Annotated[
 ]
 
 
+def complete_platform(incomplete: str) -> list[str]:
+    """``--platform <TAB>``: the platforms a workaround can be for."""
+    from tracker.model.vocabulary import PLATFORMS
+
+    return [name for name in PLATFORMS if name.startswith(incomplete)]
+
+
 PlatformOption = Annotated[
     str | None, typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
-                                show_default=False)]
+                                show_default=False, autocompletion=complete_platform)]
 
 
 AssumeOption = Annotated[

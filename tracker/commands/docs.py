@@ -13,7 +13,7 @@ from tracker.commands.context import fail, load_manifest
 
 def docs(output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
                                                         show_default=False)] = None) -> None:
-    """The workaround catalogue in Markdown, generated from the manifest."""
+    """The workaround catalogue in Markdown, from the manifest."""
     from tracker.model.catalogue import markdown
 
     text = markdown(load_manifest())

@@ -8,15 +8,33 @@ from typing import Annotated
 import typer
 
 from tracker.commands.context import AssumeOption, JsonOption, PlatformOption, decided_for, fail, load_manifest
+from tracker.commands.output import terminal_width
+from tracker.model.vocabulary import unknown_id_hint
+
+
+def complete_id(ctx: typer.Context, incomplete: str) -> list[str]:
+    """``explain <TAB>``: the ids of the manifest the command would read; nothing when it cannot be read."""
+    from tracker.model import manifest as manifest_module
+    from tracker.model import reader
+
+    named = ctx.find_root().params.get("manifest")
+    try:
+        ids = reader.load(named).ids
+    except (manifest_module.ManifestError, OSError, ValueError):
+        return []
+    return [workaround_id for workaround_id in ids if workaround_id.startswith(incomplete)]
 
 
 def explain(
-    workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.")],
+    workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.",
+                                                 autocompletion=complete_id)],
     platform: PlatformOption = None,
     assume: AssumeOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Everything about one workaround: why, how, targets, upstream, windows, decision, retirement."""
+    """Everything about one workaround, and when it can go.
+
+    Why, how, targets, upstream references, windows, the decision here and the retirement verdict."""
     from tracker.commands.views import explain_document, explain_text
 
     manifest = load_manifest()
@@ -24,11 +42,12 @@ def explain(
         if any(inline.id == workaround_id for inline in manifest.tracked):
             fail(f"{workaround_id!r} is a [[tracked]] entry, not a workaround: xpu-workarounds docs lists it")
         known = f"known: {', '.join(manifest.ids)}" if manifest.ids else "this manifest has none"
-        fail(f"unknown workaround id {workaround_id!r} ({known})")
+        hint = unknown_id_hint(workaround_id, [*manifest.ids, *(inline.id for inline in manifest.tracked)])
+        fail(f"unknown workaround id {workaround_id!r}{hint} ({known})")
     decided = decided_for(manifest, platform, assume)
     w = manifest.get(workaround_id)
     if json_output:
         typer.echo(json.dumps(explain_document(w, decided, manifest), indent=2))
         return
-    typer.echo(explain_text(w, decided.decisions[manifest.workarounds.index(w)], manifest))
+    typer.echo(explain_text(w, decided.decisions[manifest.workarounds.index(w)], manifest, terminal_width()))
 

@@ -185,7 +185,9 @@ def lint_command(
                          "(::error file=...,line=...,title=FIELD::message).")] = Format.TEXT,
     json_output: JsonOption = False,
 ) -> None:
-    """Validate a manifest and its workaround modules: one line per problem, PATH:LINE: field: message."""
+    """Validate a manifest and its workaround modules.
+
+    One line per problem: PATH:LINE: field: message."""
     if json_output:
         if output_format not in (Format.TEXT, Format.JSON):
             fail(f"--json and --format {output_format} exclude each other")

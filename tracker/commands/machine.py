@@ -11,6 +11,7 @@ version, manifest or decision; and, in any one process, a workaround that failed
 from __future__ import annotations
 
 import os
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -210,8 +211,12 @@ def render(machine: Machine) -> str:
     if machine.differences:
         lines += ["", "Differences:", *(f"  {difference}" for difference in machine.differences)]
     if machine.gone:
+        # Nothing removes a report when its process exits (the directory may be shared, and a crash
+        # leaves it anyway): what to run to clear them is said here, where they are found.
+        stale = " ".join(shlex.quote(os.path.join(machine.directory, f"{process.pid}.json")) for process in machine.gone)
         lines += ["", "Gone (reports of processes no longer running; not compared):",
-                  *(f"  {process.label}" for process in machine.gone)]
+                  *(f"  {process.label}" for process in machine.gone),
+                  escape_controls(f"  to clear them: rm -- {stale}")]
     if machine.ignored:
         lines += ["", f"Ignored (not a readable report): {escape_controls(', '.join(machine.ignored))}"]
     return "\n".join(lines)

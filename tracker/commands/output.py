@@ -51,6 +51,31 @@ def escape_controls(text: str) -> str:
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width to wrap prose at: the terminal's columns (``COLUMNS`` first) where ``stream``
+    (default: stdout) is a terminal, else None: piped text keeps one line per fact for scripts."""
+    import shutil
+
+    stream = sys.stdout if stream is None else stream
+    try:
+        shown = stream.isatty()
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size().columns if shown else None
+
+
+def wrapped(line: str, width: int | None) -> str:
+    """``line`` wrapped between words to ``width`` (never inside a word, a path or a version),
+    its continuations indented two spaces past its own indentation; unchanged without a width."""
+    if width is None or len(line) <= width:
+        return line
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.fill(line.strip(" "), width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def style_of(cell: str) -> str:
     word = cell.split(" ", 1)[0].strip("()")
     return STYLES.get(word, "")

@@ -52,7 +52,10 @@ def retire(
                         "answers younger than an hour reused), not only the manifest's.")] = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Which workarounds no supported stack needs any more, with the evidence and the floors."""
+    """What can be retired, with the evidence; the removal PRs.
+
+    Which workarounds no supported stack needs any more, with the evidence and the floors; with
+    --open-prs, one removal PR per retirable workaround."""
     require_extra("github", "github", "retire")
     from tracker.model.retirement import retirement
 

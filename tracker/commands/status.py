@@ -18,6 +18,7 @@ from tracker.commands.context import (
     load_manifest,
     require_extra,
 )
+from tracker.commands.output import terminal_width
 
 DEFAULT_TIMEOUT = 60.0  # seconds --cluster waits for each node
 
@@ -39,7 +40,10 @@ def status(
                                                         "--cluster: where they are on every node (default: "
                                                         "each node's XPU_WORKAROUNDS_REPORT).")] = None,
 ) -> None:
-    """Each workaround's decision for this environment, or for a described stack."""
+    """Each workaround's decision here, or for a described stack.
+
+    Without options, for the stack installed here, with the same source probe the plugin runs;
+    --platform and --assume describe another stack without installing it."""
     from tracker.commands.views import status_document, status_table
 
     if cluster:
@@ -55,7 +59,7 @@ def status(
         fail("--address goes with --cluster")
     manifest = load_manifest()
     document = status_document(manifest, decided_for(manifest, platform, assume))
-    typer.echo(json.dumps(document, indent=2) if json_output else status_table(document))
+    typer.echo(json.dumps(document, indent=2) if json_output else status_table(document, terminal_width()))
 
 
 def _machine_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,

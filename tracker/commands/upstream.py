@@ -33,8 +33,10 @@ def upstream(
                                                         "manifest, keeping its formatting and comments.")] = False,
     quiet: QuietOption = False,
 ) -> None:
-    """State of every upstream reference, its landed commit and first release, and which of
-    vLLM's inline workarounds are dead at vLLM's current pins."""
+    """What happened to every upstream reference.
+
+    Its state, landed commit and first release, and which of vLLM's inline workarounds are dead
+    at vLLM's current pins."""
     require_extra("github", "github", "upstream")
     from tracker import upstream as upstream_module
     from tracker.upstream.errors import GitHubError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.commands.output import table
+from tracker.commands.output import table, wrapped
 from tracker.decision.gates import Decision
 from tracker.decision.stack import StackDecisions
 from tracker.model.manifest import Manifest, UpstreamRef, Workaround, provenance
@@ -48,7 +48,8 @@ def status_document(manifest: Manifest, decided: StackDecisions) -> dict[str, An
     }
 
 
-def status_table(document: dict[str, Any]) -> str:
+def status_table(document: dict[str, Any], width: int | None = None) -> str:
+    """``status`` as text: the stack, the table, and each workaround's detail (wrapped at ``width``)."""
     env = document["environment"]
     versions = ", ".join(f"{name} {raw}" for name, raw in env["versions"].items() if raw) or "no components found"
     lines = [f"platform: {env['platform']} ({env['platform_source']}); {versions}", ""]
@@ -59,7 +60,7 @@ def status_table(document: dict[str, Any]) -> str:
                        [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"])
                         for w in document["workarounds"]]))
     lines.append("")
-    lines += [f"{w['id']}: {w['detail']}" for w in document["workarounds"]]
+    lines += [wrapped(f"{w['id']}: {w['detail']}", width) for w in document["workarounds"]]
     return "\n".join(lines)
 
 
@@ -85,7 +86,7 @@ def explain_document(w: Workaround, decided: StackDecisions, manifest: Manifest)
     }
 
 
-def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
+def explain_text(w: Workaround, decision: Decision, manifest: Manifest, width: int | None = None) -> str:
     verdict = retirement(w, manifest.support)
     out = [
         f"{w.id}: {w.title}",
@@ -110,4 +111,4 @@ def explain_text(w: Workaround, decision: Decision, manifest: Manifest) -> str:
         f"  retirement: {verdict.verdict}: {verdict.detail}",
         f"  removal condition: {removal_condition(w)}",
     ]
-    return "\n".join(out)
+    return "\n".join(wrapped(line, width) for line in out)

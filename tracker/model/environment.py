@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import tracker
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
-from tracker.model.vocabulary import PLATFORMS, UNKNOWN_PLATFORM
+from tracker.model.vocabulary import PLATFORMS, UNKNOWN_PLATFORM, unknown_id_hint
 
 _OFF = {"0", "off", "false", "no"}
 _ON = {"", "1", "on", "true", "yes"}
@@ -183,7 +183,8 @@ class Settings(NamedTuple):
         for variable, names in ((tracker.DISABLE, self.disabled), (tracker.FORCE, self.forced)):
             unknown = sorted(names - known)
             if unknown:
-                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}"
+                hints = unknown_id_hint(unknown[0], known) if len(unknown) == 1 else ""
+                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}{hints}"
                                 f" (known: {', '.join(sorted(known))})")
             kept[variable] = names - set(unknown)
         return self._replace(disabled=kept[tracker.DISABLE], forced=kept[tracker.FORCE],

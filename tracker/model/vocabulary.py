@@ -6,6 +6,7 @@ strings see the values as written in ``workarounds.toml``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import TypeGuard
 
@@ -127,3 +128,23 @@ def module_of(workaround_id: str) -> str:
     """The module that holds a workaround's code: ``workarounds.<id with _>`` (never written
     in the manifest)."""
     return "workarounds." + workaround_id.replace("-", "_")
+
+
+def closest_id(name: str, known: Iterable[str]) -> str | None:
+    """The known id ``name`` most likely meant (a module's spelling ``static_launcher_uva``, a
+    typo, another case), or None when none is close: for "did you mean" in every message that
+    refuses an unknown id."""
+    import difflib
+
+    candidates = sorted(set(known))
+    spelled = name.strip().lower().replace("_", "-")
+    if spelled in candidates:
+        return spelled
+    found = difflib.get_close_matches(spelled, candidates, n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def unknown_id_hint(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when a known id is close to ``name``, else ""."""
+    match = closest_id(name, known)
+    return f"; did you mean {match!r}?" if match is not None else ""

@@ -395,7 +395,8 @@ def report() -> ProcessReport:
 
 
 def summary() -> str:
-    """The one log line: what was applied, what waits for an import, skipped (why), failed."""
+    """The one log line: what was applied (``(forced)`` where only XPU_WORKAROUNDS_FORCE asked, as
+    the metric's reason says), what waits for an import, skipped (why), failed."""
     groups: dict[str, list[str]] = {outcome: [] for outcome in _SEVERITY}
     for entry in _state.entries:
         outcome = _outcome(entry)
@@ -403,6 +404,8 @@ def summary() -> str:
             groups[outcome].append(f"{entry.plan.id} ({entry.plan.reason})")
         elif outcome in _BAD:
             groups[outcome].append(f"{entry.plan.id} ({_error(entry)})")
+        elif entry.plan.reason == Reason.FORCED:
+            groups[outcome].append(f"{entry.plan.id} ({Reason.FORCED})")
         else:
             groups[outcome].append(entry.plan.id)
     env = _state.environment
