@@ -88,6 +88,35 @@ def test_the_line_reaches_stderr_before_any_logging_is_configured():
     assert line.startswith("INFO xpu-workarounds: platform cpu (override); skipped: ")
 
 
+def forged_lines(stderr: str) -> list[str]:
+    """The lines a GitHub runner reading this log would take as workflow commands: ``::`` first
+    on a line, or ``##[`` anywhere (the runner's older form)."""
+    return [line for line in stderr.splitlines() if line.lstrip().startswith("::") or "##[" in line]
+
+
+def test_a_forged_id_in_the_force_or_disable_variable_stays_inside_its_warning_line():
+    # A vLLM process's log is a CI step's log: an id holding a newline and a workflow command
+    # would become an annotation, a mask or a stop to every later command there.
+    result = run("import tracker.plugin; tracker.plugin.register()", XPU_WORKAROUNDS_PLATFORM="cpu",
+                 XPU_WORKAROUNDS_FORCE="typo\n::warning::forged by FORCE",
+                 XPU_WORKAROUNDS_DISABLE="other\n::add-mask::secret,x ##[stop-commands]token")
+    assert result.returncode == 0, result.stderr
+    assert forged_lines(result.stderr) == []
+    (force,) = [line for line in result.stderr.splitlines() if "XPU_WORKAROUNDS_FORCE" in line]
+    assert force.startswith("WARNING xpu-workarounds: XPU_WORKAROUNDS_FORCE: unknown workaround id(s) "
+                            "typo\\n::warning::forged by FORCE")
+
+
+def test_a_missing_manifest_named_with_a_forged_line_is_warned_about_on_one_line(tmp_path):
+    missing = f"{tmp_path}/gone\n::stop-commands::token\r::error::forged"
+    result = run("import tracker.plugin; tracker.plugin.register(); print('started')",
+                 XPU_WORKAROUNDS_MANIFEST=missing)
+    assert result.returncode == 0 and result.stdout.strip() == "started"
+    assert forged_lines(result.stderr) == []
+    (warning,) = [line for line in result.stderr.splitlines() if "manifest is invalid" in line]
+    assert "gone\\n::stop-commands::token\\r::error::forged" in warning
+
+
 def test_a_replayed_process_names_the_version_and_manifest_the_stored_answer_was_decided_with(tmp_path):
     # The digest is taken once, where the manifest is read (the full path), and stored with the
     # answer: the replay reports it and logs it without reading the manifest again.

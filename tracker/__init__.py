@@ -2,7 +2,8 @@
 
 The package's top holds one thing more: the names of the environment variables this tool
 reads (``XPU_WORKAROUNDS*``, docs/commands.md, "Environment variables"; and GitHub's and Ray's) and the readings the
-plugin's two paths share. They are here rather than in a module of their own because every
+plugin's two paths share, and the rule that keeps a line written to a terminal or a log one line
+(``one_line``). They are here rather than in a module of their own because every
 vLLM process imports this package, and pays for each module its replay imports
 (``tracker.plugin``). Every variable is read and parsed by ``tracker.model.environment``
 (``Settings``, ``OutsideVariables``), except on the fast path, which reads without importing
@@ -66,3 +67,23 @@ def short_digest(sha256: str | None) -> str:
     """A manifest's sha256 as every printer shortens it (``--version``, the plugin's log line,
     a cluster node's answer): its first 12 hex digits, as ``git`` shortens a commit, or ``unreadable``."""
     return sha256[:12] if sha256 else "unreadable"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a terminal or a log: what a command prints and what the plugin logs
+    (a CI step's log reads both). Control characters are escaped as Python writes them (``\\n``,
+    ``\\x1b``), so that text read from elsewhere (a manifest, an environment variable, a server's
+    answer) cannot end the line, forge another or reach the terminal as an escape sequence; so are
+    the openings of a GitHub workflow command (``::`` first on a line, ``##[`` anywhere), so that it
+    cannot become an annotation, a mask or a ``stop-commands`` in the runner that reads the log.
+
+    Here rather than in a module of its own: the plugin logs through it, and a replay imports
+    nothing more (docs/architecture.md). Markdown and workflow commands: ``tracker.escape``."""
+    if text.isprintable() and "##[" not in text and not text.lstrip().startswith("::"):
+        return text  # the common case, every vLLM process: one scan, no copy
+    escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    escaped = escaped.replace("##[", "##\\x5b")
+    indent = len(escaped) - len(escaped.lstrip())
+    if escaped[indent:].startswith("::"):
+        escaped = f"{escaped[:indent]}\\x3a{escaped[indent + 1:]}"
+    return escaped

@@ -79,8 +79,12 @@ def log(level: int, message: str) -> None:
     Some vLLM releases configure their log handlers only after plugins have run in the
     front-end process; a record logged before that would be dropped (Python's fallback
     shows warnings only), and the one line each process owes its user would be lost.
+
+    ``message`` stays one line whatever it quotes (an unknown id of ``XPU_WORKAROUNDS_FORCE``,
+    a manifest path, an exception's text): ``tracker.one_line`` escapes it.
     """
     try:
+        message = tracker.one_line(message)
         if LOGGER.hasHandlers():
             LOGGER.log(level, message)
         elif level >= logging.INFO:

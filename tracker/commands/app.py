@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperGroup
 
 import tracker
-from tracker.commands import context, output
+from tracker.commands import context
 from tracker.commands.context import ManifestOption
 
 try:  # typer 0.2x carries its own copy of click, whose exceptions its commands raise
@@ -113,8 +113,8 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
 
     path = os.path.abspath(manifest if manifest is not None else default_path())
     sha256 = digest(path)
-    typer.echo(output.escape_controls(f"xpu-workarounds {tracker.__version__} (manifest {path}, "
-                                      f"sha256 {tracker.short_digest(sha256)})"))
+    typer.echo(tracker.one_line(f"xpu-workarounds {tracker.__version__} (manifest {path}, "
+                                f"sha256 {tracker.short_digest(sha256)})"))
     if sha256 is None:
         context.fail(f"cannot read the manifest {path}")
     raise typer.Exit(0)
@@ -153,7 +153,7 @@ def main() -> None:
     except click_errors.UsageError as error:  # one line, like every other error, and where to look
         where = f"{error.ctx.command_path} -h" if error.ctx is not None else "xpu-workarounds -h"
         message = error.format_message().rstrip(".")
-        sys.stderr.write(output.escape_controls(f"xpu-workarounds: error: {message} (see '{where}')") + "\n")
+        sys.stderr.write(tracker.one_line(f"xpu-workarounds: error: {message} (see '{where}')") + "\n")
         code = error.exit_code
     except click_errors.ClickException as error:
         error.show()

@@ -12,9 +12,10 @@ from typing import Annotated
 
 import typer
 
+from tracker import one_line
 from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
-from tracker.commands.output import escape_controls, table
 from tracker.commands.output import progress as shown_progress
+from tracker.commands.output import table
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 
@@ -25,7 +26,7 @@ EXIT_NOT_FETCHABLE = 4
 
 def warn(line: str) -> None:
     """A warning of the release check, one line on stderr (the cache not used, a download again)."""
-    typer.echo(f"xpu-workarounds: warning: {escape_controls(line)}", err=True)
+    typer.echo(f"xpu-workarounds: warning: {one_line(line)}", err=True)
 
 
 def render(result: ReleaseCheck) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 import tracker
-from tracker.commands.output import escape_controls
+from tracker import one_line
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, OutsideVariables, Settings, assumptions, parse_platform
@@ -68,7 +68,7 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     from tracker.commands.output import styled
 
-    typer.echo(f"{styled('xpu-workarounds: error:', 'bold red', sys.stderr)} {escape_controls(message)}", err=True)
+    typer.echo(f"{styled('xpu-workarounds: error:', 'bold red', sys.stderr)} {one_line(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -115,7 +115,7 @@ def load_manifest() -> manifest_module.Manifest:
         return reader.load(state["manifest"])
     except manifest_module.ManifestError as error:
         for problem in error.problems:
-            typer.echo(escape_controls(str(problem)), err=True)
+            typer.echo(one_line(str(problem)), err=True)
         named = state["manifest"]
         command = "xpu-workarounds lint" + (f" {shlex.quote(str(named))}" if named is not None else "")
         fail(f"the manifest is invalid (see above); run `{command}` for the full list")
@@ -166,7 +166,7 @@ def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
     decided = decide_stack(manifest, settings, described=described, platform=described_platform(settings, described))
     note = unlabelled_torch_note(described, decided.environment)
     if note is not None:
-        typer.echo(f"xpu-workarounds: note: {escape_controls(note)}", err=True)
+        typer.echo(f"xpu-workarounds: note: {one_line(note)}", err=True)
     for warning in decided.warnings:
-        typer.echo(f"xpu-workarounds: warning: {escape_controls(warning)}", err=True)
+        typer.echo(f"xpu-workarounds: warning: {one_line(warning)}", err=True)
     return decided

@@ -24,11 +24,12 @@ from typing import Annotated
 
 import typer
 
+from tracker import one_line
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
 from tracker.commands.context import JsonOption, fail
-from tracker.commands.output import escape_controls
 from tracker.engine import source
+from tracker.escape import workflow_command
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.reader import default_path, read
@@ -204,9 +205,9 @@ def lint_command(
             typer.echo(annotation(problem))
     else:
         for problem in problems:
-            typer.echo(escape_controls(str(problem)))  # a path quoted from input cannot break the line
+            typer.echo(one_line(str(problem)))  # a path quoted from input cannot break the line
         if not problems:
-            typer.echo(escape_controls(f"{target or default_path()}: ok"))
+            typer.echo(one_line(f"{target or default_path()}: ok"))
     if problems:
         raise typer.Exit(1)
 
@@ -220,11 +221,4 @@ def annotation(problem: Problem) -> str:
         where = where if relative.startswith("..") else relative
     except ValueError:  # another drive (Windows)
         pass
-    file = escape_controls(_escape(where, properties=True))
-    title = escape_controls(_escape(problem.field, properties=True))
-    return f"::error file={file},line={problem.line},title={title}::{escape_controls(_escape(problem.message))}"
-
-
-def _escape(text: str, properties: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if properties else text
+    return workflow_command("error", problem.message, file=where, line=problem.line, title=problem.field)

@@ -16,8 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracker import one_line
 from tracker.commands.cluster import stack_differences
-from tracker.commands.output import escape_controls, table
+from tracker.commands.output import table
 from tracker.model.vocabulary import SCHEMA, Outcome
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
@@ -46,7 +47,7 @@ class Process:
 
     @property
     def label(self) -> str:
-        return f"process {self.pid}" + (f" ({escape_controls(self.role)})" if self.role else "")
+        return f"process {self.pid}" + (f" ({one_line(self.role)})" if self.role else "")
 
     @property
     def platform(self) -> str:
@@ -166,8 +167,8 @@ def compare(processes: list[Process]) -> list[str]:
         for entry in process.workarounds:
             if entry["outcome"] in (Outcome.FAILED, Outcome.DRIFTED):
                 error = entry["error"]
-                because = f": {escape_controls(error)}" if error else ""
-                differences.append(f"{process.label}: {escape_controls(entry['id'])} {entry['outcome']}{because}")
+                because = f": {one_line(error)}" if error else ""
+                differences.append(f"{process.label}: {one_line(entry['id'])} {entry['outcome']}{because}")
     return differences
 
 
@@ -184,7 +185,7 @@ def describe(process: Process, reference: list[Process]) -> str:
             theirs.append(f"{workaround} {_decision(other.get(workaround))}")
     count = len(reference)
     others = f"the other {count} processes" if count > 1 else f"process {model.pid}"
-    return escape_controls(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
+    return one_line(f"{process.label}: {', '.join(mine)}; {others} {'have' if count > 1 else 'has'} "
                     f"{', '.join(theirs)}")
 
 
@@ -196,13 +197,13 @@ def render(machine: Machine) -> str:
     """The text ``status --reports`` prints: one row per process, then the differences and the gone."""
     counts = Counter(process.running for process in machine.processes)
     verdict = "they agree" if machine.agree else "they disagree"
-    lines = [f"Reports in {escape_controls(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
+    lines = [f"Reports in {one_line(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
              + (f"; {verdict}" if counts[True] else ""), ""]
     rows = []
     for process in machine.processes:
-        rows.append((str(process.pid), escape_controls(process.role or "-"), str(process.parent or "-"),
-                     "running" if process.running else "gone", escape_controls(process.platform),
-                     *(escape_controls(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
+        rows.append((str(process.pid), one_line(process.role or "-"), str(process.parent or "-"),
+                     "running" if process.running else "gone", one_line(process.platform),
+                     *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
     if rows:
         lines.append(table(("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN)),
                            rows))
@@ -216,8 +217,8 @@ def render(machine: Machine) -> str:
         stale = " ".join(shlex.quote(os.path.join(machine.directory, f"{process.pid}.json")) for process in machine.gone)
         lines += ["", "Gone (reports of processes no longer running; not compared):",
                   *(f"  {process.label}" for process in machine.gone),
-                  escape_controls(f"  to clear them: rm -- {stale}")]
+                  one_line(f"  to clear them: rm -- {stale}")]
     if machine.ignored:
-        lines += ["", f"Ignored (not a readable report): {escape_controls(', '.join(machine.ignored))}"]
+        lines += ["", f"Ignored (not a readable report): {one_line(', '.join(machine.ignored))}"]
     return "\n".join(lines)
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
+from tracker import one_line
 from tracker.model.environment import OutsideVariables
 
 # A cell whose first word is one of these is highlighted on a colour terminal.
@@ -43,12 +44,6 @@ def colour(stream: TextIO | None = None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or foreign stream
         return False
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with control characters escaped: a value quoted from input, or text a server sent,
-    cannot break the line or reach the terminal as an escape sequence."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def terminal_width(stream: TextIO | None = None) -> int | None:
@@ -92,7 +87,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO 
     for header in headers:
         drawn.add_column(header, no_wrap=True, overflow="ignore")
     for row in rows:
-        drawn.add_row(*(Text(escape_controls(cell), style=style_of(cell) if coloured else "") for cell in row))
+        drawn.add_row(*(Text(one_line(cell), style=style_of(cell) if coloured else "") for cell in row))
     return "\n".join(line.rstrip() for line in _render(drawn, coloured).splitlines())
 
 
@@ -165,7 +160,7 @@ class Progress:
         characters escaped: a line may quote what GitHub said)."""
         import typer
 
-        line = escape_controls(line)
+        line = one_line(line)
 
         if self._live is None:
             typer.echo(line)
@@ -180,7 +175,7 @@ class Progress:
         from rich.text import Text
 
         text = self._step + (f": {self._request}" if self._step and self._request else self._request)
-        text = "".join(char if char.isprintable() else " " for char in text)  # a name from input stays on the line
+        text = one_line(text)  # a name from input stays on the line
         room = max(self._live.console.width - 3, 10)  # the spinner and a space before it; never wrapped
         self._spinner.update(text=Text(text if len(text) <= room else text[:room - 1] + "…"))
         self._live.refresh()  # now, not at the next tick: a short step is seen too

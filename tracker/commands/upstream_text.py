@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tracker.commands.output import escape_controls, table
+from tracker import one_line
+from tracker.commands.output import table
 from tracker.upstream.clock import age_text, iso
 from tracker.upstream.facts import Report
 
@@ -20,7 +21,7 @@ def render(report: Report, now: datetime | None = None) -> str:
     rows = [(f.ref, f.state or "unknown", (f.commit or "-")[:12], str(f.released_in) if f.released_in else "-")
              for f in report.references]
     lines += [table(("REFERENCE", "STATE", "COMMIT", "RELEASED IN"), rows), ""]
-    lines += [f"{f.ref}: {_bounded(escape_controls(f.evidence))}" for f in report.references]
+    lines += [f"{f.ref}: {_bounded(one_line(f.evidence))}" for f in report.references]
     for tracked, heading in ((False, "vLLM's inline copies of these workarounds at vLLM's XPU pins:"),
                              (True, "vLLM's own XPU workarounds (tracked, not patched) at vLLM's XPU pins:")):
         verdicts = [verdict for verdict in report.inline_audit if verdict.tracked == tracked]
@@ -28,7 +29,7 @@ def render(report: Report, now: datetime | None = None) -> str:
             lines += ["", heading]
         for verdict in verdicts:
             word = "partly dead" if verdict.partial else ("dead" if verdict.dead else "needed")
-            lines.append(f"  {verdict.workaround} at {verdict.vllm_ref}: {word}: {escape_controls(verdict.evidence)}")
+            lines.append(f"  {verdict.workaround} at {verdict.vllm_ref}: {word}: {one_line(verdict.evidence)}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker import one_line
 from tracker.commands.output import table, wrapped
 from tracker.decision.gates import Decision
 from tracker.decision.stack import StackDecisions
@@ -52,7 +53,7 @@ def status_table(document: dict[str, Any], width: int | None = None) -> str:
     """``status`` as text: the stack, the table, and each workaround's detail (wrapped at ``width``)."""
     env = document["environment"]
     versions = ", ".join(f"{name} {raw}" for name, raw in env["versions"].items() if raw) or "no components found"
-    lines = [f"platform: {env['platform']} ({env['platform_source']}); {versions}", ""]
+    lines = [one_line(f"platform: {env['platform']} ({env['platform_source']}); {versions}"), ""]
     if not document["workarounds"]:
         lines.append("no workarounds in this manifest: nothing to decide (its [[tracked]] entries: xpu-workarounds docs)")
         return "\n".join(lines)
@@ -60,7 +61,7 @@ def status_table(document: dict[str, Any], width: int | None = None) -> str:
                        [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"])
                         for w in document["workarounds"]]))
     lines.append("")
-    lines += [wrapped(f"{w['id']}: {w['detail']}", width) for w in document["workarounds"]]
+    lines += [wrapped(one_line(f"{w['id']}: {w['detail']}"), width) for w in document["workarounds"]]
     return "\n".join(lines)
 
 
@@ -87,13 +88,14 @@ def explain_document(w: Workaround, decided: StackDecisions, manifest: Manifest)
 
 
 def explain_text(w: Workaround, decision: Decision, manifest: Manifest, width: int | None = None) -> str:
+    """What ``explain`` prints: a line per field, each escaped (``tracker.one_line``), wrapped at ``width``."""
     verdict = retirement(w, manifest.support)
     out = [
         f"{w.id}: {w.title}",
         f"  platform: {w.platform}; module: {w.module}; owner: {w.owner}; added: {w.added}",
         f"  symptom: {w.symptom}",
-        f"  why: {w.why}",
-        f"  how: {w.how}",
+        f"  why: {' '.join(w.why.split())}",  # a paragraph on one line, as every field
+        f"  how: {' '.join(w.how.split())}",
         "  targets:",
         *[f"    {t.path} ({t.kind}{', optional' if t.optional else ''}; params {', '.join(t.params) or '-'})"
           for t in w.targets],
@@ -111,4 +113,4 @@ def explain_text(w: Workaround, decision: Decision, manifest: Manifest, width: i
         f"  retirement: {verdict.verdict}: {verdict.detail}",
         f"  removal condition: {removal_condition(w)}",
     ]
-    return "\n".join(wrapped(line, width) for line in out)
+    return "\n".join(wrapped(one_line(line), width) for line in out)  # the manifest's text: no line it did not write

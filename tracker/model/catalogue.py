@@ -3,6 +3,7 @@ regenerates), rendered from the manifest alone."""
 
 from __future__ import annotations
 
+from tracker.escape import markdown_cell, markdown_code, markdown_prose, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import removal_condition, retirement
 
@@ -26,7 +27,7 @@ def markdown(manifest: Manifest) -> str:
     for w in manifest.workarounds:
         windows = "<br>".join(window.describe() for window in w.affected)
         carries = f"vllm{w.vllm_carries_fix}" if w.vllm_carries_fix else "no"
-        out.append(f"| [`{w.id}`](#{w.id}) | {w.title} | {windows} | {carries} | "
+        out.append(f"| [`{w.id}`](#{w.id}) | {markdown_cell(markdown_text(w.title))} | {windows} | {carries} | "
                    f"{retirement(w, manifest.support).verdict} |")
     for w in manifest.workarounds:
         verdict = retirement(w, manifest.support)
@@ -34,13 +35,14 @@ def markdown(manifest: Manifest) -> str:
             "",
             f"## {w.id}",
             "",
-            f"**{w.title}** (platform `{w.platform}`, module `{w.module}`, owner {w.owner}, added {w.added})",
+            f"**{markdown_text(w.title)}** (platform `{w.platform}`, module `{w.module}`, owner "
+            f"{markdown_text(w.owner)}, added {w.added})",
             "",
-            f"**Symptom:** `{w.symptom}`",
+            f"**Symptom:** {markdown_code(w.symptom)}",
             "",
-            f"**Why:** {w.why}",
+            f"**Why:** {markdown_prose(w.why)}",
             "",
-            f"**How:** {w.how}",
+            f"**How:** {markdown_prose(w.how)}",
             "",
             "**Targets:**",
             "",
@@ -57,8 +59,8 @@ def markdown(manifest: Manifest) -> str:
             "",
             *[f"- [{ref.ref}](https://github.com/{ref.repo}/pull/{ref.number}): {ref.role}, {ref.state}"
               f"{', released in `' + str(ref.released_in) + '`' if ref.released_in else ''}"
-              f"{' (' + ref.note + ')' if ref.note else ''}"
-              f"{'; leaves: ' + ref.remaining if ref.remaining else ''}" for ref in w.upstream],
+              f"{' (' + markdown_text(ref.note) + ')' if ref.note else ''}"
+              f"{'; leaves: ' + markdown_text(ref.remaining) if ref.remaining else ''}" for ref in w.upstream],
             "",
             f"**Removal condition:** {removal_condition(w)}.",
             "",
@@ -75,10 +77,11 @@ def markdown(manifest: Manifest) -> str:
             reference = (f"[{inline.waits_on}](https://github.com/{inline.waits_on.replace('#', '/issues/')})"
                          if inline.waits_on else f"[link]({inline.link})" if inline.link else "nothing named")
             dead = f"`{inline.dead_when}`" if inline.dead_when else "no release known"
-            dead += f" (leaves: {inline.remaining})" if inline.remaining else ""
-            marker = inline.marker.replace("|", "\\|")
-            out.append(f"| `{inline.id}` | {inline.title} | `{inline.file}` (`{marker}`) | "
-                       f"`vllm{inline.carried_in}` | {reference} | {dead} |")
+            dead += f" (leaves: {markdown_text(inline.remaining)})" if inline.remaining else ""
+            where = f"{markdown_code(inline.file)} ({markdown_code(inline.marker)})"
+            out.append("| " + " | ".join(markdown_cell(cell) for cell in (
+                f"`{inline.id}`", markdown_text(inline.title), where, f"`vllm{inline.carried_in}`", reference, dead))
+                + " |")
     return "\n".join(out) + "\n"
 
 

@@ -31,6 +31,12 @@ UPSTREAM_KEYS = frozenset({*UPSTREAM_REQUIRED, "released_in", "commit", "note", 
 TRACKED_REQUIRED = ("id", "title", "file", "marker", "carried_in")
 TRACKED_KEYS = frozenset({*TRACKED_REQUIRED, "waits_on", "link", "dead_when", "remaining", "note"})
 
+# One-line text (``tracker.model.one_line_fields``): printed on a line of its own or inside one, so
+# a control character in it is a problem; and every value of a [sources.COMPONENT] table.
+WORKAROUND_ONE_LINE = ("id", "title", "symptom", "owner")
+UPSTREAM_ONE_LINE = ("note", "remaining")
+TRACKED_ONE_LINE = ("id", "title", "file", "marker", "note", "remaining")
+
 # OWNER/NAME as GitHub spells them: no '.' or '..' that would lead a request path out of /repos/OWNER/NAME/.
 REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}$")
 REF = re.compile(r"^(?P<repo>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100})#(?P<number>[1-9][0-9]*)$")

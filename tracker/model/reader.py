@@ -14,6 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from tracker.model import one_line_fields
 from tracker.model.entries import ManifestValidator
 from tracker.model.manifest import Manifest, ManifestError, Problem
 from tracker.paths import NotRegular, read_regular, shipped_manifest
@@ -69,7 +70,11 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
         return None, [Problem(path, _first_line(text, r"[\[{]{50}"), "toml", "nested too deeply")]
     except ValueError:  # tomllib converts integers itself: Python refuses more than 4300 digits
         return None, [Problem(path, _first_line(text, r"\d{4300}"), "toml", "a number of more than 4300 digits")]
-    manifest, problems = ManifestValidator(path, text, data).validate()
+    validator = ManifestValidator(path, text, data)
+    manifest, problems = validator.validate()
+    controls = one_line_fields.problems(path, data, lambda: validator.lines, {p.field for p in problems})
+    if controls:
+        manifest, problems = None, [*problems, *controls]
     return (manifest._replace(sha256=hashlib.sha256(raw).hexdigest()) if manifest is not None else None), problems
 
 

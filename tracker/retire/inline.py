@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tracker.escape import markdown_cell, markdown_code
 from tracker.model.manifest import DEFAULT_SOURCES, InlineWorkaround, Manifest
 from tracker.model.pins import xpu_pins
 from tracker.retire.failures import GITHUB_ERRORS
@@ -195,9 +196,9 @@ def issue_cell(action: Action | None) -> str:
 def dashboard_body(snapshot: Snapshot, all_states: list[InlineState], actions: list[Action], pins: str,
                    dashboard_marker: str) -> str:
     acted = {action.id: action for action in actions}
-    rows = [f"| `{state.inline.id}` | `{state.inline.file}` | {'yes' if state.present else 'no'} | "
+    rows = [f"| `{state.inline.id}` | {markdown_cell(markdown_code(state.inline.file))} | {'yes' if state.present else 'no'} | "
             f"**{'dead' if state.dead else 'needed' if state.present else 'gone'}**: "
-            f"{state.verdict.evidence.replace('|', chr(92) + '|')} | {issue_cell(acted.get(state.inline.id))} |"
+            f"{markdown_cell(state.verdict.evidence)} | {issue_cell(acted.get(state.inline.id))} |"
             for state in all_states]
     return "\n".join([
         f"Every inline XPU workaround tracked in `{snapshot.manifest_path}` on `{snapshot.branch}` at "

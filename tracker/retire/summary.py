@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 
 import tracker
+from tracker.escape import markdown_cell, workflow_command
 from tracker.model.environment import OutsideVariables
 from tracker.model.manifest import Problem
 from tracker.retire.results import ActionKind, RetireResult
@@ -74,18 +75,10 @@ def append(variable: str, text: str, environ: Mapping[str, str] | None = None) -
 # ------------------------------------------------------------------------- annotations
 
 
-def _escape(text: str, *, property_value: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
-
-
 def annotation(level: str, message: str, *, title: str = "xpu-workarounds", file: str | None = None,
                line: int | None = None) -> str:
     """One workflow command: ``::error file=F,line=N,title=T::message`` (``level`` error, warning or notice)."""
-    properties = [f"file={_escape(file, property_value=True)}"] if file else []
-    properties += [f"line={line}"] if file and line else []
-    properties.append(f"title={_escape(title, property_value=True)}")
-    return f"::{level} {','.join(properties)}::{_escape(message)}"
+    return workflow_command(level, message, file=file or None, line=line if file and line else None, title=title)
 
 
 def manifest_annotations(problems: Iterable[Problem], path: str) -> list[str]:
@@ -115,10 +108,6 @@ def outcome_annotations(outcome: RetireResult) -> list[str]:
 # ---------------------------------------------------------------------------- summary
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def summary_markdown(outcome: RetireResult) -> str:
     """The step summary: every workaround's verdict with its evidence, and what was done about it."""
     acted = {a.id: a for a in outcome.actions}
@@ -130,18 +119,18 @@ def summary_markdown(outcome: RetireResult) -> str:
             return "-"
         url = pull_url(outcome, action.pr)
         where = f"[#{action.pr}]({url})" if url else (f"#{action.pr}" if action.pr else "")
-        return _cell(f"{action.action} {where}".strip())
+        return markdown_cell(f"{action.action} {where}".strip())
 
-    rows = [f"| `{item['id']}` | **retirable** | {_cell(item['evidence'])} | {pr_cell(item['id'])} |"
+    rows = [f"| `{item['id']}` | **retirable** | {markdown_cell(item['evidence'])} | {pr_cell(item['id'])} |"
             for item in outcome.retirable]
-    rows += [f"| `{item['id']}` | keep | {_cell(item['reason'])} | {pr_cell(item['id'])} |" for item in outcome.kept]
+    rows += [f"| `{item['id']}` | keep | {markdown_cell(item['reason'])} | {pr_cell(item['id'])} |" for item in outcome.kept]
     lines = [f"## XPU workarounds: {outcome.repository}@{outcome.base}"
              f"{' (dry run: nothing was changed)' if outcome.dry_run else ''}", ""]
     if rows:
         lines += ["| workaround | verdict | evidence | removal PR |", "|---|---|---|---|", *rows, ""]
     if outcome.issues:
         lines += ["| inline workaround | issue |", "|---|---|",
-                  *[f"| `{a.id}` | {_cell(a.detail)} |" for a in outcome.issues], ""]
+                  *[f"| `{a.id}` | {markdown_cell(a.detail)} |" for a in outcome.issues], ""]
     if outcome.facts is not None:
         lines.append(f"Upstream facts: {outcome.facts.source}"
                      + (f", {len(outcome.facts.unchecked)} could not be learned" if outcome.facts.unchecked else "")
@@ -150,9 +139,9 @@ def summary_markdown(outcome: RetireResult) -> str:
         lines.append(f"Upstream-facts PR: {outcome.facts_pr.action}"
                      + (f" #{outcome.facts_pr.pr}" if outcome.facts_pr.pr else "") + ".")
     if outcome.dashboard is not None:
-        lines.append(f"Dashboard: {prefix}{_cell(outcome.dashboard.detail)}.")
+        lines.append(f"Dashboard: {prefix}{markdown_cell(outcome.dashboard.detail)}.")
     if outcome.halted is not None:
-        lines.append(f"Halted: {_cell(outcome.halted)}.")
+        lines.append(f"Halted: {markdown_cell(outcome.halted)}.")
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from tracker.escape import markdown_cell, markdown_text
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, removal_condition
 from tracker.model.vocabulary import Role
@@ -94,7 +95,7 @@ def pr_title(w: Workaround) -> str:
 
 def _evidence_of(ref: str, facts: Report | None) -> str:
     found = facts.facts(ref) if facts is not None else None
-    return found.evidence.replace("|", "\\|") if found is not None and found.state is not None else "as written"
+    return markdown_cell(found.evidence) if found is not None and found.state is not None else "as written"
 
 
 def branch_note(snapshot: Snapshot, tip: str) -> str:
@@ -112,7 +113,7 @@ def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapsh
             for ref in w.upstream]
     name = module_name(w)
     lines = [
-        f"No supported stack needs `{w.id}` ({w.title}) any more, so this PR removes it.",
+        f"No supported stack needs `{w.id}` ({markdown_text(w.title)}) any more, so this PR removes it.",
         "",
         f"**Verdict:** {verdict.detail}",
         "",
@@ -194,7 +195,7 @@ def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, dig
         found = facts.facts(change.ref)
         old = f"`{change.old}`" if change.old is not None else "(unset)"
         new = f"`{change.new}`" if change.new is not None else "(removed)"
-        how = found.evidence.replace("|", "\\|") if found is not None else ""
+        how = markdown_cell(found.evidence) if found is not None else ""
         rows.append(f"| {change.ref} | `{change.workaround}` | {change.key} | {old} | {new} | {how} |")
     return "\n".join([
         f"What happened upstream since `{snapshot.manifest_path}` on `{snapshot.branch}` (at "

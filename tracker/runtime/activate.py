@@ -58,7 +58,6 @@ from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 from tracker.runtime.reports import EnvironmentReport, ProcessReport, TargetReport, ToolReport
 
-LOGGER = plugin.LOGGER
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = tuple(Outcome)
 _BAD = (Outcome.FAILED, Outcome.DRIFTED)
@@ -297,7 +296,7 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
     if record.outcome not in _BAD:
-        LOGGER.debug("xpu-workarounds: %s %s: %s", record.path, record.outcome, record.detail)
+        plugin.log(logging.DEBUG, f"xpu-workarounds: {record.path} {record.outcome}: {record.detail}")
     _after_import(record.owner, record.outcome, record.detail)
 
 
