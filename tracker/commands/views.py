@@ -94,8 +94,8 @@ def explain_text(w: Workaround, decision: Decision, manifest: Manifest, width: i
         f"{w.id}: {w.title}",
         f"  platform: {w.platform}; module: {w.module}; owner: {w.owner}; added: {w.added}",
         f"  symptom: {w.symptom}",
-        f"  why: {' '.join(w.why.split())}",  # a paragraph on one line, as every field
-        f"  how: {' '.join(w.how.split())}",
+        f"  why: {w.why}",
+        f"  how: {w.how}",
         "  targets:",
         *[f"    {t.path} ({t.kind}{', optional' if t.optional else ''}; params {', '.join(t.params) or '-'})"
           for t in w.targets],
