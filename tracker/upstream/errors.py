@@ -25,6 +25,7 @@ from github.GithubException import (
 )
 from urllib3.exceptions import ReadTimeoutError
 
+import tracker
 from tracker.upstream.fields import WrongField, shown
 from tracker.upstream.settings import ClientSettings
 
@@ -122,7 +123,7 @@ def _message(data: Any) -> str:
 def printable(text: str, limit: int) -> str:
     """Text a server sent, for one line on a terminal: whitespace runs as one space, control
     characters escaped (no escape sequence reaches the terminal), at most ``limit`` characters."""
-    text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in " ".join(text.split()))
+    text = tracker.one_line(" ".join(text.split()))
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
