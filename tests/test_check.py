@@ -129,12 +129,13 @@ def test_a_tree_without_a_vllm_package_is_bad_input(tmp_path):
     assert result.exit_code == 2 and result.stderr == f"xpu-workarounds: error: {tmp_path}: no vllm/ package in it\n"
 
 
-def test_a_release_pip_cannot_fetch_exits_4_in_one_line(tmp_path):
+@pytest.mark.parametrize("command", ["check", "census"])  # the census gets a release the same way
+def test_a_release_pip_cannot_fetch_exits_4_in_one_line(tmp_path, command):
     # No index and no links: pip fails as it would with no network. The real command, in its own process.
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
            "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
            "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "tracker.commands", "check", "vllm==0.34.0"], env=env,
+    done = subprocess.run([sys.executable, "-m", "tracker.commands", command, "vllm==0.34.0"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 4, done.stderr
     assert done.stderr.startswith("xpu-workarounds: error: pip download vllm==0.34.0 failed: ")

@@ -44,13 +44,18 @@ def workaround(id: str = "main-stream-sync", *, targets: list[dict[str, Any]] | 
     return entry
 
 
-def manifest_text(*entries: dict[str, Any], support: dict[str, str] | None = None) -> str:
-    """The manifest holding ``entries`` (default: one ``workaround()``)."""
-    document = {"schema": 1, "support": support if support is not None else dict(SUPPORT),
-                "workaround": list(entries) or [workaround()]}
+def manifest_text(*entries: dict[str, Any], support: dict[str, str] | None = None,
+                  tracked: list[dict[str, Any]] | None = None) -> str:
+    """The manifest holding ``entries`` (default: one ``workaround()``) and the ``tracked`` ones
+    (vLLM's own inline workarounds, ``[[tracked]]``)."""
+    document: dict[str, Any] = {"schema": 1, "support": support if support is not None else dict(SUPPORT),
+                                "workaround": list(entries) or [workaround()]}
+    if tracked:
+        document["tracked"] = tracked
     return tomlkit.dumps(document)
 
 
-def write_manifest(path: Path, *entries: dict[str, Any], support: dict[str, str] | None = None) -> Path:
-    path.write_text(manifest_text(*entries, support=support), encoding="utf-8")
+def write_manifest(path: Path, *entries: dict[str, Any], support: dict[str, str] | None = None,
+                   tracked: list[dict[str, Any]] | None = None) -> Path:
+    path.write_text(manifest_text(*entries, support=support, tracked=tracked), encoding="utf-8")
     return path

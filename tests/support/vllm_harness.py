@@ -340,6 +340,27 @@ def release_tree(version: str, needed: set[str]) -> Path:
     return cached(dest, build)
 
 
+def release_census_tree(version: str) -> Path:
+    """Release ``version``'s source distribution, fetched as ``xpu-workarounds census`` fetches it
+    (``tracker.release.fetch.fetch``: pip, no code of it run), keeping the files the census reads
+    (``tracker.release.census.wanted``: vLLM's Python source, its version, its XPU pins)."""
+    from tracker.release.archive import unpack
+    from tracker.release.census import wanted
+    from tracker.release.fetch import fetch
+
+    def build(dest: Path) -> dict:
+        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
+            started = time.monotonic()
+            archive = fetch(version, Path(download))
+            downloaded = round(time.monotonic() - started, 1)
+            unpack(archive, dest, wanted)
+            size = archive.stat().st_size
+        return {"sdist_bytes": size, "download_seconds": downloaded,
+                "files": sum(1 for path in dest.rglob("*") if path.is_file())}
+
+    return cached(cache_root() / "vllm-census" / version, build)
+
+
 # ------------------------------------------------- probing a release's source
 
 

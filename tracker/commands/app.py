@@ -36,6 +36,7 @@ COMMANDS = {
     "lint": ("tracker.commands.lint", "lint_command"),
     "docs": ("tracker.commands.docs", "docs"),
     "check": ("tracker.commands.check", "check_release"),
+    "census": ("tracker.commands.census", "census_command"),
     "upstream": ("tracker.commands.upstream", "upstream"),
     "retire": ("tracker.commands.retire", "retire"),
 }

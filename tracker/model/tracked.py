@@ -12,10 +12,11 @@ lists them. They have no module, so the retirement bot never touches them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from tracker.model.keys import REF, TRACKED_FILE, TRACKED_KEYS, TRACKED_REQUIRED
 from tracker.model.manifest import InlineWorkaround, Release
@@ -97,3 +98,21 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
     for where, field_name, message in found:
         reader.problem(where, field_name, message)
     return bool(found)
+
+
+def dead_at(inline: InlineWorkaround, pins: Mapping[str, Version], release: str) -> tuple[bool | None, str]:
+    """Whether ``inline`` is dead code at vLLM ``release``'s own XPU ``pins``, from the manifest's
+    ``dead_when`` alone (offline): True, False (alive, or only partly dead), or None when it
+    cannot be told (no ``dead_when``, or the pins name no such component); and the sentence why."""
+    dead = inline.dead_when
+    if dead is None:
+        return None, f"waits on {inline.reference}; no release is recorded to make it dead"
+    pin = pins.get(dead.component)
+    if pin is None:
+        return None, f"dead from {dead}, but vLLM {release} pins no {dead.component} for XPU"
+    if pin < dead.version:
+        return False, f"alive: vLLM {release} pins {dead.component} {pin} for XPU; dead from {dead}"
+    if inline.remaining:
+        return False, (f"partly dead: vLLM {release} pins {dead.component} {pin} for XPU ({dead}), "
+                       f"but {inline.remaining}")
+    return True, f"vLLM {release} carries code dead since its XPU pins reached {dead.component} {dead.version}"

@@ -11,7 +11,7 @@ import re
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from email.parser import Parser
 from pathlib import Path
 from typing import IO
@@ -31,16 +31,25 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
     bytes, or a wanted file over ``FILE_LIMIT``, is refused (``CheckInputError``) before more is
     read or written."""
     into.mkdir(parents=True, exist_ok=True)
+    for relative, data in members(archive, wanted):
+        _write(into, relative, data)
+    return into
+
+
+def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
+    """(path relative to the source tree, bytes) of each ``wanted`` regular file of an sdist or
+    wheel, read within the bounds ``unpack`` keeps, in the archive's order; a path with ``..`` or
+    a leading ``/`` in it is never given."""
     try:
         if archive.name.endswith(".whl"):
             with zipfile.ZipFile(archive) as wheel:
-                members = wheel.infolist()
-                _bounded(archive, len(members), sum(info.file_size for info in members))
-                for info in members:
+                listed = wheel.infolist()
+                _bounded(archive, len(listed), sum(info.file_size for info in listed))
+                for info in listed:
                     relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", info.filename)
-                    if wanted(relative) and not info.is_dir():
+                    if _inside(relative) and wanted(relative) and not info.is_dir():
                         with wheel.open(info) as handle:
-                            _write(into, relative, _read_bounded(archive, relative, handle, info.file_size))
+                            yield relative, _read_bounded(archive, relative, handle, info.file_size)
         elif archive.name.endswith((".tar.gz", ".tgz")):
             with tarfile.open(archive, "r:gz") as sdist:
                 count = total = 0
@@ -48,17 +57,21 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
                     count, total = count + 1, total + max(member.size, 0)
                     _bounded(archive, count, total)
                     relative = member.name.partition("/")[2]
-                    if member.isfile() and wanted(relative):
+                    if member.isfile() and _inside(relative) and wanted(relative):
                         extracted = sdist.extractfile(member)
                         if extracted is not None:
-                            _write(into, relative, _read_bounded(archive, relative, extracted, member.size))
+                            yield relative, _read_bounded(archive, relative, extracted, member.size)
         else:
             raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError) as error:
         if isinstance(error, CheckInputError):
             raise
         raise CheckInputError(f"{archive}: cannot be read ({error})") from None
-    return into
+
+
+def _inside(relative: str) -> bool:
+    """A member path that stays in the tree: ``..`` in an archive member never leaves it."""
+    return not relative.startswith("/") and ".." not in relative.split("/")
 
 
 def _bounded(archive: Path, members: int, size: int) -> None:
@@ -86,18 +99,22 @@ def _write(root: Path, relative: str, data: bytes) -> None:
 
 def release_version(root: Path) -> str | None:
     """The vLLM version of a source tree: its PKG-INFO (sdist, wheel METADATA), else ``vllm/_version.py``."""
-    info = root / "PKG-INFO"
-    if info.is_file():
-        version = Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"), headersonly=True)["Version"]
+    info, written = root / "PKG-INFO", root / "vllm" / "_version.py"
+    return declared_version(info.read_text(encoding="utf-8", errors="replace") if info.is_file() else None,
+                            written.read_text(encoding="utf-8", errors="replace") if written.is_file() else None)
+
+
+def declared_version(info: str | None, written: str | None) -> str | None:
+    """The version a PKG-INFO text declares, else a ``vllm/_version.py`` text."""
+    if info is not None:
+        version = Parser().parsestr(info, headersonly=True)["Version"]
         if version:
             return str(version)
-    written = root / "vllm" / "_version.py"
-    if written.is_file():
-        found = re.search(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""",
-                          written.read_text(encoding="utf-8", errors="replace"), re.M)
+    if written is not None:
+        found = re.search(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", written, re.M)
         if found:
             return found.group(1)
     return None
 
 
-__all__ = ["ARCHIVE_LIMIT", "FILE_LIMIT", "MEMBERS_LIMIT", "release_version", "unpack"]
+__all__ = ["ARCHIVE_LIMIT", "FILE_LIMIT", "MEMBERS_LIMIT", "declared_version", "members", "release_version", "unpack"]

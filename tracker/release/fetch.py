@@ -94,6 +94,36 @@ def release_archive(version: str, scratch: Path, progress: Say = silent, warn: S
 
 
 @contextlib.contextmanager
+def release_source(what: str, *, workdir: Path | None = None, progress: Say = silent,
+                   warn: Say = silent) -> Iterator[tuple[Path, str | None]]:
+    """What ``what`` names, for the length of the block: a source tree (a directory), or a wheel or
+    sdist (``vllm==X``'s from the cache or fetched into a temporary directory); and the version
+    asked for (``vllm==X``), else None. ``CheckInputError`` when ``what`` is none of these;
+    ``NotFetchable`` when the index does not give the release."""
+    matched = REQUIREMENT.match(what.strip())
+    candidate = Path(what).expanduser()
+    if matched is None and not candidate.exists():
+        raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
+    if matched is None:
+        yield candidate, None
+        return
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
+        yield release_archive(matched.group("version"), Path(scratch), progress, warn), matched.group("version")
+
+
+@contextlib.contextmanager
+def index_answered(asked: str | None) -> Iterator[None]:
+    """An archive the index gave that cannot be read is the index answering wrongly (``NotFetchable``,
+    exit 4), not the caller's bad input."""
+    try:
+        yield
+    except CheckInputError as error:
+        if asked is None:
+            raise
+        raise NotFetchable(f"vllm=={asked} from the index: {error}") from None
+
+
+@contextlib.contextmanager
 def source_tree(what: str, wanted: Callable[[str], bool], *, reader: str = "the check", workdir: Path | None = None,
                 progress: Say = silent, warn: Say = silent) -> Iterator[tuple[Path, str]]:
     """The source tree of ``what`` and what to call it, for the length of the block.
@@ -104,24 +134,15 @@ def source_tree(what: str, wanted: Callable[[str], bool], *, reader: str = "the 
     tree is used where it is. ``CheckInputError`` when ``what`` is none of these or cannot be
     read; ``NotFetchable`` when the index does not give the release, or gives something that is
     no release. ``reader`` names who reads the files in the progress line."""
-    matched = REQUIREMENT.match(what.strip())
-    candidate = Path(what).expanduser()
-    if matched is None and not candidate.exists():
-        raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
-    if candidate.is_dir() and matched is None:
-        yield candidate, str(candidate)
-        return
-    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
-        archive = release_archive(matched.group("version"), Path(scratch), progress, warn) if matched else candidate
-        progress(f"unpacking the files {reader} reads from {archive.name}")
-        try:
-            root = unpack(archive, Path(scratch) / "tree", wanted)
-        except CheckInputError as error:
-            if matched is None:
-                raise
-            # What the index gave is no release: the index answered wrongly (exit 4), not the caller.
-            raise NotFetchable(f"vllm=={matched.group('version')} from the index: {error}") from None
-        yield root, archive.name
+    with release_source(what, workdir=workdir, progress=progress, warn=warn) as (found, asked):
+        if found.is_dir():
+            yield found, str(found)
+            return
+        with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
+            progress(f"unpacking the files {reader} reads from {found.name}")
+            with index_answered(asked):
+                root = unpack(found, Path(scratch) / "tree", wanted)
+            yield root, found.name
 
 
-__all__ = ["REQUIREMENT", "fetch", "release_archive", "silent", "source_tree"]
+__all__ = ["REQUIREMENT", "fetch", "index_answered", "release_archive", "release_source", "silent", "source_tree"]

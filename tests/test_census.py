@@ -1,0 +1,509 @@
+"""``xpu-workarounds census``: vLLM's own inline XPU workarounds, found in a release's source.
+
+Small source trees written here hold the edge cases (what counts and what does not, a site
+that moved, a reference in a string, a comment over several lines, a platform check with no
+workaround); the census of real vLLM releases is in tests/test_census_releases.py, and a
+release pip cannot fetch (exit 4) in tests/test_check.py, beside check's. Nothing is downloaded here.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import zipfile
+from pathlib import Path
+
+from support.manifests import write_manifest
+from support.packages import sdist_bytes
+from typer.testing import CliRunner
+
+from tracker.census import scan, wording
+from tracker.census.count import compare
+from tracker.commands.app import app
+from tracker.model import reader
+from tracker.release.census import census_tree
+
+XPU_PINS = "torch==2.15.0+xpu\nvllm-xpu-kernels==0.1.17\n"
+STATIC_LAUNCHER = {"id": "vllm-static-launcher-off", "title": "vLLM switches the static launcher off",
+                   "file": "vllm/platforms/xpu.py", "marker": '"use_static_cuda_launcher", False',
+                   "carried_in": ">=0.28.0", "waits_on": "pytorch/pytorch#188240", "dead_when": "torch>=2.14.0"}
+PP_SYNC = {"id": "vllm-pp-broadcast-sync", "title": "vLLM synchronizes the main stream before the broadcast",
+           "file": "vllm/v1/worker/gpu/pp_utils.py", "marker": "self.main_stream.synchronize()",
+           "carried_in": ">=0.25.0"}
+EVENT_KEYWORDS = {"id": "vllm-xpu-event-keywords", "title": "vLLM drops the Event keywords",
+                  "file": "vllm/v1/worker/xpu_model_runner.py", "marker": "def _xpu_event(",
+                  "carried_in": ">=0.25.0", "waits_on": "pytorch/pytorch#192495", "dead_when": "torch>=2.15.0",
+                  "remaining": "torch.xpu.Event in torch 2.15.0 still rejects the external keyword"}
+
+
+def sites_of(source: str, file: str = "vllm/model_executor/layers/example.py") -> list[scan.Site]:
+    return scan.scan_source(file, textwrap.dedent(source)).sites
+
+
+def spans(source: str, file: str = "vllm/model_executor/layers/example.py") -> list[tuple[int, int]]:
+    return [(site.line, site.end_line) for site in sites_of(source, file)]
+
+
+def write_tree(root: Path, files: dict[str, str], version: str = "0.99.0", pins: str | None = XPU_PINS) -> Path:
+    (root / "vllm").mkdir(parents=True, exist_ok=True)
+    (root / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+    if pins is not None:
+        (root / "requirements").mkdir(exist_ok=True)
+        (root / "requirements" / "xpu.txt").write_text(pins)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def manifest_with(tmp_path: Path, *tracked: dict[str, str]) -> Path:
+    return write_manifest(tmp_path / "workarounds.toml", tracked=list(tracked))
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env={"XPU_WORKAROUNDS_MANIFEST": None})
+
+
+PLATFORM = '''\
+class XPUPlatform:
+    @classmethod
+    def check_and_update_config(cls, vllm_config):
+        compilation_config = vllm_config.compilation_config
+
+        # UVA-offloaded weights are host USM allocations, which Inductor's
+        # static Triton launcher rejects. Remove once the released torch
+        # contains pytorch/pytorch#188240.
+        if uva_offloading:
+            compilation_config.inductor_compile_config.setdefault(
+                "use_static_cuda_launcher", False
+            )
+
+        # spawn is the only supported multiprocessing method on XPU
+        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+'''
+PP_UTILS = '''\
+from vllm.platforms import current_platform
+
+
+class PPHandler:
+    def broadcast(self, sampled_token_ids):
+        self.sampled_tokens_broadcast = True
+
+        if current_platform.is_xpu():
+            self.main_stream.synchronize()
+
+        with torch.cuda.stream(self.broadcast_stream):
+            self.broadcast_stream.wait_stream(self.main_stream)
+'''
+
+
+# ------------------------------------------------------------------ what counts
+
+
+def test_a_comment_above_a_platform_check_makes_a_site_of_the_comment_and_its_branch():
+    source = '''\
+    def view(cpu_tensor):
+        # Remove once the kernels fix for empty inputs
+        # (vllm-project/vllm-xpu-kernels#513) is in a released package.
+        if current_platform.is_xpu():
+            return torch.empty(cpu_tensor.shape, device="xpu")
+
+        return cpu_tensor
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line) == (2, 5)
+    assert site.references == ("vllm-project/vllm-xpu-kernels#513",)
+    assert site.summary == ("Remove once the kernels fix for empty inputs (vllm-project/vllm-xpu-kernels#513) is "
+                            "in a released package.")
+
+
+def test_a_comment_heading_a_platform_check_s_branch_stands_for_the_whole_branch():
+    source = '''\
+    def view(cpu_tensor):
+        if current_platform.is_xpu():
+            # Workaround: the XPU view rejects non-pinned input.
+            pinned = cpu_tensor.pin_memory()
+
+            return xpu_view(pinned)
+        elif current_platform.is_cuda_alike():
+            return cuda_view(cpu_tensor)
+    '''
+    assert spans(source) == [(2, 6)]
+
+
+def test_a_multi_line_comment_is_one_site_with_its_sentence_as_summary():
+    source = '''\
+    if current_platform.is_xpu():
+        # The side stream is not ordered after the sampler here,
+        # and the broadcast reads stale tokens: a known issue of
+        # the XPU stream ordering. Synchronize first.
+        main_stream.synchronize()
+        side_stream.wait_stream(main_stream)
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line) == (1, 6)
+    assert site.summary.startswith("The side stream is not ordered after the sampler here, and the broadcast reads "
+                                   "stale tokens: a known issue of the XPU stream ordering.")
+
+
+def test_a_platform_check_with_no_workaround_is_not_a_site():
+    source = '''\
+    def select(device, backend):
+        # Pick the kernel for this device.
+        if current_platform.is_xpu():
+            return XPUExperts
+        if device.type == "xpu":
+            return "vllm.v1.worker.xpu_worker.XPUWorker"
+        return {PlatformEnum.XPU: xpu_kernel, PlatformEnum.CUDA: cuda_kernel}[backend]
+
+    class RMSNorm:
+        def forward_xpu(self, x):
+            # Fused kernel.
+            return ops.rms_norm(x)
+    '''
+    assert spans(source) == []
+
+
+def test_xpu_only_modules_count_as_platform_checks_but_their_plain_comments_do_not():
+    assert spans(PLATFORM, "vllm/platforms/xpu.py") == [(6, 12)]
+    assert spans(PLATFORM, "vllm/platforms/cuda.py") == [(6, 12)]  # in class XPUPlatform
+    assert spans(PLATFORM.replace("XPUPlatform", "CudaPlatform"), "vllm/platforms/cuda.py") == []
+    assert scan.is_xpu_module("vllm/device_allocator/xpumem.py")
+    assert scan.is_xpu_module("vllm/models/deepseek_v4/xpu/model.py")
+    assert not scan.is_xpu_module("vllm/platforms/cuda.py")
+
+
+def test_a_reference_in_a_logged_string_makes_a_site_of_its_statement():
+    source = '''\
+    if current_platform.is_xpu():
+        compilation_config.pass_config.fuse_gemm_comms = False
+        logger.warning(
+            "Async TP is off on XPU until pytorch/pytorch#170500 is released."
+        )
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line) == (3, 5)
+    assert site.references == ("pytorch/pytorch#170500",)
+
+
+def test_strings_split_over_lines_are_read_as_one():
+    source = '''\
+    if current_platform.is_xpu():
+        logger.warning(
+            "The prefix-LM mask cannot be applied, so image inputs "
+            "will produce incorrect results on XPU."
+        )
+    '''
+    (site,) = sites_of(source)
+    assert site.summary == ("The prefix-LM mask cannot be applied, so image inputs will produce incorrect results "
+                            "on XPU.")
+
+
+def test_an_error_message_is_what_the_code_refuses_not_a_workaround():
+    source = '''\
+    if current_platform.is_xpu():
+        raise NotImplementedError("FP8 KV cache is not supported on XPU yet (a known issue)")
+    if current_platform.is_xpu():
+        assert dtype != torch.float32, "float32 is buggy on XPU"
+    '''
+    assert spans(source) == []
+
+
+def test_a_missing_feature_is_a_workaround_in_a_comment_but_not_in_a_message():
+    source = '''\
+    if current_platform.is_xpu():
+        # uneven reduce_scatter is not supported here: pad every chunk.
+        padded = pad(chunks)
+
+    if current_platform.is_xpu():
+        logger.warning("Flash Attention on XPU does not support float32. Falling back to Triton.")
+        return TRITON
+    '''
+    assert spans(source) == [(1, 3)]
+
+
+def test_a_todo_alone_is_a_plan_not_a_workaround():
+    source = '''\
+    if current_platform.is_xpu():
+        # TODO: fuse these kernels
+        out = first(x)
+        # TODO(torch>=2.14): write the tensors directly once torch 2.14 is the minimum.
+        out = second(out)
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.references) == (4, ("torch>=2.14",))
+
+
+def test_a_negated_check_makes_the_else_branch_xpu_only_code():
+    source = '''\
+    if not current_platform.is_xpu():
+        # A workaround for CUDA graphs, not XPU's.
+        capture()
+    else:
+        # Work around the oneCCL hang at shutdown.
+        shutdown_timeout = 5
+    '''
+    assert spans(source) == [(5, 6)]
+
+
+def test_a_comment_after_code_annotates_its_statement():
+    source = '''\
+    if current_platform.is_xpu():
+        npid = 1  # see https://github.com/intel/intel-xpu-backend-for-triton/issues/8121
+        tiles = 64
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line, site.references) == (2, 2, ("intel/intel-xpu-backend-for-triton#8121",))
+
+
+def test_a_note_naming_xpu_and_an_issue_counts_in_generic_code():
+    source = '''\
+    def kernel(
+        IS_3D: tl.constexpr,
+        # Parameters below default to None: a perf regression source in
+        # intel/intel-xpu-backend-for-triton#6758.
+        segm_output_ptr=None,
+        # The CUDA path is fine with pytorch/pytorch#1 and so is this.
+        segm_max_ptr=None,
+    ):
+        pass
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line) == (3, 5)
+
+
+def test_a_docstring_paragraph_is_a_site_of_its_own_lines():
+    source = '''\
+    class DescriptorBuffers:
+        def add_copies(self, first):
+            """Store a batch of copies.
+
+            Whole batches go in at once because storing one number costs microseconds.
+
+            TODO(torch>=2.14): drop these numpy aliases. They exist only because torch's
+            setitem rejects XPU USM addresses >= 2**63 before 2.14 (pytorch#191458).
+            """
+            self.src_np[first] = 1
+    '''
+    (site,) = sites_of(source, "vllm/distributed/buffers.py")
+    assert (site.line, site.end_line) == (7, 8)
+    assert site.references == ("pytorch/pytorch#191458", "torch>=2.14")
+
+
+def test_a_comment_above_a_function_takes_only_its_header():
+    source = '''\
+    def wrapper():
+        # torch.xpu.Event does not accept the blocking kwarg, so drop it here.
+        def _xpu_event(*args, blocking=None, **kwargs):
+            return torch.xpu.Event(*args, **kwargs)
+
+        torch.cuda.Event = _xpu_event
+    '''
+    assert spans(source, "vllm/v1/worker/xpu_model_runner.py") == [(2, 3)]
+
+
+def test_a_file_that_does_not_parse_or_never_says_xpu_has_no_site():
+    assert sites_of("if current_platform.is_xpu(:\n    # workaround\n    x = 1\n") == []
+    assert sites_of("if is_cuda():\n    # workaround for a bug\n    x = 1\n") == []
+
+
+def test_references_are_written_one_way():
+    text = ("see https://github.com/intel/intel-xpu-backend-for-triton/issues/8121 and pytorch#191458, "
+            "vllm-project/vllm#1 (https://github.com/vllm-project/vllm/pull/2#issuecomment-3), "
+            "https://openucx.readthedocs.io/en/master/faq.html. TODO(torch >= 2.14) not #5 or a/b#0")
+    assert wording.references(text) == [
+        "intel/intel-xpu-backend-for-triton#8121", "vllm-project/vllm#2", "https://openucx.readthedocs.io/en/master/faq.html",
+        "vllm-project/vllm#1", "pytorch/pytorch#191458", "torch>=2.14"]
+
+
+def test_the_words_of_a_temporary_measure_are_told_from_those_of_a_wait():
+    assert wording.says_workaround("keep the pool until the fix lands upstream")
+    assert wording.says_workaround("use all_gather instead for now")
+    assert not wording.says_workaround("wait until the stream is done")
+    assert not wording.says_workaround("loop until every block is read")
+    assert not wording.says_workaround("see https://docs.example.com/xpu for the variable")
+    assert not wording.says_workaround("debugging output")
+
+
+# ------------------------------------------------------------------ the census of a tree
+
+
+def test_a_covered_site_names_its_entry_and_whether_it_is_dead_at_the_release_s_pins(tmp_path):
+    manifest = reader.load(manifest_with(tmp_path, STATIC_LAUNCHER, EVENT_KEYWORDS))
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/v1/worker/xpu_model_runner.py": '''\
+        def wrapper():
+            # torch.xpu.Event does not accept the blocking kwarg, so drop it here.
+            def _xpu_event(*args, blocking=None, **kwargs):
+                return torch.xpu.Event(*args, **kwargs)
+        '''})
+    taken = census_tree(manifest, tree)
+    assert taken.release == "0.99.0" and {k: str(v) for k, v in taken.pins.items()} == {
+        "torch": "2.15.0", "vllm-xpu-kernels": "0.1.17"}
+    found = {c.site.file: (c.tracked, c.dead, c.dead_detail) for c in taken.sites}
+    assert found["vllm/platforms/xpu.py"] == (
+        "vllm-static-launcher-off", True, "vLLM 0.99.0 carries code dead since its XPU pins reached torch 2.14.0")
+    assert found["vllm/v1/worker/xpu_model_runner.py"] == (
+        "vllm-xpu-event-keywords", False, "partly dead: vLLM 0.99.0 pins torch 2.15.0 for XPU (torch>=2.15.0), but "
+                                          "torch.xpu.Event in torch 2.15.0 still rejects the external keyword")
+
+
+def test_at_older_pins_a_covered_site_is_alive_and_without_pins_it_cannot_be_told(tmp_path):
+    manifest = reader.load(manifest_with(tmp_path, STATIC_LAUNCHER))
+    files = {"vllm/platforms/xpu.py": PLATFORM}
+    (older,) = census_tree(manifest, write_tree(tmp_path / "old", files, pins="torch==2.13.0+xpu\n")).sites
+    assert (older.dead, older.dead_detail) == (False, "alive: vLLM 0.99.0 pins torch 2.13.0 for XPU; dead from "
+                                                      "torch>=2.14.0")
+    (unpinned,) = census_tree(manifest, write_tree(tmp_path / "none", files, pins=None)).sites
+    assert unpinned.tracked == "vllm-static-launcher-off" and unpinned.dead is None
+
+
+def test_uncommented_xpu_code_an_entry_names_is_a_site_because_the_manifest_says_so(tmp_path):
+    manifest = reader.load(manifest_with(tmp_path, PP_SYNC))
+    files = {"vllm/v1/worker/gpu/pp_utils.py": PP_UTILS}
+    (site,) = census_tree(manifest, write_tree(tmp_path / "tree", files)).sites
+    assert (site.site.line, site.site.end_line, site.tracked) == (8, 9, "vllm-pp-broadcast-sync")
+    assert site.site.summary == "(no comment) vLLM synchronizes the main stream before the broadcast"
+    # Without the entry, nothing in the source says it is a workaround.
+    assert scan.scan_tree(tmp_path / "tree") == []
+
+
+def test_an_entry_whose_marker_is_in_no_xpu_code_is_named_not_invented(tmp_path):
+    manifest = reader.load(manifest_with(tmp_path, PP_SYNC))
+    moved = PP_UTILS.replace("        if current_platform.is_xpu():\n            self.main_stream", "        self.main_stream")
+    taken = census_tree(manifest, write_tree(tmp_path / "tree", {"vllm/v1/worker/gpu/pp_utils.py": moved}))
+    assert taken.sites == []
+    assert taken.unplaced == ["vllm-pp-broadcast-sync: vllm/v1/worker/gpu/pp_utils.py:8 has "
+                              "'self.main_stream.synchronize()', outside any XPU-only code this census reads as a "
+                              "workaround"]
+
+
+# ------------------------------------------------------------------ across releases
+
+
+def two_censuses(tmp_path: Path, old: dict[str, str], new: dict[str, str], *tracked: dict[str, str]):
+    tmp_path.mkdir(exist_ok=True)
+    manifest = reader.load(manifest_with(tmp_path, *tracked))
+    return compare(census_tree(manifest, write_tree(tmp_path / "new", new, "0.99.1")),
+                   census_tree(manifest, write_tree(tmp_path / "old", old, "0.99.0")))
+
+
+HANG = '''\
+if current_platform.is_xpu():
+    # Without a shutdown timeout the next start hangs in CCL init.
+    shutdown_timeout = 5
+'''
+
+
+def test_a_site_that_moved_is_neither_new_nor_gone(tmp_path):
+    moved_down = "import os\n\n\nx = 1\n\n" + HANG
+    compared = two_censuses(tmp_path, {"vllm/engine.py": HANG},
+                            {"vllm/engine.py": moved_down.replace("shutdown_timeout = 5", "shutdown_timeout = 10")})
+    assert (compared.new, compared.gone) == ([], [])
+    moved_away = two_censuses(tmp_path / "file", {"vllm/engine.py": HANG}, {"vllm/core/shutdown.py": HANG})
+    assert (moved_away.new, moved_away.gone) == ([], [])
+
+
+def test_a_site_added_and_one_dropped_are_new_and_gone(tmp_path):
+    added = '''\
+    if current_platform.is_xpu():
+        # Possible bug in reduce_scatter_tensor? Make the input contiguous.
+        tensor = tensor.contiguous()
+    '''
+    compared = two_censuses(tmp_path, {"vllm/engine.py": HANG}, {"vllm/comm.py": added})
+    assert [(c.site.file, c.site.line) for c in compared.new] == [("vllm/comm.py", 1)]
+    assert [(c.site.file, c.site.line) for c in compared.gone] == [("vllm/engine.py", 1)]
+
+
+def test_a_reworded_site_an_entry_covers_is_the_same_site(tmp_path):
+    reworded = PLATFORM.replace("Remove once the released torch\n        # contains pytorch/pytorch#188240.",
+                                "Drop this when torch ships\n        # pytorch/pytorch#188240 (a workaround).")
+    assert reworded != PLATFORM
+    compared = two_censuses(tmp_path, {"vllm/platforms/xpu.py": PLATFORM}, {"vllm/platforms/xpu.py": reworded},
+                            STATIC_LAUNCHER)
+    assert (compared.new, compared.gone) == ([], [])
+
+
+# ------------------------------------------------------------------ the command
+
+
+def test_json_is_one_object_of_the_documented_shape(tmp_path):
+    manifest = manifest_with(tmp_path, STATIC_LAUNCHER)
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM})
+    result = run("--manifest", str(manifest), "census", "--json", str(tree))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"schema": 1, "release": "0.99.0", "sites": [{
+        "file": "vllm/platforms/xpu.py", "line": 6, "end_line": 12,
+        "summary": "Remove once the released torch contains pytorch/pytorch#188240.",
+        "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True}]}
+
+
+def test_since_adds_new_and_gone_in_the_same_shape(tmp_path):
+    manifest = manifest_with(tmp_path)
+    old = write_tree(tmp_path / "old", {"vllm/engine.py": HANG}, "0.99.0")
+    new = write_tree(tmp_path / "new", {"vllm/platforms/xpu.py": PLATFORM}, "0.99.1")
+    result = run("--manifest", str(manifest), "census", "--json", str(new), "--since", str(old))
+    document = json.loads(result.stdout)
+    assert set(document) == {"schema", "release", "sites", "new", "gone"}
+    assert [site["file"] for site in document["new"]] == ["vllm/platforms/xpu.py"]
+    assert [site["file"] for site in document["gone"]] == ["vllm/engine.py"]
+    assert document["gone"][0]["tracked"] is None and set(document["gone"][0]) == set(document["sites"][0])
+    text = run("--manifest", str(manifest), "census", str(new), "--since", str(old)).stdout
+    assert "new since 0.99.0: 1" in text and "gone since 0.99.0: 1" in text and "vllm/engine.py:1-3" in text
+
+
+def test_check_exits_3_only_when_an_untracked_site_names_a_reference(tmp_path):
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": HANG})
+    untracked = run("--manifest", str(manifest_with(tmp_path)), "census", "--check", str(tree))
+    assert untracked.exit_code == 3, untracked.output
+    assert "2 sites: 0 tracked, 2 not (1 of them naming an upstream reference)" in untracked.stdout
+    tracked = run("--manifest", str(manifest_with(tmp_path, STATIC_LAUNCHER)), "census", "--check", str(tree))
+    assert tracked.exit_code == 0, tracked.output  # the hang names no reference: nothing to track yet
+    assert run("--manifest", str(manifest_with(tmp_path)), "census", str(tree)).exit_code == 0  # no --check
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    broken = tmp_path / "vllm-0.99.0.tar.gz"
+    broken.write_bytes(b"not gzip")
+    for what in ("vllm>=0.30", str(tmp_path / "missing.whl"), str(tmp_path), str(broken)):
+        result = run("census", what)
+        assert result.exit_code == 2, (what, result.output)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    since = run("census", str(write_tree(tmp_path / "tree", {})), "--since", "torch==2.14.0")
+    assert since.exit_code == 2 and "neither vllm==VERSION nor" in since.stderr
+
+
+def test_an_sdist_and_a_wheel_are_read_as_the_release_they_are(tmp_path):
+    manifest = manifest_with(tmp_path, STATIC_LAUNCHER)
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/requirements/xpu.txt": XPU_PINS.encode(),
+        "vllm-0.99.0/vllm/platforms/xpu.py": PLATFORM.encode(),
+        "vllm-0.99.0/vllm/../../escape.py": PLATFORM.encode(),
+    }))
+    document = json.loads(run("--manifest", str(manifest), "census", "--json", str(archive)).stdout)
+    assert document["release"] == "0.99.0" and [s["dead"] for s in document["sites"]] == [True]
+    assert not (tmp_path / "escape.py").exists()
+    wheel = tmp_path / "vllm-0.99.0-cp38-abi3-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as written:
+        written.writestr("vllm-0.99.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n")
+        written.writestr("vllm/platforms/xpu.py", PLATFORM)
+    document = json.loads(run("--manifest", str(manifest), "census", "--json", str(wheel)).stdout)
+    # A wheel has no requirements/xpu.txt: whether the site is dead cannot be told.
+    assert [(s["tracked"], s["dead"]) for s in document["sites"]] == [("vllm-static-launcher-off", None)]
+
+
+def test_a_stranger_s_comment_cannot_write_to_the_terminal_or_plant_a_site_elsewhere(tmp_path):
+    hostile = '''\
+    if current_platform.is_xpu():
+        # Workaround \x1b[2J\x1b]0;pwned\x07 for a bug.
+        x = 1
+    '''
+    tree = write_tree(tmp_path / "tree", {"vllm/engine.py": hostile})
+    (tmp_path / "outside.py").write_text(textwrap.dedent(HANG))
+    (tree / "vllm" / "linked.py").symlink_to(tmp_path / "outside.py")
+    result = run("--manifest", str(manifest_with(tmp_path)), "census", str(tree))
+    assert result.exit_code == 0
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "vllm/linked.py" not in result.stdout and "1 sites" in result.stdout

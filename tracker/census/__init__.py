@@ -1,0 +1,14 @@
+"""vLLM's own inline XPU workarounds, found in a release's source: the census.
+
+Nothing of a release is imported or run: its files are read as text (``tokenize``) and syntax
+(``ast``).
+
+- ``wording``: what makes a comment or string say "workaround" (upstream references, the words).
+- ``scan``: one file's sites, and every site of a source tree (``scan_tree``): a pure function
+  of the files, knowing nothing of the manifest.
+- ``count``: a release's census (``take``): each site matched to the ``[[tracked]]`` entry that
+  covers it and judged dead or alive at the release's own XPU pins; two releases compared
+  (``compare``).
+
+The command line (``census``) and the upgrade check use this package; it renders nothing.
+"""

@@ -1,0 +1,204 @@
+"""A release's census: its sites (``tracker.census.scan``), each matched to the ``[[tracked]]``
+entry that covers it, and, for a covered one, whether it is dead at the release's own XPU
+pins; and what changed between two releases (``compare``).
+
+An entry covers a site when the site is in the entry's ``file`` and its lines hold the entry's
+``marker``. Where no comment makes a site of an entry's marker but the marker is in XPU-only
+code (vLLM synchronizes a stream under ``if current_platform.is_xpu():`` and says nothing), that
+code is a site because the manifest says it is a workaround. Sites are matched across releases
+by what they say and hold, never by line: code moves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tracker.census.scan import FileScan, Site
+from tracker.model.manifest import InlineWorkaround, Manifest
+from tracker.model.tracked import dead_at
+from tracker.model.vocabulary import SCHEMA
+
+# How alike two sites' words must be to be one site that changed (Jaccard of their word sets):
+# in the same file, and across files (a site that moved and changed at once).
+SAME_FILE_LIKENESS = 0.5
+MOVED_LIKENESS = 0.8
+
+
+@dataclass(frozen=True)
+class CountedSite:
+    site: Site
+    tracked: str | None = None  # the id of the [[tracked]] entry that covers it
+    dead: bool | None = None  # covered: dead at the release's own XPU pins (None: cannot be told)
+    dead_detail: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        site = self.site
+        return {"file": site.file, "line": site.line, "end_line": site.end_line, "summary": site.summary,
+                "references": list(site.references), "tracked": self.tracked, "dead": self.dead}
+
+
+@dataclass
+class Census:
+    release: str | None  # vLLM's version, as the source says it
+    source: str  # what was read: "vllm-0.34.0.tar.gz", a path
+    pins: dict[str, Version]
+    sites: list[CountedSite]
+    unplaced: list[str] = field(default_factory=list)  # tracked entries whose marker is in no site
+    since: Census | None = None
+    new: list[CountedSite] = field(default_factory=list)
+    gone: list[CountedSite] = field(default_factory=list)
+
+    @property
+    def untracked_with_reference(self) -> list[CountedSite]:
+        """Trackable and not tracked: untracked sites that name an upstream reference (``--check``)."""
+        return [counted for counted in self.sites if counted.tracked is None and counted.site.references]
+
+    def as_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"schema": SCHEMA, "release": self.release,
+                                 "sites": [counted.as_json() for counted in self.sites]}
+        if self.since is not None:
+            shown["new"] = [counted.as_json() for counted in self.new]
+            shown["gone"] = [counted.as_json() for counted in self.gone]
+        return shown
+
+
+def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str | None, source: str,
+         pins: Mapping[str, Version]) -> Census:
+    """The census of a release whose ``files`` are (path in the tree, text) pairs."""
+    by_file: dict[str, list[InlineWorkaround]] = {}
+    for inline in manifest.tracked:
+        by_file.setdefault(inline.file, []).append(inline)
+    counted: list[CountedSite] = []
+    unplaced: list[str] = []
+    label = release or "of unknown version"
+    for file, text in files:
+        scan = FileScan(file, text)
+        entries = by_file.pop(file, [])
+        sites = list(scan.sites)
+        covering: dict[int, InlineWorkaround] = {}
+        for inline in entries:
+            marker = _collapsed(inline.marker)
+            index = next((i for i, site in enumerate(sites) if marker in site.code), None)
+            if index is None:
+                index = _uncommented(scan, inline, sites)
+            if index is None:
+                unplaced.append(f"{inline.id}: {_where_marker(scan, inline)}")
+            else:
+                covering.setdefault(index, inline)
+        for index, site in enumerate(sites):
+            cover = covering.get(index)
+            if cover is None:
+                counted.append(CountedSite(site))
+            else:
+                dead, detail = dead_at(cover, pins, label)
+                counted.append(CountedSite(site, cover.id, dead, detail))
+    unplaced += [f"{inline.id}: {inline.file} is not in this release" for entries in by_file.values()
+                 for inline in entries]
+    version = _version(release)
+    carried = {inline.id for inline in manifest.tracked
+               if version is None or inline.carried_in.contains(version, prereleases=True)}
+    unplaced = [line for line in unplaced if line.partition(":")[0] in carried]
+    counted.sort(key=lambda c: (c.site.file, c.site.line))
+    return Census(release, source, dict(pins), counted, unplaced)
+
+
+def _uncommented(scan: FileScan, inline: InlineWorkaround, sites: list[Site]) -> int | None:
+    """The XPU-only code holding ``inline``'s marker as a site of its own (added to ``sites``), when
+    no comment made one; None when the marker is not in XPU-only code."""
+    line = _marker_line(scan, inline.marker)
+    if line is None:
+        return None
+    site = scan.site_at(line, f"(no comment) {inline.title}")
+    if site is None:
+        return None
+    sites.append(site)
+    return len(sites) - 1
+
+
+def _marker_line(scan: FileScan, marker: str) -> int | None:
+    return next((number for number, text in enumerate(scan.lines, 1) if marker in text), None)
+
+
+def _where_marker(scan: FileScan, inline: InlineWorkaround) -> str:
+    line = _marker_line(scan, inline.marker)
+    if line is None:
+        return f"{inline.file} has no {inline.marker!r}"
+    return f"{inline.file}:{line} has {inline.marker!r}, outside any XPU-only code this census reads as a workaround"
+
+
+def _version(release: str | None) -> Version | None:
+    try:
+        return Version(release) if release else None
+    except InvalidVersion:
+        return None
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ------------------------------------------------------------------ across releases
+
+
+def compare(new: Census, old: Census) -> Census:
+    """``new`` with the sites new since ``old`` and the sites gone from it, matched by content:
+    the same [[tracked]] entry; the same words in the same file, then in any file; then words
+    alike enough in the same file, then in any file."""
+    unmatched_new = list(range(len(new.sites)))
+    unmatched_old = list(range(len(old.sites)))
+
+    def pair(alike: Any) -> None:
+        for i in list(unmatched_new):
+            for j in unmatched_old:
+                if alike(new.sites[i], old.sites[j]):
+                    unmatched_new.remove(i)
+                    unmatched_old.remove(j)
+                    break
+
+    pair(lambda a, b: a.tracked is not None and a.tracked == b.tracked)
+    pair(lambda a, b: a.site.file == b.site.file and _said(a) == _said(b))
+    pair(lambda a, b: _said(a) == _said(b))
+    _pair_alike(new, old, unmatched_new, unmatched_old, same_file=True)
+    _pair_alike(new, old, unmatched_new, unmatched_old, same_file=False)
+    new.since = old
+    new.new = [new.sites[i] for i in unmatched_new]
+    new.gone = [old.sites[j] for j in unmatched_old]
+    return new
+
+
+def _pair_alike(new: Census, old: Census, unmatched_new: list[int], unmatched_old: list[int], *,
+                same_file: bool) -> None:
+    """Pair the most alike first, each at least as alike as the threshold."""
+    threshold = SAME_FILE_LIKENESS if same_file else MOVED_LIKENESS
+    scored = []
+    for i in unmatched_new:
+        for j in unmatched_old:
+            a, b = new.sites[i], old.sites[j]
+            if same_file and a.site.file != b.site.file:
+                continue
+            likeness = _likeness(a, b)
+            if likeness >= threshold:
+                scored.append((likeness, i, j))
+    for _, i, j in sorted(scored, reverse=True):
+        if i in unmatched_new and j in unmatched_old:
+            unmatched_new.remove(i)
+            unmatched_old.remove(j)
+
+
+def _said(counted: CountedSite) -> str:
+    """What a site says, for matching: its comments and strings, else its code; case and spacing aside."""
+    return " ".join((counted.site.said or counted.site.code).lower().split())
+
+
+def _words(counted: CountedSite) -> set[str]:
+    return set(re.findall(r"\w+", f"{counted.site.said} {counted.site.code}".lower()))
+
+
+def _likeness(a: CountedSite, b: CountedSite) -> float:
+    first, second = _words(a), _words(b)
+    return len(first & second) / len(first | second) if first | second else 0.0
