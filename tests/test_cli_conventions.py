@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support import terminal
@@ -16,6 +18,7 @@ from typer.testing import CliRunner
 import tracker
 from tracker.commands.app import COMMANDS, app
 from tracker.model import reader
+from tracker.model.vocabulary import ExitCode
 
 CLEAN_ENV = {name: None for name in ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE",
                                      "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
@@ -472,3 +475,36 @@ def test_detail_lines_on_an_80_column_terminal_wrap_between_words_and_say_what_p
     assert max(map(len, details)) > 80  # the case that would wrap
     shown = plain.rstrip("\n").split("\n\n")[2].replace("\n  ", " ").splitlines()
     assert shown == details  # joined again, the same words: none cut in two
+
+
+def exit_statuses_written_as_numbers(tree: ast.AST) -> list[int]:
+    """Lines that end a command with a number: ``typer.Exit(N)``, ``sys.exit(N)``, ``fail(..., N)``,
+    an ``UpgradeError(..., N)``, or a ``code``/``return`` of a number in the command line's way out."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            numbers = [arg for arg in [*node.args, *(k.value for k in node.keywords)]
+                       if isinstance(arg, ast.Constant) and type(arg.value) is int]
+            if name in ("Exit", "exit", "fail", "UpgradeError") and numbers:
+                found.append(node.lineno)
+        if isinstance(node, ast.FunctionDef) and node.returns is not None and "ExitCode" in ast.unparse(node.returns):
+            found += [ret.lineno for ret in ast.walk(node) if isinstance(ret, ast.Return)
+                      and isinstance(ret.value, ast.Constant)]
+    return found
+
+
+def test_every_command_ends_with_a_member_of_the_one_exit_code_vocabulary():
+    # One vocabulary for the way out (ExitCode, as docs/commands.md lists it): a status written as
+    # a number somewhere would drift from it unseen.
+    root = Path(tracker.__file__).parent
+    written = {str(path.relative_to(root)): lines for path in sorted(root.rglob("*.py"))
+               if (lines := exit_statuses_written_as_numbers(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert written == {}
+    assert [(code.name, int(code)) for code in ExitCode] == [
+        ("FINE", 0), ("PROBLEMS", 1), ("BAD_INPUT", 2), ("FINDING", 3), ("OUTSIDE_SERVICE", 4), ("INTERRUPTED", 130)]
+
+
+def test_a_planted_exit_status_written_as_a_number_is_found():
+    assert exit_statuses_written_as_numbers(ast.parse("raise typer.Exit(1)\nfail('x', 4)\nsys.exit(ExitCode.FINE)")) \
+        == [1, 2]

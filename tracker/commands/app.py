@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 import tracker
 from tracker.commands import context
 from tracker.commands.context import ManifestOption
+from tracker.model.vocabulary import ExitCode
 
 try:  # typer 0.2x carries its own copy of click, whose exceptions its commands raise
     from typer._click import exceptions as click_errors
@@ -102,7 +103,7 @@ def main_options(
     version: Annotated[bool, typer.Option("--version", "-V", help="Print the version, the manifest's path and the "
                                                                   "first 12 hex digits of its sha256, and exit.")] = False,
 ) -> None:
-    context.state["manifest"] = manifest
+    ctx.obj = context.ProgramOptions(manifest)
     if version:  # not eager: it names the manifest --manifest gives, wherever the two are written
         _print_version(manifest)
     if ctx.invoked_subcommand is None:
@@ -118,12 +119,9 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
                                 f"sha256 {tracker.short_digest(sha256)})"))
     if sha256 is None:
         context.fail(f"cannot read the manifest {path}")
-    raise typer.Exit(0)
+    raise typer.Exit(ExitCode.FINE)
 
 
-
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 class Interrupted(BaseException):
@@ -139,7 +137,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def main() -> None:
     """Run the command; a failed write of its output (``status > /dev/full``, a closed pipe)
     is one line on stderr and exit 1, never a traceback; Ctrl-C is one line and exit 130."""
-    code: int | str | None = 0
+    code: int | str | None = ExitCode.FINE
     signal.signal(signal.SIGINT, _interrupt)
     from tracker.model.environment import OutsideVariables
 
@@ -161,14 +159,14 @@ def main() -> None:
         code = error.exit_code
     except typer.Abort:  # click's end of input (EOF at a prompt)
         sys.stderr.write("xpu-workarounds: interrupted\n")
-        code = EXIT_INTERRUPTED
+        code = ExitCode.INTERRUPTED
     except SystemExit as done:
         code = done.code
     except OSError as error:
         code = _output_failed(error)
     except Interrupted:
         sys.stderr.write("xpu-workarounds: interrupted\n")
-        code = EXIT_INTERRUPTED
+        code = ExitCode.INTERRUPTED
     try:
         sys.stdout.flush()
     except OSError as error:
@@ -197,14 +195,14 @@ def hoist_manifest(args: list[str]) -> list[str]:
     return moved + head + tail
 
 
-def _output_failed(error: OSError) -> int:
+def _output_failed(error: OSError) -> ExitCode:
     try:  # what is still buffered goes nowhere, not into a second error as Python exits
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError):
         pass
     where = f"{error.filename}" if error.filename else "the output"
     sys.stderr.write(f"xpu-workarounds: error: cannot write {where}: {error.strerror or error}\n")
-    return 1
+    return ExitCode.PROBLEMS
 
 
 

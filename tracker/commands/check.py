@@ -8,20 +8,18 @@ module renders the answers and maps their errors to exit codes.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from tracker import one_line
-from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
+from tracker.commands.context import JsonOption, QuietOption, fail, given_manifest, load_manifest
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table
+from tracker.model.vocabulary import ExitCode
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
-
-EXIT_DRIFT = 3
-EXIT_BAD_INPUT = 2
-EXIT_NOT_FETCHABLE = 4
 
 
 def warn(line: str) -> None:
@@ -49,6 +47,7 @@ def render(result: ReleaseCheck) -> str:
 
 
 def check_release(
+    ctx: typer.Context,
     release: Annotated[str | None, typer.Argument(metavar="vllm==X | PATH", show_default=False,
                                                   help="A vLLM release (fetched with pip, never installed or run), "
                                                        "or a wheel, source distribution or source tree.")] = None,
@@ -71,25 +70,25 @@ def check_release(
     if pull_request is not None or repo is not None or fail_on_drift:
         if release is not None:
             fail("give a release or --pull-request, not both")
-        check_pull_request_command(pull_request, repo, fail_on_drift, json_output)
+        check_pull_request_command(given_manifest(ctx), pull_request, repo, fail_on_drift, json_output)
         return
     if release is None:
         fail("check needs a release (vllm==X, a wheel, sdist or source tree), or --pull-request N --repo OWNER/NAME")
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     try:
         with shown_progress(quiet) as shown:
             result = check(manifest, release, progress=shown.step, warn=warn)
     except CheckInputError as error:
         fail(str(error))
     except NotFetchable as error:
-        fail(str(error), EXIT_NOT_FETCHABLE)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
     if result.problems:
-        raise typer.Exit(EXIT_DRIFT)
+        raise typer.Exit(ExitCode.FINDING)
 
 
-def check_pull_request_command(number: int | None, repository: str | None, fail_on_drift: bool,
-                               json_output: bool) -> None:
+def check_pull_request_command(given: Path | None, number: int | None, repository: str | None,
+                               fail_on_drift: bool, json_output: bool) -> None:
     """The command line of ``check --pull-request``: one line per outcome, the step summary and
     annotations in GitHub Actions; exit 3 on drift only with ``--fail-on-drift``."""
     from tracker.commands import context
@@ -107,7 +106,6 @@ def check_pull_request_command(number: int | None, repository: str | None, fail_
     from tracker.upstream.client import connect
     from tracker.upstream.errors import classify
 
-    given = context.state["manifest"]
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     settings = context.github_settings()
     try:
@@ -121,15 +119,15 @@ def check_pull_request_command(number: int | None, repository: str | None, fail_
         if in_actions():
             for line in manifest_annotations(error.problems, error.path):
                 typer.echo(line)
-        fail(str(error), 4)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except RetireError as error:
-        fail(str(error), 4)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except CheckInputError as error:
         fail(str(error))
     except NotFetchable as error:
-        fail(str(error), EXIT_NOT_FETCHABLE)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except GITHUB_ERRORS as error:
-        fail(str(classify(error, settings, f"{repository}#{number}")), 4)
+        fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
     if checked.text is not None:
         append(SUMMARY_VARIABLE, checked.text)
     if json_output:
@@ -149,4 +147,4 @@ def check_pull_request_command(number: int | None, repository: str | None, fail_
         for warning in checked.warnings:
             typer.echo(annotation("warning", warning, title="not compared"), err=json_output)
     if checked.drift and fail_on_drift:
-        raise typer.Exit(EXIT_DRIFT)
+        raise typer.Exit(ExitCode.FINDING)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -15,22 +16,25 @@ from tracker import one_line
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, OutsideVariables, Settings, assumptions, parse_platform
+from tracker.model.vocabulary import ExitCode
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
     from tracker.upstream.settings import ClientSettings
 
-EXIT_BAD_INPUT = 2
 
-EXIT_RETIRABLE = 3
+@dataclass(frozen=True)
+class ProgramOptions:
+    """What the program's own options (written before the command) say, kept in typer's context
+    for the command: the manifest ``--manifest`` names (None: the shipped one)."""
 
-EXIT_UPSTREAM = 4
+    manifest: Path | None = None
 
-EXIT_NODES_DISAGREE = 3
 
-EXIT_CLUSTER_UNREACHABLE = 4
-
-state: dict[str, Path | None] = {"manifest": None}
+def given_manifest(ctx: typer.Context) -> Path | None:
+    """The manifest ``--manifest`` (or ``XPU_WORKAROUNDS_MANIFEST``) names; None: the shipped one."""
+    options = ctx.find_object(ProgramOptions)
+    return options.manifest if options is not None else None
 
 
 ManifestOption = Annotated[
@@ -65,7 +69,7 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on
 
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+def fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> NoReturn:
     from tracker.commands.output import styled
 
     typer.echo(f"{styled('xpu-workarounds: error:', 'bold red', sys.stderr)} {one_line(message)}", err=True)
@@ -109,14 +113,15 @@ def manifest_must_exist(path: Path | str | None) -> None:
         fail(f"cannot read the manifest {named}: {error.strerror or error}")
 
 
-def load_manifest() -> manifest_module.Manifest:
-    manifest_must_exist(state["manifest"])
+def load_manifest(ctx: typer.Context) -> manifest_module.Manifest:
+    """The manifest the command line names, read and valid; else one line per problem and exit 2."""
+    named = given_manifest(ctx)
+    manifest_must_exist(named)
     try:
-        return reader.load(state["manifest"])
+        return reader.load(named)
     except manifest_module.ManifestError as error:
         for problem in error.problems:
             typer.echo(one_line(str(problem)), err=True)
-        named = state["manifest"]
         command = "xpu-workarounds lint" + (f" {shlex.quote(str(named))}" if named is not None else "")
         fail(f"the manifest is invalid (see above); run `{command}` for the full list")
 

@@ -11,12 +11,12 @@ import typer
 from tracker.commands.context import fail, load_manifest
 
 
-def docs(output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
+def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
                                                         show_default=False)] = None) -> None:
     """The workaround catalogue in Markdown, from the manifest."""
     from tracker.model.catalogue import markdown
 
-    text = markdown(load_manifest())
+    text = markdown(load_manifest(ctx))
     if output is None:
         sys.stdout.write(text)
         return

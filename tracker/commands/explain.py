@@ -26,6 +26,7 @@ def complete_id(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def explain(
+    ctx: typer.Context,
     workaround_id: Annotated[str, typer.Argument(metavar="ID", help="A workaround id from the manifest.",
                                                  autocompletion=complete_id)],
     platform: PlatformOption = None,
@@ -37,7 +38,7 @@ def explain(
     Why, how, targets, upstream references, windows, the decision here and the retirement verdict."""
     from tracker.commands.views import explain_document, explain_text
 
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     if workaround_id not in manifest.by_id:
         if any(inline.id == workaround_id for inline in manifest.tracked):
             fail(f"{workaround_id!r} is a [[tracked]] entry, not a workaround: xpu-workarounds docs lists it")

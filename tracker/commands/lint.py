@@ -33,7 +33,7 @@ from tracker.escape import workflow_command
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.reader import default_path, read
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, ExitCode
 
 
 def lint(path: Path | str | None = None) -> list[Problem]:
@@ -179,6 +179,7 @@ class Format(StrEnum):
 
 
 def lint_command(
+    ctx: typer.Context,
     path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
                                                 show_default=False)] = None,
     output_format: Annotated[Format, typer.Option(
@@ -193,7 +194,7 @@ def lint_command(
         if output_format not in (Format.TEXT, Format.JSON):
             fail(f"--json and --format {output_format} exclude each other")
         output_format = Format.JSON
-    target = path if path is not None else context.state["manifest"]
+    target = path if path is not None else context.given_manifest(ctx)
     context.manifest_must_exist(target)  # bad input (exit 2), not a problem of a manifest
     problems = lint(target)
     if output_format == Format.JSON:
@@ -209,7 +210,7 @@ def lint_command(
         if not problems:
             typer.echo(one_line(f"{target or default_path()}: ok"))
     if problems:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.PROBLEMS)
 
 
 def annotation(problem: Problem) -> str:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tracker.commands import context
 from tracker.commands.context import (
-    EXIT_RETIRABLE,
-    EXIT_UPSTREAM,
     JsonOption,
     QuietOption,
     fail,
@@ -20,12 +19,13 @@ from tracker.commands.context import (
 )
 from tracker.commands.output import progress
 from tracker.model import manifest as manifest_module
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, ExitCode
 
 if TYPE_CHECKING:
     from tracker.upstream.floors import Floors
 
 def retire(
+    ctx: typer.Context,
     json_output: JsonOption = False,
     check: Annotated[bool, typer.Option("--check", help="Exit 3 when something is retirable.")] = False,
     open_prs: Annotated[bool, typer.Option(
@@ -62,11 +62,12 @@ def retire(
     if open_prs:
         if fresh:
             fail("--fresh goes without --open-prs (which always refreshes, unless --no-refresh)")
-        _open_removal_prs(repo, base, dry_run, only, json_output, check, not no_refresh, docs, quiet)
+        _open_removal_prs(context.given_manifest(ctx), repo, base, dry_run, only, json_output, check, not no_refresh,
+                          docs, quiet)
         return
     if repo is not None or base is not None or dry_run or only is not None or no_refresh or docs is not None:
         fail("--repo, --base, --dry-run, --only, --no-refresh and --docs go with --open-prs")
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     judged, floors, facts = _judged(manifest, fresh)
     retirable, kept = [], []
     for w in judged.workarounds:
@@ -91,7 +92,7 @@ def retire(
         if floors.note:
             typer.echo(f"xpu-workarounds: warning: {floors.note}", err=True)
     if check and retirable:
-        raise typer.Exit(EXIT_RETIRABLE)
+        raise typer.Exit(ExitCode.FINDING)
 
 
 def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_module.Manifest, Floors, dict[str, object]]:
@@ -132,8 +133,8 @@ def repository_path(value: str, option: str) -> str:
     return str(path) if value else ""
 
 
-def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: str | None, json_output: bool,
-                      check: bool, refresh: bool, docs: str | None, quiet: bool) -> None:
+def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dry_run: bool, only: str | None,
+                      json_output: bool, check: bool, refresh: bool, docs: str | None, quiet: bool) -> None:
     from tracker.retire import (
         MANIFEST_PATH,
         ConfigurationError,
@@ -147,7 +148,6 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
 
     if repo is None:
         fail("--open-prs needs --repo OWNER/NAME")
-    given = context.state["manifest"]
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     docs_path = repository_path(docs, "--docs") if docs is not None else None
     settings = context.github_settings()
@@ -165,9 +165,9 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
         if in_actions():
             for line in manifest_annotations(error.problems, error.path):
                 typer.echo(line)
-        fail(str(error), EXIT_UPSTREAM)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except RetireError as error:
-        fail(str(error), EXIT_UPSTREAM)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     publish(outcome, (lambda line: typer.echo(line, err=True)) if json_output else typer.echo)
     if json_output:
         typer.echo(json.dumps(outcome.as_json(), indent=2))
@@ -177,9 +177,9 @@ def _open_removal_prs(repo: str | None, base: str | None, dry_run: bool, only: s
         if dry_run and outcome.halted is None:
             typer.echo("dry run: nothing was changed")
     if outcome.halted is not None:
-        fail(outcome.halted, EXIT_UPSTREAM)
+        fail(outcome.halted, ExitCode.OUTSIDE_SERVICE)
     if outcome.failed:
-        fail("some steps failed (see above); the others were done", EXIT_UPSTREAM)
+        fail("some steps failed (see above); the others were done", ExitCode.OUTSIDE_SERVICE)
     if check and outcome.retirable:
-        raise typer.Exit(EXIT_RETIRABLE)
+        raise typer.Exit(ExitCode.FINDING)
 

@@ -8,8 +8,6 @@ from typing import Annotated
 import typer
 
 from tracker.commands.context import (
-    EXIT_CLUSTER_UNREACHABLE,
-    EXIT_NODES_DISAGREE,
     AssumeOption,
     JsonOption,
     PlatformOption,
@@ -19,11 +17,13 @@ from tracker.commands.context import (
     require_extra,
 )
 from tracker.commands.output import terminal_width
+from tracker.model.vocabulary import ExitCode
 
 DEFAULT_TIMEOUT = 60.0  # seconds --cluster waits for each node
 
 
 def status(
+    ctx: typer.Context,
     json_output: JsonOption = False,
     platform: PlatformOption = None,
     assume: AssumeOption = None,
@@ -57,7 +57,7 @@ def status(
         return
     if address is not None:
         fail("--address goes with --cluster")
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     document = status_document(manifest, decided_for(manifest, platform, assume))
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document, terminal_width()))
 
@@ -76,7 +76,7 @@ def _machine_status(json_output: bool, platform: str | None, assume: list[str] |
         fail(str(error))
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result))
     if not result.agree:
-        raise typer.Exit(EXIT_NODES_DISAGREE)
+        raise typer.Exit(ExitCode.FINDING)
 
 
 def _cluster_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,
@@ -91,8 +91,8 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
     try:
         result = cluster_module.gather(address or "auto", timeout, reports)
     except cluster_module.ClusterUnreachable as error:
-        fail(str(error), EXIT_CLUSTER_UNREACHABLE)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))
     if not result.agree:
-        raise typer.Exit(EXIT_NODES_DISAGREE)
+        raise typer.Exit(ExitCode.FINDING)
 

@@ -9,20 +9,21 @@ from typing import Annotated
 import typer
 
 from tracker.commands.context import (
-    EXIT_UPSTREAM,
     JsonOption,
     QuietOption,
     fail,
     github_settings,
+    given_manifest,
     load_manifest,
     require_extra,
-    state,
 )
 from tracker.commands.output import progress
 from tracker.model.reader import default_path
+from tracker.model.vocabulary import ExitCode
 
 
 def upstream(
+    ctx: typer.Context,
     json_output: JsonOption = False,
     offline: Annotated[bool, typer.Option("--offline", help="Answer from the cache only, and say how old it "
                                                             "is.")] = False,
@@ -43,10 +44,10 @@ def upstream(
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")
-    if write and state["manifest"] is None:  # the shipped one is what every vLLM process here reads
+    if write and given_manifest(ctx) is None:  # the shipped one is what every vLLM process here reads
         fail(f"--write needs --manifest PATH, the manifest to update (the shipped {default_path()} is never "
              "written)")
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     client = github_settings()
     mode = "offline" if offline else "refresh" if refresh else "normal"
     try:
@@ -55,14 +56,14 @@ def upstream(
             report = upstream_module.track(manifest, mode=mode, client=replace(client, progress=shown.request))
     except (upstream_module.NoUsableCache, GitHubError) as error:
         if isinstance(error, GitHubError):
-            fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", EXIT_UPSTREAM)
-        fail(str(error), EXIT_UPSTREAM)
+            fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", ExitCode.OUTSIDE_SERVICE)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except OSError as error:
-        fail(f"cannot use the upstream cache: {error.strerror or error}", EXIT_UPSTREAM)
+        fail(f"cannot use the upstream cache: {error.strerror or error}", ExitCode.OUTSIDE_SERVICE)
     failed = [facts for facts in report.references if facts.error]
     if failed and len(failed) == len(report.references):
         fail(f"no upstream reference could be learned ({failed[0].error}"
-             f"{f'; and {len(failed) - 1} more' if len(failed) > 1 else ''})", EXIT_UPSTREAM)
+             f"{f'; and {len(failed) - 1} more' if len(failed) > 1 else ''})", ExitCode.OUTSIDE_SERVICE)
     if report.warning:
         typer.echo(f"xpu-workarounds: warning: {report.warning}", err=True)
     for facts in failed:
@@ -78,7 +79,7 @@ def upstream(
         typer.echo(render(report))
     if refresh and failed:  # --refresh promises every fact checked now
         fail(f"{len(failed)} of {len(report.references)} upstream references could not be learned (see the "
-             f"warnings above)", EXIT_UPSTREAM)
+             f"warnings above)", ExitCode.OUTSIDE_SERVICE)
     if write:
         try:
             changes = upstream_module.write_back(manifest.path, report)

@@ -7,10 +7,22 @@ strings see the values as written in ``workarounds.toml``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import TypeGuard
 
 SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints (its caches keep their own)
+
+
+class ExitCode(IntEnum):
+    """How a command ends (docs/commands.md, "Conventions every command keeps"): every command
+    exits with one of these, and no other module writes an exit status as a number."""
+
+    FINE = 0
+    PROBLEMS = 1  # lint found problems, or the output could not be written
+    BAD_INPUT = 2  # bad input or setup: a malformed value, a missing extra, manifest or path
+    FINDING = 3  # a finding the caller asked to fail on: drift, retirable with --check, nodes that disagree
+    OUTSIDE_SERVICE = 4  # GitHub, a release index or a Ray cluster could not be reached or answered wrongly
+    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
 
 
 class Platform(StrEnum):

@@ -26,6 +26,7 @@ from packaging.version import Version
 from tracker.model.manifest import Manifest
 from tracker.model.pins import xpu_pins
 from tracker.model.retirement import retirement
+from tracker.model.vocabulary import ExitCode
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
@@ -42,7 +43,7 @@ _PINNED = re.compile(r"^(?:requirements[^/]*\.txt|requirements/.+\.txt|(?:.*/)?p
 class UpgradeError(Exception):
     """The pull request or its files cannot be read (exit 4), or say something unusable (exit 2)."""
 
-    def __init__(self, message: str, code: int = 4) -> None:
+    def __init__(self, message: str, code: ExitCode = ExitCode.OUTSIDE_SERVICE) -> None:
         super().__init__(message)
         self.code = code
 
@@ -201,7 +202,7 @@ def check_pull_request(gh: Github, repository: str, number: int, manifest_path: 
     pr = repo.get_pull(number)
     base_text = _text(repo, manifest_path, pr.base.sha)
     if base_text is None:
-        raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", 2)
+        raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ExitCode.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
     moves = pin_moves(repo, pr)
     if not moves:
