@@ -13,14 +13,13 @@ import typer
 
 from tracker import one_line
 from tracker.census.count import Census, CountedSite
-from tracker.commands.check import EXIT_NOT_FETCHABLE, warn
+from tracker.commands.check import warn
 from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table
+from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
 from tracker.release.errors import CheckInputError, NotFetchable
-
-EXIT_UNTRACKED = 3
 
 
 def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
@@ -56,6 +55,7 @@ def render(result: Census) -> str:
 
 
 def census_command(
+    ctx: typer.Context,
     release: Annotated[str, typer.Argument(metavar="vllm==X | PATH", show_default=False,
                                            help="A vLLM release (fetched with pip, never installed or run), "
                                                 "or a wheel, source distribution or source tree.")],
@@ -71,14 +71,14 @@ def census_command(
 
     Read from its source, never imported or run: per site its file and lines, a summary, the
     upstream references, and the [[tracked]] entry that covers it (or none)."""
-    manifest = load_manifest()
+    manifest = load_manifest(ctx)
     try:
         with shown_progress(quiet) as shown:
             result = census(manifest, release, since=since, progress=shown.step, warn=warn)
     except CheckInputError as error:
         fail(str(error))
     except NotFetchable as error:
-        fail(str(error), EXIT_NOT_FETCHABLE)
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
     if check_tracked and result.untracked_with_reference:
-        raise typer.Exit(EXIT_UNTRACKED)
+        raise typer.Exit(ExitCode.FINDING)
