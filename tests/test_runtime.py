@@ -389,11 +389,11 @@ def test_a_deferred_module_whose_own_probe_finds_the_bug_absent_skips_when_its_t
 
     (tmp_path / "probing").mkdir()
     (tmp_path / "probing" / "probing_own.py").write_text(own_workaround.SOURCE + textwrap.dedent('''
-        from tracker.api import Finding
+        from tracker.api import Finding, Reason
 
 
         def probe(context):
-            return Finding("root-fix-installed", "the installed torch accepts it (probed)")
+            return Finding(Reason.ROOT_FIX_INSTALLED, "the installed torch accepts it (probed)")
     '''))
     monkeypatch.setattr(workarounds, "__path__", [*workarounds.__path__, str(tmp_path / "probing")])
     monkeypatch.delitem(sys.modules, "workarounds.probing_own", raising=False)

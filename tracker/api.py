@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from tracker.engine.patching import Wrapper
-from tracker.model.vocabulary import RELEASED_STATES
+from tracker.model.vocabulary import RELEASED_STATES, Platform, Reason
 
 if TYPE_CHECKING:
     from tracker.model.environment import Environment
@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 
 class Finding(NamedTuple):
-    """A probe's evidence that the bug is absent here: ``reason`` is a skip reason."""
+    """A probe's evidence that the bug is absent here: ``reason`` is a skip reason
+    (``Reason.VLLM_CARRIES_FIX`` or ``Reason.ROOT_FIX_INSTALLED``)."""
 
-    reason: str  # vllm-carries-fix | root-fix-installed
+    reason: Reason
     detail: str
 
 
@@ -39,7 +40,7 @@ class Context(NamedTuple):
     """
 
     id: str
-    platform: str  # xpu | cuda | rocm | cpu | unknown
+    platform: Platform
     versions: Mapping[str, str | None]  # component -> version installed (or assumed), None: absent
     released: Mapping[str, bool]  # each of its upstream references -> whether the installed stack contains it
 
@@ -87,4 +88,4 @@ API_MODULE = __name__
 
 
 __all__ = ["API_MODULE", "OPTIONAL_FUNCTIONS", "REQUIRED_FUNCTIONS", "Context", "Finding", "ProbingWorkaroundModule",
-           "Wrapper", "WorkaroundModule"]
+           "Reason", "Wrapper", "WorkaroundModule"]

@@ -272,7 +272,7 @@ def valid_record(stored: object) -> bool:
             return False
         from tracker.runtime import record  # only where something applies: the replay stays small
 
-        return record.valid_plans(stored["plans"])
+        return record.valid_plans(stored["plans"], stored["environment"])
     return False
 
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from tracker.api import Context, Finding, Wrapper
+from tracker.api import Context, Finding, Reason, Wrapper
 
 
 def probe(context: Context) -> Finding | None:
     accepted = accepted_keywords(torch.xpu.Event)
     if accepted is None or "blocking" in accepted:
-        return Finding("root-fix-installed", f"torch {torch.__version__}'s torch.xpu.Event accepts blocking "
-                                             "(pytorch#192495); nothing to do.")
+        return Finding(Reason.ROOT_FIX_INSTALLED, f"torch {torch.__version__}'s torch.xpu.Event accepts "
+                                                  "blocking (pytorch#192495); nothing to do.")
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import tracker
 from tracker.commands.output import table
 from tracker.model.environment import OutsideVariables
-from tracker.model.vocabulary import SCHEMA, Choice, Outcome, Reason
+from tracker.model.vocabulary import SCHEMA, Choice, NodeState, Outcome, Reason
 
 SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
 
@@ -34,12 +34,12 @@ class ClusterUnreachable(Exception):
 
 @dataclass
 class Node:
-    """One alive node of the cluster and its answer (``state``: ok | missing | error | no-answer)."""
+    """One alive node of the cluster and its answer."""
 
     node_id: str
     ip: str
     head: bool
-    state: str
+    state: NodeState
     detail: str = ""
     answer: dict[str, Any] = field(default_factory=dict)
 
@@ -131,15 +131,18 @@ def gather(address: str, timeout: float, reports_dir: str | None = None) -> Clus
         for entry in alive:
             ref = refs[entry["NodeID"]]
             node = Node(entry["NodeID"], str(entry.get("NodeManagerAddress", "?")),
-                        "node:__internal_head__" in (entry.get("Resources") or {}), "no-answer",
+                        "node:__internal_head__" in (entry.get("Resources") or {}), NodeState.NO_ANSWER,
                         f"did not answer within {timeout:g} s")
             if ref in ready:
                 try:
                     answer = ray.get(ref)
                 except Exception as error:  # noqa: BLE001 - any task failure is this node's answer
-                    node.state, node.detail = "error", f"the probe failed: {_first_line(error)}"
+                    node.state, node.detail = NodeState.ERROR, f"the probe failed: {_first_line(error)}"
                 else:
-                    node.state = str(answer.pop("state", "error"))
+                    try:
+                        node.state = NodeState(answer.pop("state", NodeState.ERROR))
+                    except ValueError:  # an answer from another release of this package, or none
+                        node.state = NodeState.ERROR
                     node.detail = str(answer.pop("detail", "") or "")
                     node.answer = answer
             else:
@@ -204,7 +207,7 @@ def compare(address: str, nodes: list[Node]) -> Cluster:
 
     Ties between groups are broken towards the group with the head node.
     """
-    answered = [node for node in nodes if node.state == "ok"]
+    answered = [node for node in nodes if node.state == NodeState.OK]
     groups: dict[tuple[Any, ...], list[Node]] = {}
     for node in answered:
         groups.setdefault(node.signature(), []).append(node)
@@ -216,9 +219,9 @@ def compare(address: str, nodes: list[Node]) -> Cluster:
             for node in group:
                 differences.append(describe(node, reference, len(ranked)))
     for node in nodes:
-        if node.state == "missing":
+        if node.state == NodeState.MISSING:
             differences.append(f"{node.label}: {node.detail}")
-        elif node.state != "ok":
+        elif node.state != NodeState.OK:
             differences.append(f"{node.label}: {node.detail or node.state}")
     notes = [note for node in answered for note in _live_notes(node)]
     notes += [f"{node.label}: {node.answer['note']}" for node in nodes if node.answer.get("note")]
@@ -315,7 +318,7 @@ def _running_cell(node: Node) -> str:
 
 def render(cluster: Cluster) -> str:
     """The text ``status --cluster`` prints: one row per node, then every difference in words."""
-    answered = sum(node.state != "no-answer" for node in cluster.nodes)
+    answered = sum(node.state != NodeState.NO_ANSWER for node in cluster.nodes)
     verdict = "they agree" if cluster.agree else "they disagree"
     lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
              ""]
@@ -325,7 +328,7 @@ def render(cluster: Cluster) -> str:
     for node in cluster.nodes:
         name = f"{node.node_id[:8]} {node.ip}{' (head)' if node.head else ''}"
         host = str(node.answer.get("host", "?"))
-        if node.state == "ok":
+        if node.state == NodeState.OK:
             rows.append((name, host, node.platform, *(node.versions.get(c) or "-" for c in SHOWN_COMPONENTS),
                          str(node.answer.get("xpu_workarounds_version") or "?"),
                          str(node.answer.get("manifest_digest", "?")).removeprefix("sha256:"),

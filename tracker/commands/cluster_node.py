@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import tracker
-from tracker.model.vocabulary import Outcome
+from tracker.model.vocabulary import NodeState, Outcome
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import OUTCOMES, ProcessReport, read_report, report_files, running
 
@@ -41,19 +41,19 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
         manifest = reader.load(variables.manifest)
     except manifest_module.ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
-        return {**answer, "state": "error", "detail": f"the manifest is invalid: {first}"}
+        return {**answer, "state": NodeState.ERROR.value, "detail": f"the manifest is invalid: {first}"}
     except OSError as error:
-        return {**answer, "state": "error", "detail": f"cannot read the manifest: {error.strerror or error}"}
+        return {**answer, "state": NodeState.ERROR.value, "detail": f"cannot read the manifest: {error.strerror or error}"}
     settings = variables.for_ids(manifest.ids)
     try:
         decided = decide_stack(manifest, settings)
     except InputError as error:
-        return {**answer, "state": "error", "detail": str(error)}
+        return {**answer, "state": NodeState.ERROR.value, "detail": str(error)}
     document = status_document(manifest, decided)
     directory = reports_dir or settings.report_dir
     return {
         **answer,
-        "state": "ok",
+        "state": NodeState.OK.value,
         "manifest": str(manifest.path),
         "manifest_digest": f"sha256:{tracker.short_digest(manifest.sha256)}",
         "warnings": [*settings.problems, *decided.warnings],

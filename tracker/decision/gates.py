@@ -14,7 +14,7 @@ from tracker.model.environment import Environment, Settings
 from tracker.model.manifest import Window, Workaround
 from tracker.model.retirement import root_fixes
 from tracker.model.versions import matches
-from tracker.model.vocabulary import UNKNOWN_PLATFORM, Choice, DecidedBy, Reason
+from tracker.model.vocabulary import Choice, DecidedBy, Platform, Reason
 
 
 class Decision(NamedTuple):
@@ -45,7 +45,7 @@ def decide(w: Workaround, env: Environment, settings: Settings) -> Decision:
         return _skip(w, Reason.KILL_SWITCH, "XPU_WORKAROUNDS is off, so nothing is applied; unset it to re-enable.")
     if w.id in settings.disabled:
         return _skip(w, Reason.DISABLED, f"Listed in XPU_WORKAROUNDS_DISABLE; remove {w.id} from it to apply it.")
-    if env.platform == UNKNOWN_PLATFORM:
+    if env.platform == Platform.UNKNOWN:
         return _skip(w, Reason.PLATFORM, f"Only for {w.platform}; the platform here could not be told (no torch "
                                          "build label or vLLM platform says which): --platform or "
                                          "XPU_WORKAROUNDS_PLATFORM names it.")

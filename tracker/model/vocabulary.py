@@ -26,10 +26,14 @@ class ExitCode(IntEnum):
 
 
 class Platform(StrEnum):
+    """Where a workaround may apply, and what a stack is (``UNKNOWN``: nothing tells, no torch
+    installed; never a workaround's platform)."""
+
     XPU = "xpu"
     CUDA = "cuda"
     ROCM = "rocm"
     CPU = "cpu"
+    UNKNOWN = "unknown"
 
 
 class Role(StrEnum):
@@ -90,6 +94,23 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"
 
 
+class TargetFound(StrEnum):
+    """How ``check`` finds a workaround's target in a release's source."""
+
+    SAME = "same"  # there, with the manifest's fingerprint
+    DRIFTED = "drifted"  # there, as another kind or with other parameters
+    ABSENT = "absent"
+
+
+class NodeState(StrEnum):
+    """What a node of a Ray cluster answered ``status --cluster``."""
+
+    OK = "ok"
+    MISSING = "missing"  # the package is not installed there
+    ERROR = "error"
+    NO_ANSWER = "no-answer"
+
+
 class Verdict(StrEnum):
     """Retirement: whether any supported stack still needs a workaround."""
 
@@ -107,8 +128,7 @@ class TargetKind(StrEnum):
 
 APPLY_REASONS: frozenset[str] = frozenset({Reason.AFFECTED.value, Reason.FORCED.value})
 SKIP_REASONS: frozenset[str] = frozenset(r.value for r in Reason) - APPLY_REASONS
-PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
-UNKNOWN_PLATFORM = "unknown"  # what a stack is when nothing tells its platform (no torch installed)
+PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform if p is not Platform.UNKNOWN)  # a workaround's, --platform's
 ROLES: tuple[str, ...] = tuple(r.value for r in Role)
 # A fix with ``remaining`` cures only part of the bug: it never counts as vLLM carrying the
 # fix (``vllm_carries_fix`` says that) nor retires anything.

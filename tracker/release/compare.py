@@ -25,7 +25,7 @@ from tracker.engine.source import declared_fingerprint, file_under
 from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
-from tracker.model.vocabulary import SCHEMA
+from tracker.model.vocabulary import SCHEMA, TargetFound
 from tracker.release.archive import release_version
 from tracker.release.errors import CheckInputError
 from tracker.release.fetch import Say, silent, source_tree
@@ -34,7 +34,7 @@ from tracker.release.fetch import Say, silent, source_tree
 @dataclass(frozen=True)
 class TargetCheck:
     path: str
-    found: str  # same | drifted | absent
+    found: TargetFound
     detail: str
 
 
@@ -111,12 +111,12 @@ def check_target(target: Target, root: Path) -> TargetCheck:
         why = "no such module" if module is None else "no such definition"
         if module is not None and not _parses(module):
             why = f"{module.relative_to(root)} does not parse as Python"
-        return TargetCheck(target.path, "absent", f"{target.path}: {why} in this release")
+        return TargetCheck(target.path, TargetFound.ABSENT, f"{target.path}: {why} in this release")
     kind, params = found
     if (kind, params) != (target.kind, target.params):
-        return TargetCheck(target.path, "drifted", f"{target.path} is a {kind} taking ({', '.join(params)}); the "
+        return TargetCheck(target.path, TargetFound.DRIFTED, f"{target.path} is a {kind} taking ({', '.join(params)}); the "
                                                    f"manifest says a {target.kind} taking ({', '.join(target.params)})")
-    return TargetCheck(target.path, "same", f"{target.path}: {kind} ({', '.join(params)})")
+    return TargetCheck(target.path, TargetFound.SAME, f"{target.path}: {kind} ({', '.join(params)})")
 
 
 def _parses(path: Path) -> bool:
@@ -151,11 +151,11 @@ def check_workaround(w: Workaround, root: Path, version: Version | None, decided
         absent_in = declared[found.path].absent_in
         declared_absent = absent_in is not None and version is not None and absent_in.contains(version,
                                                                                                prereleases=True)
-        if found.found == "drifted":
+        if found.found == TargetFound.DRIFTED:
             result.problems.append(f"drifted: {found.detail}")
-        elif found.found == "absent" and not declared_absent and not declared[found.path].optional:
+        elif found.found == TargetFound.ABSENT and not declared_absent and not declared[found.path].optional:
             result.problems.append(f"vanished: {found.detail}")
-        elif found.found != "absent" and declared_absent:
+        elif found.found != TargetFound.ABSENT and declared_absent:
             result.problems.append(f"{found.path} is present, but the manifest declares it absent in "
                                    f"vllm{absent_in}")
     if source_fix is False and carries:
@@ -166,7 +166,7 @@ def check_workaround(w: Workaround, root: Path, version: Version | None, decided
         result.notes.append(f"the source carries vLLM's own fix ({said}), outside vllm_carries_fix "
                             f"(vllm{w.vllm_carries_fix})")
     if decided is not None and decided.apply:
-        missing = [t.path for t, d in zip(targets, w.targets, strict=True) if t.found == "absent" and not d.optional]
+        missing = [t.path for t, d in zip(targets, w.targets, strict=True) if t.found == TargetFound.ABSENT and not d.optional]
         if missing:
             result.problems.append(f"would apply at the XPU pins, but {', '.join(missing)} is absent")
         if source_fix:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracker.api import Context
-from tracker.model.vocabulary import Choice, module_of
+from tracker.model.vocabulary import Choice, DecidedBy, Platform, Reason, module_of
 
 
 class Step(NamedTuple):
@@ -28,10 +28,10 @@ class Step(NamedTuple):
 
 class Plan(NamedTuple):
     id: str
-    decision: str  # apply | skip
-    reason: str
+    decision: Choice
+    reason: Reason
     detail: str
-    decided_by: str  # version | probe
+    decided_by: DecidedBy
     targets: tuple[Step, ...]
     context: Context | None  # None when the decision is skip
 
@@ -56,9 +56,10 @@ class Plan(NamedTuple):
         """A plan from its stored form (shape already checked) and the stored environment."""
         targets = tuple(Step(t["path"], t["kind"], tuple(t["params"]), t["optional"]) for t in data["targets"])
         released = data["released"]
-        context = None if released is None else Context(data["id"], environment["platform"],
+        context = None if released is None else Context(data["id"], Platform(environment["platform"]),
                                                          dict(environment["versions"]), dict(released))
-        return cls(data["id"], data["decision"], data["reason"], data["detail"], data["decided_by"], targets, context)
+        return cls(data["id"], Choice(data["decision"]), Reason(data["reason"]), data["detail"],
+                   DecidedBy(data["decided_by"]), targets, context)
 
 
 __all__ = ["Plan", "Step"]

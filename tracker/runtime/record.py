@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, is_id
+from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, Platform, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir, read_regular
 from tracker.plugin import (
     _OWN_KEYS,
@@ -120,10 +120,11 @@ def _valid_plan(plan: object) -> bool:
                and all(is_one_line(param, 256) for param in step["params"]) for step in plan["targets"])
 
 
-def valid_plans(plans: object) -> bool:
-    """Stored plans of the right shape, at least one of which applies (else it is stored as skipped)."""
+def valid_plans(plans: object, environment: dict[str, Any]) -> bool:
+    """Stored plans of the right shape, at least one of which applies (else it is stored as skipped),
+    for a stack of a platform the vocabulary knows (each plan's ``Context`` carries it)."""
     return (isinstance(plans, list) and all(_valid_plan(plan) for plan in plans)
-            and any(plan["decision"] == Choice.APPLY for plan in plans))
+            and any(plan["decision"] == Choice.APPLY for plan in plans) and environment["platform"] in set(Platform))
 
 
 def declared(plans: list[dict[str, Any]], key: list[Any]) -> bool:
