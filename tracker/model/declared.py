@@ -32,8 +32,10 @@ _PART = r"""(?:[A-Za-z0-9_-]+|"[^"\\\n]*"|'[^'\n]*')"""
 _KEY = rf"{_PART}(?:[ \t]*\.[ \t]*{_PART})*"
 _ANY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|'[^'\n]*')"""
 _COMMENT = r"[ \t]*(?:\#[^\n]*)?\r?(?=\n|\Z)"  # the rest of a line: blanks and at most a comment
-_HEADER = re.compile(rf"[ \t]*(\[\[?)[ \t]*({_KEY})[ \t]*(\]\]?){_COMMENT}")  # matched after a line break
 _ANY_HEADER = re.compile(r"\n[ \t]*\[")
+# The two tables read, in any spelling of their names: [[workaround]], and [[workaround.targets]] (group 3).
+_ENTRY_HEADER = re.compile(r"""\n[ \t]*\[\[[ \t]*(["']?)workaround\1[ \t]*(?:\.[ \t]*(["']?)(targets)\2[ \t]*)?\]\]"""
+                           + _COMMENT)
 # The keys read, each at the start of a line: ``id`` and ``targets`` in a [[workaround]], ``path`` in
 # a [[workaround.targets]], ``workaround`` before the first header; bare or quoted, never dotted.
 _ENTRY_KEY = re.compile(r"""\n[ \t]*(["']?)(id|targets)\1[ \t]*=[ \t]*""")
@@ -170,23 +172,17 @@ def declared_targets(text: str) -> dict[str, frozenset[str]]:
         return {}
     if "\\" in manifest.text and manifest.lines(_ESCAPED_KEY, 0, len(manifest.text)):
         return {}  # rare: where a key or table name has an escape, nothing is told
-    headers = []
-    for line in manifest.lines(_ANY_HEADER, 0, len(manifest.text)):
-        header = _HEADER.match(manifest.text, line.end() - 1)
-        if header is None:
-            return {}
-        headers.append((line.start(), header))
-    if manifest.lines(_TOP_KEY, 0, headers[0][0] if headers else len(manifest.text)):
+    first = _ANY_HEADER.search(manifest.text)
+    if manifest.lines(_TOP_KEY, 0, first.start() if first else len(manifest.text)):
         return {}  # the workarounds are one inline array
     entries: list[_Entry] = []
-    bounds = [*(start for start, _ in headers[1:]), len(manifest.text)]
-    for (_, header), end in zip(headers, bounds, strict=True):
-        array = header.group(1) == "[[" and header.group(3) == "]]"
-        name = _key(header.group(2))
-        if name == ["workaround"] and array:
+    for header in _ENTRY_HEADER.finditer(manifest.text):  # [[workaround]] and [[workaround.targets]] only
+        following = _ANY_HEADER.search(manifest.text, header.end())
+        end = following.start() if following else len(manifest.text)
+        if header.group(3) is None:
             entries.append(_Entry())
             _read_own_keys(manifest, entries[-1], header.end(), end)
-        elif name == ["workaround", "targets"] and array and entries:  # the last entry's, wherever it is
+        elif entries:  # the last entry's, wherever it is
             try:
                 entries[-1].paths.add(_path_of_table(manifest, header.end(), end))
             except _Unreadable:
