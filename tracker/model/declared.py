@@ -39,14 +39,11 @@ _ENTRY_HEADER = re.compile(r"""\n[ \t]*\[\[[ \t]*(["']?)workaround\1[ \t]*(?:\.[
 # The keys read, each at the start of a line: ``id`` and ``targets`` in a [[workaround]], ``path`` in
 # a [[workaround.targets]], ``workaround`` before the first header; bare or quoted, never dotted.
 _ENTRY_KEY = re.compile(r"""\n[ \t]*(["']?)(id|targets)\1[ \t]*=[ \t]*""")
-_PATH_KEY = re.compile(r"""\n[ \t]*(["']?)path\1[ \t]*=[ \t]*""")
-_TOP_KEY = re.compile(r"""\n[ \t]*(["']?)workaround\1[ \t]*[=.]""")
+_PATH_KEY = r"""\n[ \t]*(["']?)path\1[ \t]*=[ \t]*"""
+_TOP_KEY = r"""\n[ \t]*(["']?)workaround\1[ \t]*[=.]"""
 # A key (or a table name) that has an escape: none is read where one is written in code.
-_ESCAPED_KEY = re.compile(rf"""\n[ \t]*\[?\[?[ \t]*(?:{_ANY_PART}[ \t]*\.[ \t]*)*"[^"\\\n]*\\""")
-_PARTS = re.compile(_PART)
-_WHOLE_KEY = re.compile(_KEY)
+_ESCAPED_KEY = rf"""\n[ \t]*\[?\[?[ \t]*(?:{_ANY_PART}[ \t]*\.[ \t]*)*"[^"\\\n]*\\"""
 _STRING_VALUE = re.compile(rf"""(?:"([^"\\\n]*)"|'([^'\n]*)'){_COMMENT}""")
-_COMMENT_AFTER = re.compile(_COMMENT)
 # What may stand on a line before a triple quote: a single-line string, a comment, or the triple itself.
 _LINE_TOKEN = re.compile(r'''"""|\'\'\'|"[^"\\\n]*(?:\\[^\n][^"\\\n]*)*"|'[^'\n]*'|\#''')
 # Inside an inline array: holes, strings, comments, brackets, dots and the rest, one token each.
@@ -73,13 +70,14 @@ class _Text:
         pieces.append(text[at:])
         self.text = _HOLE.join(pieces)
 
-    def lines(self, pattern: re.Pattern[str], start: int, end: int) -> list[re.Match[str]]:
-        """The matches of ``pattern`` in ``text[start:end]``."""
-        return list(pattern.finditer(self.text, start, end))
+    def lines(self, pattern: re.Pattern[str] | str, start: int, end: int) -> list[re.Match[str]]:
+        """The matches of ``pattern`` in ``text[start:end]`` (a pattern written as a string, one the
+        common spellings never need, is compiled on its first use: each process pays for what it uses)."""
+        return list(re.compile(pattern).finditer(self.text, start, end))
 
     def multiline_value(self, at: int) -> str:
         """The value of the multi-line string whose hole is at ``at``, the last thing on its line."""
-        if _COMMENT_AFTER.match(self.text, at + 1) is None:
+        if re.compile(_COMMENT).match(self.text, at + 1) is None:
             raise _Unreadable("more after the string")
         return _string_of(self.strings[self.text.count(_HOLE, 0, at)])
 
@@ -149,7 +147,7 @@ def _key(written: str) -> list[str]:
     """A key's parts, unquoted."""
     if "\"" not in written and "'" not in written:  # bare parts (the common spelling): split at the dots
         return written.replace(" ", "").replace("\t", "").split(".")
-    return [part[1:-1] if part[0] in "\"'" else part for part in _PARTS.findall(written)]
+    return [part[1:-1] if part[0] in "\"'" else part for part in re.findall(_PART, written)]
 
 
 class _Entry:
@@ -173,7 +171,8 @@ def declared_targets(text: str) -> dict[str, frozenset[str]]:
     if "\\" in manifest.text and manifest.lines(_ESCAPED_KEY, 0, len(manifest.text)):
         return {}  # rare: where a key or table name has an escape, nothing is told
     first = _ANY_HEADER.search(manifest.text)
-    if manifest.lines(_TOP_KEY, 0, first.start() if first else len(manifest.text)):
+    before = first.start() if first else len(manifest.text)
+    if manifest.text.find("workaround", 0, before) >= 0 and manifest.lines(_TOP_KEY, 0, before):
         return {}  # the workarounds are one inline array
     entries: list[_Entry] = []
     for header in _ENTRY_HEADER.finditer(manifest.text):  # [[workaround]] and [[workaround.targets]] only
@@ -237,7 +236,7 @@ def _inline_paths(manifest: _Text, at: int, end: int) -> set[str]:
                 break
         elif token == "=" and depth == 2:
             written = "".join(key)
-            if _WHOLE_KEY.fullmatch(written) is None:
+            if not written.replace("_", "").replace("-", "").isalnum() and re.fullmatch(_KEY, written) is None:
                 raise _Unreadable("a key with an escape sequence")  # it might be the path
             if _key(written) == ["path"]:
                 value_of = key

@@ -47,7 +47,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import tracker
 from tracker import plugin
@@ -56,7 +56,9 @@ from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
-from tracker.runtime.reports import EnvironmentReport, ProcessReport, TargetReport, ToolReport
+
+if TYPE_CHECKING:  # the types only: the stored plans' path does not import the readers' module
+    from tracker.runtime.reports import EnvironmentReport, ProcessReport, TargetReport, ToolReport
 
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = tuple(Outcome)
