@@ -151,7 +151,7 @@ def manifests(draw: st.DrawFn) -> tuple[str, dict[str, frozenset[str]], bool]:
     return text, {entry["id"]: frozenset(t["path"] for t in entry["targets"]) for entry in entries}, spelling.escaped
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(manifests())
 def test_every_id_the_scanner_reports_has_exactly_the_targets_the_reader_reads(tmp_path_factory, generated):
     text, written, escaped = generated
