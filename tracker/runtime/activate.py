@@ -33,8 +33,7 @@ waiting target is patched on import, and written by forked children too)::
 ``environment`` is null when activation never got that far (invalid manifest). ``process`` is
 the process's part in vLLM (``tracker.plugin.process_role``) and ``parent`` its parent's pid:
 what ``status --reports`` groups by and the metrics of the serving process follow. ``started``
-is when the process started, in clock ticks after boot (null without ``/proc``): a reader tells
-the writer from a later process given the same pid by it.
+(clock ticks after boot, null without ``/proc``) tells the writer from a later process of its pid.
 """
 
 from __future__ import annotations
