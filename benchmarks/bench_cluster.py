@@ -1,4 +1,4 @@
-"""``xpu-workarounds status --cluster`` against the number of nodes (issue 13).
+"""``xpu-workarounds status --cluster`` against the number of nodes.
 
 A real local Ray cluster (tests/support/raycluster.py: one ``ray start`` per node, each on
 its own 127.0.0.x address, the dev venv's Python and Ray) grows from 1 to 3 nodes; at each

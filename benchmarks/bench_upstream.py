@@ -12,12 +12,12 @@ Both ways of asking are measured in the same run, on the same stand-in data: RES
 request per fact, conditional revalidation) and GraphQL (tracker/upstream/prefetch.py:
 batched queries, REST for whatever GraphQL cannot give exactly).
 
-Targets (issue 6, REST): a warm refresh in which nothing changed costs zero rate-limited
+Targets (REST): a warm refresh in which nothing changed costs zero rate-limited
 requests (only 304 answers); a cold one costs at most two requests per reference plus one
 per release tag compared (plus, as overhead, one tag list per repository and the two vLLM
 requirement files of the inline audit); no request is repeated in a run; at scale, the
 cold cost per reference stays the same (linear growth).
-Targets (issue 14, GraphQL): the same facts as REST; a cold refresh in at most 6 requests
+Targets (GraphQL): the same facts as REST; a cold refresh in at most 6 requests
 (shipped manifest) or 60 (the 1,086-reference scale manifest); a warm refresh costs no rate
 limit; a cold refresh at least 5x faster than REST with ~100 ms injected per request.
 """

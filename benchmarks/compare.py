@@ -8,7 +8,7 @@ a vLLM process (``plugin_child.py`` with vLLM 0.22.1's source, as ``bench_plugin
 nothing applies (replayed), with every workaround forced as a later process runs it and as
 a first process runs it (an empty cache per process), and ``status --json`` as a whole
 process. Medians and minimums in ms: "no figure worse than before" is read from here
-(issue 9 was filed on b78eba4: ``compare.py b78eba4``).
+(``compare.py b78eba4`` against the commit before the fast path's rework).
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable)
     assert code == 2 and err.count("\n") == 1 and "\\n" in err, err
 
 
-# ------------------------------------------------------------------ --repo (item 14)
+# ------------------------------------------------------------------------------ --repo
 
 
 @pytest.mark.parametrize("repo", ["../user", "owner/..", "owner/.", "./name", "owner/.hidden", ".owner/name",
@@ -185,7 +185,7 @@ def test_repositories_github_allows_pass(repo):
     assert check_repository(repo) == repo
 
 
-# ---------------------------------------------------- a failed write of stdout (item 15)
+# ------------------------------------------------------------ a failed write of stdout
 
 
 @pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["docs"], ["retire", "--json"], ["lint"]])

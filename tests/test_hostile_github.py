@@ -1,4 +1,4 @@
-"""Answers that are not GitHub's REST API (issue 10, item 6), over real HTTP with the real
+"""Answers that are not GitHub's REST API, over real HTTP with the real
 PyGithub: the stand-in server answers every route with a wrong shape (``FakeGitHub.misanswer``:
 HTML as ``GITHUB_API_URL=https://github.com`` gives, an empty body, a JSON list of numbers,
 null, a string, malformed JSON, a redirect to another host, a next page on another host).
@@ -7,8 +7,8 @@ null, a string, malformed JSON, a redirect to another host, a next page on anoth
 4, with no traceback, no token, and nothing written: no cache, no manifest change, no write
 request to GitHub.
 
-Then answers of the right shape with one field of the wrong type inside (issue 29, items 7
-and 8; ``FakeGitHub.corrupt``): a boolean that is a string, a sha that is a number, a state
+Then answers of the right shape with one field of the wrong type inside
+(``FakeGitHub.corrupt``): a boolean that is a string, a sha that is a number, a state
 outside GitHub's vocabulary, a header that is not a number. Each is exit 4 with one line, never
 a fact: a table of such fields per route, and a fuzzer that gives any field of any answer a
 value of another type (exit 0 only with the facts of the uncorrupted run).

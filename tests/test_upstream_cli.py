@@ -56,7 +56,7 @@ def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github
     assert set(found) == upstream_history.references(shipped)
     assert set(found) <= set(upstream_history.EXPECTED)
     assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
-    assert github.count("/graphql") <= 6  # issue 14: a cold refresh of the shipped manifest in at most 6 requests
+    assert github.count("/graphql") <= 6  # a cold refresh of the shipped manifest in at most 6 requests
 
 
 @pytest.mark.parametrize("api", ["graphql", "rest"])
@@ -161,7 +161,7 @@ def test_second_refresh_over_graphql_is_one_query_and_asks_no_compare_again(gith
 
     assert second.exit_code == 0, second.output
     assert json.loads(second.stdout)["references"] == json.loads(first.stdout)["references"]
-    assert cold <= 6  # issue 14: a cold refresh of the (frozen) shipped manifest in at most 6 requests
+    assert cold <= 6  # a cold refresh of the (frozen) shipped manifest in at most 6 requests
     # GraphQL has no conditional requests: what can change is asked again in one query;
     # compares between fixed commits and files at fixed tags come from the cache. The issues
     # (GraphQL's pullRequest does not answer them) are asked over REST, conditionally (a 304
@@ -267,7 +267,7 @@ def test_a_reference_github_does_not_know_is_reported_and_the_rest_answered(gith
 
     result = run(github, tmp_path / "cache", "--json", "--refresh", manifest=path)
 
-    # Under --refresh a reference that could not be learned fails the run (issue 10, item 7),
+    # Under --refresh a reference that could not be learned fails the run,
     # after every other reference's facts are printed.
     assert result.exit_code == 4, result.output
     found = {item["ref"]: item for item in json.loads(result.stdout)["references"]}

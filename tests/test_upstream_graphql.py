@@ -284,7 +284,7 @@ def test_both_ways_give_the_same_facts_on_the_frozen_manifest(tmp_path):
     learned = {f.ref: (f.state, str(f.released_in) if f.released_in else None) for f in batched.references}
     assert learned == {ref: upstream_history.EXPECTED[ref] for ref in learned}
     assert set(learned) == upstream_history.references(reader.load(FROZEN_MANIFEST))
-    assert requests_made <= 6 < rest_requests  # issue 14: a cold refresh in at most 6 requests
+    assert requests_made <= 6 < rest_requests  # a cold refresh of the shipped manifest in at most 6 requests
     assert batched.graphql.left_to_rest == 0 and batched.graphql.refused is None
 
 
@@ -303,4 +303,4 @@ def test_both_ways_give_the_same_facts_on_the_500_workaround_scale_manifest():
 
     assert json.dumps(facts(batched), sort_keys=True) == json.dumps(facts(rest), sort_keys=True)
     assert len(batched.references) > 1000
-    assert requests_made <= 60 < rest_requests  # issue 14: at most 60 requests for the 1,086 references
+    assert requests_made <= 60 < rest_requests  # at scale: at most 60 requests for the 1,086 references

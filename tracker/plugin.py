@@ -53,6 +53,13 @@ LOGGER = logging.getLogger("vllm.xpu_workarounds")
 RECORD_SCHEMA = 7
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
+# The key's parts by position (it is stored as a JSON list): ``head``'s eight, the last of them the
+# ``sys.path`` directories with their identities, then what ``tracker.runtime.record.key`` adds.
+KEY_PATHS = 7
+KEY_CODE = 8  # this package's code files and directories, with their identities
+KEY_METADATA = 9  # the detected distributions' metadata files, and the source files a probe read
+KEY_WATCH = 10  # the watched names, and each sys.path directory's watched entries
+KEY_LENGTH = 11
 # tracker.model.vocabulary.SKIP_REASONS, written out: importing the vocabulary's StrEnums
 # would cost the replay about a millisecond (tests/test_fastpath.py checks the two agree).
 _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-installed", "disabled", "kill-switch",
@@ -191,12 +198,12 @@ def matches(stored_key: object, environ: Mapping[str, str]) -> bool:
     """Whether a key taken earlier (``record.key``) still holds in this process: the same
     head (``sys.path`` compared by ``_same_paths``), and every code file, code directory and
     metadata file it names as it was."""
-    if not isinstance(stored_key, list) or len(stored_key) != 11:
+    if not isinstance(stored_key, list) or len(stored_key) != KEY_LENGTH:
         return False
     current = head(environ)
-    return (current is not None and stored_key[:7] == current[:7]
-            and _same_paths(stored_key[7], current[7], stored_key[10]) and bool(stored_key[8])
-            and still(stored_key[8]) and still(stored_key[9]))
+    return (current is not None and stored_key[:KEY_PATHS] == current[:KEY_PATHS]
+            and _same_paths(stored_key[KEY_PATHS], current[KEY_PATHS], stored_key[KEY_WATCH])
+            and bool(stored_key[KEY_CODE]) and still(stored_key[KEY_CODE]) and still(stored_key[KEY_METADATA]))
 
 
 def store_path(environ: Mapping[str, str]) -> str:

@@ -29,7 +29,7 @@ from tracker.retire.removal import (
     owned_paths,
     remove_entry,
 )
-from tracker.retire.results import ACTIONS, Action, ActionKind, DashboardResult, RetireResult
+from tracker.retire.results import Action, ActionKind, DashboardResult, RetireResult
 from tracker.retire.texts import (
     BRANCH_PREFIX,
     FACTS_BRANCH,
@@ -47,7 +47,7 @@ from tracker.upstream.settings import ClientSettings
 
 __all__ = [
     "ConfigurationError", "ManifestInvalid",
-    "ACTIONS", "BRANCH_PREFIX", "DASHBOARD_LABEL", "DASHBOARD_MARKER", "DASHBOARD_TITLE", "DOCS_PATH", "FOREIGN",
+    "BRANCH_PREFIX", "DASHBOARD_LABEL", "DASHBOARD_MARKER", "DASHBOARD_TITLE", "DOCS_PATH", "FOREIGN",
     "LABEL", "LABEL_COLOUR", "MANIFEST_PATH", "TRAILER", "Action", "ActionKind", "DashboardResult", "PullRequestMarker",
     "FACTS_BRANCH", "FACTS_ID", "RetireResult", "Proposal",
     "Proposer", "Removal", "RemovalError", "RetireError", "Retirer", "Snapshot", "blob_sha", "branch_for",

@@ -21,9 +21,6 @@ class ActionKind(StrEnum):
     FAILED = "failed"
 
 
-ACTIONS = tuple(kind.value for kind in ActionKind)
-
-
 @dataclass
 class Action:
     id: str

@@ -16,6 +16,9 @@ from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, Decide
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir, read_regular
 from tracker.plugin import (
     _OWN_KEYS,
+    KEY_METADATA,
+    KEY_PATHS,
+    KEY_WATCH,
     head,
     identity,
     is_one_line,
@@ -91,7 +94,7 @@ def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] |
     if first is None:
         return None
     watch = sorted({*(normalized_name(name).replace("-", "_") for name in distributions), *_OWN_PACKAGES})
-    names = [watched_names(entry, watch) for entry, _ in first[7]]
+    names = [watched_names(entry, watch) for entry, _ in first[KEY_PATHS]]
     return [*first, _code(), _metadata(distributions), [watch, names]]
 
 
@@ -161,7 +164,7 @@ def store(environ: Mapping[str, str], body: dict[str, Any], before: list[Any] | 
         if sources:
             if not still(sources):
                 return
-            before = [*before[:9], [*before[9], *sources], before[10]]
+            before = [*before[:KEY_METADATA], [*before[KEY_METADATA], *sources], *before[KEY_WATCH:]]
         record = {"key": before, **body}
         if body.get("kind") == "skipped":
             record["report"] = {k: v for k, v in body["report"].items() if k not in _OWN_KEYS}

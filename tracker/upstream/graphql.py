@@ -53,12 +53,6 @@ HISTORY_LIMIT = PAGE  # longest tag-only history read for a cherry-pick search
 TIMELINE_ITEM_TYPES = ("MERGED_EVENT", "CLOSED_EVENT", "REOPENED_EVENT", "LABELED_EVENT", "REFERENCED_EVENT",
                        "CROSS_REFERENCED_EVENT")
 
-# Errors that mean "GraphQL will not answer this": ask REST instead.
-_REFUSALS = frozenset({"INSUFFICIENT_SCOPES", "FORBIDDEN", "RATE_LIMITED", "MAX_NODE_LIMIT_EXCEEDED",
-                       "EXCESSIVE_PAGINATION", "MISSING_PAGINATION_BOUNDARIES", "undefinedField", "argumentLiteralsIncompatible",
-                       "SYNTAX_ERROR"})
-
-
 class GraphQLRefused(Exception):
     """GraphQL is unavailable or refuses (one line, no secret): use REST."""
 
@@ -240,7 +234,6 @@ class Exchange:
 
     queries: int = 0
     points: int = 0
-    points_known: bool = True
     costs: list[int] = field(default_factory=list)
 
 
@@ -294,8 +287,6 @@ class GraphQL:
             cost = as_int(limit, "cost", f"{where} rateLimit", minimum=0)
             self.exchange.points += cost
             self.exchange.costs.append(cost)
-        else:
-            self.exchange.points_known = False
         answers: dict[Ask, GraphQLAnswer] = {}
         for number, members in enumerate(repositories.values()):
             alias = f"r{number}"
