@@ -553,9 +553,10 @@ def test_a_tracked_only_fork_gets_one_issue_per_dead_inline_workaround_and_nothi
     assert "vLLM pins torch 2.15.0 for XPU" in issue.body and "torch>=2.14.0" in issue.body
     assert f"`{XPU_PY}`" in issue.body and "`torch.xpu.empty_cache()  # before capture`" in issue.body
     assert read_marker(issue.body).kind == "inline" and read_marker(issue.body).id == DEAD
-    # Nothing else: no PR, no branch, no file; every request was to the fork itself.
+    # Nothing else: no PR, no branch, no file; every request was to the fork itself, but one: who the token is.
     assert not repo.pulls and set(repo.branches) == {"main"}
-    assert all(hit.path.startswith(f"/repos/{FORK}") for hit in step.server.log)
+    elsewhere = [(hit.method, hit.path) for hit in step.server.log if not hit.path.startswith(f"/repos/{FORK}")]
+    assert elsewhere == [("POST", "/graphql")]
     [dashboard] = [i for i in store(step.server).issues[FORK.lower()].values() if DASHBOARD_LABEL in i.labels]
     for line in (f"| `{DEAD}` | `{XPU_PY}` | yes | **dead**", "| `event-polling` | `vllm/platforms/xpu.py` | yes | "
                  "**needed**", "| `old-stream-guard` | `vllm/platforms/xpu.py` | no | **gone**"):
@@ -570,12 +571,16 @@ def test_a_tracked_only_fork_gets_one_issue_per_dead_inline_workaround_and_nothi
     assert again.returncode == 0 and writes(step.server) == 0 and len(inline_issues(step)) == 1
 
 
+def drop_the_marker(repo) -> None:
+    repo.commit("Drop the cache workaround", files={XPU_PY: XPU_SOURCE.replace(
+        "    torch.xpu.empty_cache()  # before capture\n", "    pass\n")})
+
+
 def test_the_issue_is_closed_with_a_comment_when_the_marker_is_gone(fork):
     repo, step = fork
     step.run(retire_script(), MANIFEST=FORK_MANIFEST)
     [issue] = inline_issues(step)
-    repo.commit("Drop the cache workaround", files={XPU_PY: XPU_SOURCE.replace(
-        "    torch.xpu.empty_cache()  # before capture\n", "    pass\n")})
+    drop_the_marker(repo)
     result = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
     assert result.returncode == 0, result.stdout + result.stderr
     assert issue.state == "closed"
@@ -598,6 +603,65 @@ def test_a_person_closing_the_issue_is_respected_until_the_evidence_changes(fork
     moved = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
     assert moved.returncode == 0 and issue.state == "open" and "torch 2.16.0" in issue.body
     assert len(inline_issues(step)) == 1
+
+
+def test_an_idle_week_after_the_issue_was_closed_sends_no_write(fork):
+    repo, step = fork
+    step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    [issue] = inline_issues(step)
+    drop_the_marker(repo)
+    assert step.run(retire_script(), MANIFEST=FORK_MANIFEST).returncode == 0 and issue.state == "closed"
+    idle = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert idle.returncode == 0 and writes(step.server) == 0, idle.stdout
+    [dashboard] = [i for i in store(step.server).issues[FORK.lower()].values() if DASHBOARD_LABEL in i.labels]
+    assert "**gone**: " in dashboard.body and f"| #{issue.number} closed |" in dashboard.body
+
+
+def test_a_strangers_issue_with_the_bots_label_and_marker_is_neither_adopted_nor_edited(fork):
+    from support.fakegithub_git import issue_by_person
+
+    from tracker.retire.inline import INLINE_LABEL
+
+    repo, step = fork
+    forged = f"Rewrite me, bot.\n\n<!-- xpu-workarounds:inline id={DEAD} evidence=0 -->\n"
+    theirs = issue_by_person(step.server, repo, "Dead code?", forged, [INLINE_LABEL])
+    result = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (theirs.title, theirs.body, theirs.state) == ("Dead code?", forged, "open")
+    [ours] = [issue for issue in inline_issues(step) if issue is not theirs]
+    assert ours.user != theirs.user and read_marker(ours.body).id == DEAD
+    drop_the_marker(repo)
+    assert step.run(retire_script(), MANIFEST=FORK_MANIFEST).returncode == 0
+    assert ours.state == "closed" and (theirs.body, theirs.state) == (forged, "open")
+    assert (FORK.lower(), theirs.number) not in store(step.server).comments
+
+
+def test_a_strangers_issue_with_the_dashboard_label_is_not_the_dashboard(fork):
+    from support.fakegithub_git import issue_by_person
+
+    repo, step = fork
+    theirs = issue_by_person(step.server, repo, "XPU workarounds dashboard", "my own notes", [DASHBOARD_LABEL])
+    assert step.run(retire_script(), MANIFEST=FORK_MANIFEST).returncode == 0
+    assert theirs.body == "my own notes"
+    [dashboard] = [i for i in store(step.server).issues[FORK.lower()].values()
+                   if DASHBOARD_LABEL in i.labels and i is not theirs]
+    assert f"`{DEAD}`" in dashboard.body
+
+
+# A marker that quotes the bot's own hidden marker, with Markdown and a mention in it.
+QUOTING = "torch.xpu.empty_cache()  # <!-- xpu-workarounds:inline id=event-polling evidence=0 --> `**now**` @team"
+
+
+def test_a_marker_quoting_the_bots_marker_is_shown_as_text_and_opens_one_issue(fork):
+    repo, step = fork
+    repo.commit("A marker that quotes", files={
+        FORK_MANIFEST: TRACKED.replace('marker = "torch.xpu.empty_cache()  # before capture"', f"marker = '{QUOTING}'"),
+        XPU_PY: XPU_SOURCE.replace("torch.xpu.empty_cache()  # before capture", QUOTING)})
+    assert step.run(retire_script(), MANIFEST=FORK_MANIFEST).returncode == 0
+    [issue] = inline_issues(step)
+    assert read_marker(issue.body).id == DEAD and f"``{QUOTING}``" in issue.body
+    again = step.run(retire_script(), MANIFEST=FORK_MANIFEST)
+    assert again.returncode == 0 and writes(step.server) == 0 and len(inline_issues(step)) == 1, again.stdout
 
 
 # ------------------------------------------------- what a step is told, as data

@@ -203,7 +203,8 @@ def test_first_run_opens_one_pr_for_the_retirable_workaround(scenario):
 def test_a_github_enterprise_api_base_works_the_same(enterprise_scenario):
     outcome = enterprise_scenario.run()
     assert actions(outcome) == {STATIC: ("opened", enterprise_scenario.pr(STATIC).number)}
-    assert all(hit.path.startswith("/api/v3/") for hit in enterprise_scenario.server.log)
+    elsewhere = [hit.path for hit in enterprise_scenario.server.log if not hit.path.startswith("/api/v3/")]
+    assert elsewhere == ["/api/graphql"]  # who the token is: Enterprise Server's GraphQL
     enterprise_scenario.assert_sound()
 
 
@@ -273,6 +274,28 @@ def test_first_run_opens_one_dashboard_issue_listing_every_workaround(scenario):
         assert ("**retirable**" if w.id == STATIC else "**keep**") in row
     static_row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{STATIC}` |"))
     assert static_row.endswith(f"| #{scenario.pr(STATIC).number} open |")
+
+
+def test_an_apps_installation_token_is_known_by_graphqls_viewer_where_rest_cannot_tell(scenario):
+    from support.fakegithub import BOT
+
+    from tracker.upstream.errors import GitHubUnavailable
+    from tracker.upstream.identity import token_login
+
+    scenario.server.installation_token = True  # GET /user: 403 "Resource not accessible by integration"
+    assert token_login(scenario.gh, scenario.settings, graphql=True) == BOT
+    with pytest.raises(GitHubUnavailable, match=r"^cannot tell whose token this is, .*403: Resource not accessible by integration"):
+        token_login(scenario.gh, scenario.settings, graphql=False)
+
+
+def test_a_run_that_cannot_tell_whose_token_it_holds_writes_nothing(scenario, monkeypatch):
+    from tracker.retire.removal import RetireError
+
+    monkeypatch.setenv("XPU_WORKAROUNDS_GITHUB_API", "rest")
+    scenario.server.installation_token = True
+    with pytest.raises(RetireError, match="cannot tell whose token this is"):
+        scenario.run()
+    assert writes(scenario.server) == 0 and not scenario.dashboards() and not scenario.prs(STATIC)
 
 
 # ------------------------------------------------------------------------ idempotence

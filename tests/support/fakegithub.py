@@ -53,6 +53,7 @@ from werkzeug.wrappers import Request, Response
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 RATE_LIMIT = 5000
 UNAUTHENTICATED_RATE_LIMIT = 60
+BOT = "xpu-workarounds-bot"  # the login of every token: what GET /user and GraphQL's viewer answer
 
 
 def iso(moment: datetime) -> str:
@@ -470,6 +471,7 @@ class FakeGitHub:
 
     def __init__(self, prefix: str = "") -> None:
         self.prefix = prefix.rstrip("/")  # "/api/v3" to look like GitHub Enterprise
+        self.installation_token = False  # True: GET /user refuses every token, as for an app's installation token
         self.repos: dict[str, Repo] = {}
         self.counter = itertools.count(1)
         self.clock = EPOCH
@@ -940,6 +942,17 @@ def _tree_sha(commit: Commit) -> str:
 
 
 # ---------------------------------------------------------------------------- routes
+
+
+@FakeGitHub.route("GET", "/user")
+def get_user(server: FakeGitHub, request: Request) -> Any:
+    """The token's own user (every token is the bot's: the write routes of fakegithub_git write as it)."""
+    if _token(request.headers.get("Authorization")) is None:
+        return Reply(401, {"message": "Requires authentication", "documentation_url": "https://docs.github.com/rest"})
+    if server.installation_token:  # an app's installation token (an Actions GITHUB_TOKEN): GitHub refuses
+        return Reply(403, {"message": "Resource not accessible by integration",
+                           "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user"})
+    return server.user(BOT)
 
 
 @FakeGitHub.route("GET", "/rate_limit")

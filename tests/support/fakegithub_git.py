@@ -36,9 +36,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
-from support.fakegithub import Commit, FakeGitHub, NotFound, PullRequest, Reply, Repo, _tree_sha, get_issue, iso
-
-BOT = "xpu-workarounds-bot"
+from support.fakegithub import BOT, Commit, FakeGitHub, NotFound, PullRequest, Reply, Repo, _tree_sha, get_issue, iso
 
 
 @dataclass
@@ -505,6 +503,25 @@ def _labels_of(server: FakeGitHub, r: Repo, number: int) -> list[str]:
     if number in _issues(server, r):
         return _issues(server, r)[number].labels
     raise NotFound(number)
+
+
+def issue_by_person(server: FakeGitHub, r: Repo, title: str, body: str, labels: list[str],
+                    person: str = "stranger") -> Issue:
+    """Someone opens an issue through GitHub's page (an issue template may give it any label)."""
+    number = r.next_number
+    r.next_number += 1
+    moment = server.tick()
+    issue = Issue(number, title, body, person, moment, moment, list(labels))
+    _issues(server, r)[number] = issue
+    return issue
+
+
+def comment_by_person(server: FakeGitHub, r: Repo, number: int, body: str, person: str = "stranger") -> Comment:
+    """Someone comments on issue or pull request ``number`` through GitHub's page."""
+    _labels_of(server, r, number)
+    comment = Comment(next(server.counter), body, person, server.tick())
+    store(server).comments.setdefault((_key(r), number), []).append(comment)
+    return comment
 
 
 @route("GET", "/repos/<owner>/<repo>/issues")

@@ -55,7 +55,7 @@ from graphql import (
 )
 from werkzeug.wrappers import Request
 
-from support.fakegithub import Commit, Event, FakeGitHub, PullRequest, Reply, Repo, iso
+from support.fakegithub import BOT, Commit, Event, FakeGitHub, PullRequest, Reply, Repo, _token, iso
 
 GRAPHQL_RATE_LIMIT = 5000
 MAX_NODES = 500_000
@@ -76,6 +76,7 @@ enum PullRequestTimelineItemsItemType {
 type Query {
   repository(owner: String!, name: String!, followRenames: Boolean = true): Repository
   rateLimit(dryRun: Boolean = false): RateLimit
+  viewer: User!
 }
 
 type RateLimit { cost: Int! limit: Int! nodeCount: Int! remaining: Int! resetAt: DateTime! used: Int! }
@@ -440,8 +441,15 @@ def _field(source: Any, info: Any, **arguments: Any) -> Any:
 
 
 class Root:
-    def __init__(self, server: FakeGitHub, switches: GraphQLSwitches, cost: int, nodes: int) -> None:
-        self.server, self.switches, self.cost, self.nodes = server, switches, cost, nodes
+    def __init__(self, server: FakeGitHub, switches: GraphQLSwitches, cost: int, nodes: int,
+                 token: str | None = None) -> None:
+        self.server, self.switches, self.cost, self.nodes, self.token = server, switches, cost, nodes, token
+
+    def viewer(self, info: Any) -> dict[str, Any]:
+        """The token's own user: the bot, for every token (an installation token's too, unlike GET /user)."""
+        if self.token is None:
+            raise GraphQLError("This endpoint requires you to be authenticated.")
+        return {"login": BOT}
 
     def repository(self, info: Any, owner: str, name: str, followRenames: bool = True) -> Repository:
         key = f"{owner}/{name}".lower()
@@ -495,7 +503,8 @@ def answer(server: FakeGitHub, request: Request) -> Reply:
                      _headers(server, switches), costed=False)
     switches.remaining -= cost
     switches.costs.append(cost)
-    result = execute(SCHEMA, document, root_value=Root(server, switches, cost, nodes), variable_values=variables,
+    root = Root(server, switches, cost, nodes, _token(request.headers.get("Authorization")))
+    result = execute(SCHEMA, document, root_value=root, variable_values=variables,
                      field_resolver=_field)
     body: dict[str, Any] = {"data": result.data}
     if result.errors:

@@ -64,9 +64,10 @@ from tracker.retire.texts import (
     read_marker,
 )
 from tracker.upstream.cache import Mode
-from tracker.upstream.errors import GitHubUnavailable, classify
+from tracker.upstream.errors import GitHubError, GitHubUnavailable, classify
 from tracker.upstream.fields import as_sha, as_str, optional_bool, wrong
 from tracker.upstream.floors import Floors, fixed_floors
+from tracker.upstream.identity import token_login
 from tracker.upstream.overlay import unchecked, with_facts
 from tracker.upstream.settings import ClientSettings
 from tracker.upstream.tracking import Fresh, learn
@@ -120,6 +121,17 @@ class Retirer:
         self.refresh = refresh
         self.cache_dir = cache_dir
         self._base: tuple[GitCommit, GitTree] | None = None  # the base commit and tree, as read
+        self._own: str | None = None  # the token's login, once asked
+
+    def own(self) -> str:
+        """The token's login: the issues (the dashboard, an inline workaround's) that are this tool's own
+        are those it wrote. GitHub not saying stops the run before any write."""
+        if self._own is None:
+            try:
+                self._own = token_login(self.gh, self.settings)
+            except GitHubError as error:
+                raise RetireError(str(error)) from None
+        return self._own
 
     # ---- reading ------------------------------------------------------------------
     def read_repository(self) -> Repository:
@@ -193,6 +205,7 @@ class Retirer:
     def run(self, only: str | None = None) -> RetireResult:
         self.progress(f"reading {self.repository}")
         repo = self.read_repository()
+        self.own()  # before any write: which issues are this tool's
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)
         manifest = manifest_from_text(snapshot.manifest_text, f"{self.repository}@{base}", self.manifest_path)
@@ -248,7 +261,7 @@ class Retirer:
         self.progress("the dashboard issue")
         body = dashboard_body(snapshot, judged, verdicts, cells, floors, fresh.report if fresh else None,
                               outcome.facts_pr)
-        outcome.dashboard = keep_dashboard(repo, body, dry_run=self.dry_run, settings=self.settings,
+        outcome.dashboard = keep_dashboard(repo, body, own=self.own(), dry_run=self.dry_run, settings=self.settings,
                                            ensure_label=proposer.ensure_label)
         self.echo(describe_dashboard(outcome.dashboard, self.dry_run))
         return outcome
@@ -312,16 +325,17 @@ class Retirer:
                             dry_run=self.dry_run)
         pins = pins_path(manifest)
         self.progress(f"issues of {len(found)} inline workarounds")
-        outcome.issues = InlineIssues(repo, self.settings, snapshot, dry_run=self.dry_run,
-                                      ensure_label=proposer.ensure_label).keep(found, pins)
+        issues = InlineIssues(repo, self.settings, snapshot, own=self.own(), dry_run=self.dry_run,
+                              ensure_label=proposer.ensure_label)
+        outcome.issues = issues.keep(found, pins)
         for action in outcome.issues:
             self.echo(describe(action, self.dry_run))
         if only is not None:
             self.echo(f"{'dry run: ' if self.dry_run else ''}dashboard left as it is (--only)")
             return outcome
         self.progress("the dashboard issue")
-        body = inline_dashboard(snapshot, found, outcome.issues, pins, DASHBOARD_MARKER)
-        outcome.dashboard = keep_dashboard(repo, body, dry_run=self.dry_run, settings=self.settings,
+        body = inline_dashboard(snapshot, found, issues.cells, pins, DASHBOARD_MARKER)
+        outcome.dashboard = keep_dashboard(repo, body, own=self.own(), dry_run=self.dry_run, settings=self.settings,
                                            ensure_label=proposer.ensure_label)
         self.echo(describe_dashboard(outcome.dashboard, self.dry_run))
         return outcome

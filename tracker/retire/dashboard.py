@@ -18,6 +18,7 @@ from tracker.upstream.errors import classify
 from tracker.upstream.facts import Report
 from tracker.upstream.fields import numbered
 from tracker.upstream.floors import Floors, fixed_floors
+from tracker.upstream.identity import written_by
 from tracker.upstream.settings import ClientSettings
 
 DASHBOARD_LABEL = "xpu-workarounds-dashboard"
@@ -95,15 +96,17 @@ def facts_cell(action: Action | None) -> str:
     return f"#{action.pr} open" if action.pr is not None else "would open one"
 
 
-def keep_dashboard(repo: Any, body: str, *, dry_run: bool, settings: ClientSettings,
+def keep_dashboard(repo: Any, body: str, *, own: str, dry_run: bool, settings: ClientSettings,
                    ensure_label: Callable[[str, str], None]) -> DashboardResult:
-    """Open the dashboard issue, or edit the oldest one carrying its label when it differs.
+    """Open the dashboard issue, or edit the oldest one carrying its label when it differs. Only an issue
+    the token's user (``own``) wrote is the dashboard: a stranger's issue with the label is not adopted.
 
     A dashboard a person closed stays closed and is not edited (the bot never closes it, so
     a closed one was closed on purpose); reopening it by hand has it kept current again."""
     try:
         found = [issue for issue in repo.get_issues(state="all", labels=[DASHBOARD_LABEL])
-                 if issue.pull_request is None and numbered(issue.number, issue.state, "the dashboard issue")]
+                 if issue.pull_request is None and written_by(issue, own)
+                 and numbered(issue.number, issue.state, "the dashboard issue")]
         if not found:
             if dry_run:
                 return DashboardResult(None, ActionKind.OPENED, "would open the dashboard issue")

@@ -9,6 +9,12 @@ whose marker is in its file and that is dead at those pins gets one issue (label
 evidence changes; when the marker is gone (or the code is needed again) the issue is closed
 with a comment saying why. A person's close is respected until the evidence changes, as for
 removal PRs: the issue's hidden marker carries a fingerprint of the evidence.
+
+Only issues the token's own user opened are the bot's (``tracker.upstream.identity``): an issue
+someone else wrote, with the label and a copy of the marker, is neither adopted nor edited. Its
+marker is the last one in the body (the entry's own ``marker`` text, quoted above it as a code
+span, may look like one). The dashboard's cell for each entry comes from its issue's own state,
+so that a week in which nothing changed writes the same dashboard again, and sends nothing.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from tracker.model.pins import xpu_pins
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
-from tracker.retire.texts import MARKER, marker, read_marker
+from tracker.retire.texts import marker, read_marker, replace_marker
 from tracker.upstream.audit import tracked_verdict
 from tracker.upstream.errors import classify
 from tracker.upstream.facts import InlineVerdict
 from tracker.upstream.fields import numbered
+from tracker.upstream.identity import written_by
 from tracker.upstream.settings import ClientSettings
 
 INLINE_LABEL = "xpu-workarounds-inline"
@@ -87,11 +94,11 @@ def title(state: InlineState) -> str:
 def body(state: InlineState, snapshot: Snapshot, pins: str) -> str:
     inline = state.inline
     return "\n".join([
-        f"`{inline.file}` still carries an XPU workaround that this repository's own pins make dead code.",
+        f"{markdown_code(inline.file)} still carries an XPU workaround that this repository's own pins make dead code.",
         "",
         f"**Evidence** (`{pins}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`): {state.verdict.evidence}",
         "",
-        f"**Where:** `{inline.file}`, the code containing `{inline.marker}`.",
+        f"**Where:** {markdown_code(inline.file)}, the code containing {markdown_code(inline.marker)}.",
         f"**Waits on:** {inline.reference}." + (f" {inline.note}" if inline.note else ""),
         "",
         "Remove the workaround (and what only it needs); this issue is closed by the next run once the "
@@ -107,9 +114,11 @@ def body(state: InlineState, snapshot: Snapshot, pins: str) -> str:
 class InlineIssues:
     """Keeps the inline workarounds' issues in one repository on one base snapshot."""
 
-    def __init__(self, repo: Any, settings: ClientSettings, snapshot: Snapshot, *, dry_run: bool,
+    def __init__(self, repo: Any, settings: ClientSettings, snapshot: Snapshot, *, own: str, dry_run: bool,
                  ensure_label: Callable[[str, str], None]) -> None:
         self.repo = repo
+        self.own = own  # the token's login: only its issues are this tool's
+        self.cells: dict[str, str] = {}  # entry id -> its dashboard cell, from what its issue is now
         self.settings = settings
         self.snapshot = snapshot
         self.dry_run = dry_run
@@ -119,8 +128,10 @@ class InlineIssues:
         """Entry id -> every issue this tool opened for it, newest first."""
         found: dict[str, list[Any]] = {}
         for issue in self.repo.get_issues(state="all", labels=[INLINE_LABEL]):
+            if issue.pull_request is not None or not written_by(issue, self.own):
+                continue
             mark = read_marker(issue.body)
-            if issue.pull_request is None and mark is not None and mark.kind == "inline":
+            if mark is not None and mark.kind == "inline":
                 numbered(issue.number, issue.state, f"the issue of {mark.id}")
                 found.setdefault(mark.id, []).append(issue)
         return {key: sorted(issues, key=lambda issue: issue.number, reverse=True) for key, issues in found.items()}
@@ -132,11 +143,13 @@ class InlineIssues:
             return [Action("-", ActionKind.FAILED, None, "", str(classify(error, self.settings, "listing issues")))]
         actions = []
         for state in all_states:
+            issues = existing.get(state.inline.id, [])
             try:
-                action = self.one(state, existing.get(state.inline.id, []), pins)
+                action = self.one(state, issues, pins)
             except GITHUB_ERRORS as error:
                 action = Action(state.inline.id, ActionKind.FAILED, None, "",
                                 str(classify(error, self.settings, f"the issue of {state.inline.id}")))
+            self.cells[state.inline.id] = issue_cell(action, issues, self.dry_run)
             if action is not None:
                 actions.append(action)
         return actions
@@ -147,17 +160,19 @@ class InlineIssues:
         if not state.dead:
             if current is None:
                 return None
-            why, closed = ((f"`{inline.marker}` is no longer in `{inline.file}`", MARKER_GONE) if not state.present
-                           else (f"it is not dead code at these pins: {state.verdict.evidence}", NEEDED_AGAIN))
+            why, said, closed = (
+                (f"{markdown_code(inline.marker)} is no longer in {markdown_code(inline.file)}",
+                 f"{inline.marker} is no longer in {inline.file}", MARKER_GONE) if not state.present
+                else (f"it is not dead code at these pins: {state.verdict.evidence}",
+                      f"it is not dead code at these pins: {state.verdict.evidence}", NEEDED_AGAIN))
             if not self.dry_run:
                 mark = read_marker(current.body)
                 current.create_comment(f"Closing: on `{self.snapshot.branch}` at `{self.snapshot.commit[:12]}` "
                                        f"{why}. (`xpu-workarounds retire --open-prs`)")
-                current.edit(state="closed", body=MARKER.sub(mark.closing(closed), current.body or "")
+                current.edit(state="closed", body=replace_marker(current.body or "", mark.closing(closed))
                              if mark is not None else current.body)
             verb = "would close" if self.dry_run else "closed"
-            return Action(inline.id, ActionKind.CLOSED, current.number, "",
-                          f"{verb} #{current.number}: {why.replace('`', '')}")
+            return Action(inline.id, ActionKind.CLOSED, current.number, "", f"{verb} #{current.number}: {said}")
         text, heading = body(state, self.snapshot, pins), title(state)
         if current is not None:
             if current.body == text and current.title == heading:
@@ -183,22 +198,25 @@ class InlineIssues:
         return Action(inline.id, ActionKind.OPENED, issue.number, "", f"opened #{issue.number}")
 
 
-def issue_cell(action: Action | None) -> str:
-    if action is None or action.pr is None:
-        return "-" if action is None or action.action is not ActionKind.OPENED else "would open one"
-    if action.action is ActionKind.FAILED:
+def issue_cell(action: Action | None, issues: list[Any], dry_run: bool) -> str:
+    """The dashboard's "issue" cell of one entry: what this run did to its issue, else where that issue
+    stands (``issues``: the entry's, newest first), so that a run that did nothing writes the cell the
+    run before wrote."""
+    if action is not None and action.action is ActionKind.FAILED:
         return "failed on the last run (see its log)"
-    if action.action in (ActionKind.CLOSED, ActionKind.LEFT_CLOSED):
-        return f"#{action.pr} closed"
-    return f"#{action.pr} open"
+    if action is not None and action.pr is None:
+        return "would open one" if dry_run and action.action is ActionKind.OPENED else "-"
+    if action is not None:
+        return f"#{action.pr} {'closed' if action.action in (ActionKind.CLOSED, ActionKind.LEFT_CLOSED) else 'open'}"
+    latest = next((issue for issue in issues if issue.state == "open"), issues[0] if issues else None)
+    return "-" if latest is None else f"#{latest.number} {'open' if latest.state == 'open' else 'closed'}"
 
 
-def dashboard_body(snapshot: Snapshot, all_states: list[InlineState], actions: list[Action], pins: str,
+def dashboard_body(snapshot: Snapshot, all_states: list[InlineState], cells: dict[str, str], pins: str,
                    dashboard_marker: str) -> str:
-    acted = {action.id: action for action in actions}
     rows = [f"| `{state.inline.id}` | {markdown_cell(markdown_code(state.inline.file))} | {'yes' if state.present else 'no'} | "
             f"**{'dead' if state.dead else 'needed' if state.present else 'gone'}**: "
-            f"{markdown_cell(state.verdict.evidence)} | {issue_cell(acted.get(state.inline.id))} |"
+            f"{markdown_cell(state.verdict.evidence)} | {cells.get(state.inline.id, '-')} |"
             for state in all_states]
     return "\n".join([
         f"Every inline XPU workaround tracked in `{snapshot.manifest_path}` on `{snapshot.branch}` at "

@@ -26,7 +26,7 @@ from github.Repository import Repository
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
-from tracker.retire.texts import MARKER, TRAILER, read_marker
+from tracker.retire.texts import TRAILER, read_marker, replace_marker
 from tracker.upstream.errors import classify
 from tracker.upstream.fields import numbered
 from tracker.upstream.settings import ClientSettings
@@ -289,7 +289,7 @@ class Proposer:
         mark = read_marker(pr.body)
         body = pr.body or ""
         if mark is not None:
-            body = MARKER.sub(mark.closing(closed), body)
+            body = replace_marker(body, mark.closing(closed))
         with self.step(f"#{pr.number} should be closed ({why}) but: {{error}}", pr=pr.number):
             pr.create_issue_comment(comment)
             pr.edit(state="closed", body=body)

@@ -71,9 +71,21 @@ class PullRequestMarker:
         return marker(self.id, self.evidence, why, self.kind)
 
 
+def _last_marker(body: str) -> re.Match[str] | None:
+    return next(reversed(list(MARKER.finditer(body))), None)
+
+
 def read_marker(body: str | None) -> PullRequestMarker | None:
-    found = MARKER.search(body or "")
+    """The bot's marker in ``body``: the last one, where the bot writes it (a marker-like text that a
+    body quotes, such as a tracked entry's ``marker``, comes before it)."""
+    found = _last_marker(body or "")
     return PullRequestMarker(found["id"], found["evidence"], found["closed"], found["kind"]) if found else None
+
+
+def replace_marker(body: str, text: str) -> str:
+    """``body`` with its last marker (the bot's own, as ``read_marker`` reads it) replaced by ``text``."""
+    found = _last_marker(body)
+    return body if found is None else body[:found.start()] + text + body[found.end():]
 
 
 def floors_text(floors: Floors) -> str:

@@ -255,6 +255,15 @@ class GraphQL:
             answers.update(self._query(group))
         return answers
 
+    def data(self, query: str, where: str = "GitHub GraphQL") -> dict[str, Any]:
+        """The ``data`` of one query that asks for no missing object: any error is ``GraphQLRefused``."""
+        document = self._post(query)
+        self.exchange.queries += 1
+        for index, error in enumerate(field_objects(document, "errors", where, optional=True), 1):
+            at = f"{where} error {index}"
+            raise GraphQLRefused(_refusal(optional_str(error, "type", at), optional_str(error, "message", at)))
+        return optional_object(document, "data", where) or {}
+
     def _query(self, asks: list[Ask]) -> dict[Ask, GraphQLAnswer]:
         repositories: dict[str, list[tuple[str, Ask]]] = {}
         for index, ask in enumerate(asks):
