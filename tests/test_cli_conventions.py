@@ -105,6 +105,50 @@ def test_completion_completes_a_command_name():
     assert completed.returncode == 0 and completed.stdout.split() == ["status"]
 
 
+def install_completion(home) -> subprocess.CompletedProcess:
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    env = {**os.environ, "HOME": str(home), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    return subprocess.run([script, "--install-completion", "bash"], capture_output=True, text=True, timeout=60,
+                          env=env)
+
+
+def test_installing_completion_adds_one_line_to_the_shells_start_up_file(tmp_path):
+    (tmp_path / ".bashrc").write_text("alias ll='ls -l'\n")
+    installed = install_completion(tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    script = tmp_path / ".bash_completions" / "xpu-workarounds.sh"
+    assert (tmp_path / ".bashrc").read_text() == f"alias ll='ls -l'\n\nsource '{script}'\n" and script.is_file()
+
+
+def test_installing_completion_never_writes_through_a_link_in_its_place(tmp_path):
+    home, elsewhere = tmp_path / "home", tmp_path / "someone-elses.sh"
+    home.mkdir()
+    elsewhere.write_text("echo theirs\n")
+    (home / ".bashrc").symlink_to(elsewhere)
+    refused = install_completion(home)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr == (f"xpu-workarounds: error: shell completion not installed: {home}/.bashrc is a link (to "
+                              f"{elsewhere}), not written through; to install it by hand, `xpu-workarounds "
+                              f"--show-completion SHELL` prints the script\n")
+    assert elsewhere.read_text() == "echo theirs\n" and sorted(p.name for p in home.iterdir()) == [".bashrc"]
+
+
+def test_a_completion_request_with_a_word_index_that_is_not_a_number_is_one_line():
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    env = {**os.environ, "_XPU_WORKAROUNDS_COMPLETE": "complete_bash", "COMP_WORDS": "xpu-workarounds st",
+           "COMP_CWORD": "abc"}
+    completed = subprocess.run([script], capture_output=True, text=True, timeout=60, env=env)
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == "xpu-workarounds: error: COMP_CWORD: 'abc' is not a word's index (shell completion)\n"
+
+
+def test_a_command_started_with_its_output_closed_says_so_in_one_line():
+    script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
+    closed = subprocess.run(["bash", "-c", f"'{script}' status >&-"], capture_output=True, text=True, timeout=120)
+    assert (closed.returncode, closed.stderr) == (
+        1, "xpu-workarounds: error: cannot write the output: standard output is closed\n")
+
+
 def test_options_without_a_command_are_a_usage_error():
     result = run("--manifest", str(SHIPPED))
     assert result.exit_code == 2

@@ -539,3 +539,13 @@ def test_strict_mode_comes_from_the_environment_where_stored_plans_are_carried_o
     assert record["kind"] == "planned" and "strict" not in record
     for run in runs:  # the module fails when its target is imported, and strict mode stops that import
         assert run["stopped"] == f"xpu-workarounds: strict mode: {own_workaround.ID} failed: RuntimeError: broken"
+
+
+def test_a_quoted_tilde_in_the_cache_and_report_variables_is_the_home_directory(tmp_path):
+    # XPU_WORKAROUNDS_CACHE_DIR='~/cache' (quoted: no shell expanded it) used to make ./~/cache.
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    start("~/cache", cwd=cwd, HOME=str(home), XPU_WORKAROUNDS_REPORT="~/reports")
+    assert list(cwd.iterdir()) == []
+    assert any((home / "cache").glob("activation-*.json")) and any((home / "reports").glob("*.json"))

@@ -326,3 +326,10 @@ def test_a_hostile_python_file_is_a_finding_never_a_traceback(tmp_path, source):
     done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
     assert done.returncode in (0, 3) and "Traceback" not in done.stderr and done.stderr == "", done.stderr
     assert PROBED.id in done.stdout
+
+
+def test_docs_written_to_a_path_with_a_newline_says_so_in_one_line(tmp_path):
+    named = tmp_path / "catalogue\n::warning::forged.md"
+    result = CliRunner().invoke(app, ["docs", "--output", str(named)])
+    assert result.exit_code == 0 and named.read_text().startswith("#")
+    assert result.stdout == f"wrote {tmp_path}/catalogue\\n::warning::forged.md\n"

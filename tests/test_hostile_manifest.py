@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.manifests import TRACKED_ONLY
 from typer.testing import CliRunner
 
 from tracker.commands.app import app
@@ -230,3 +231,26 @@ def test_any_value_in_any_field_is_lint_lines_and_never_stops_register(tmp_path_
                            "XPU_WORKAROUNDS_CACHE_DIR": str(manifest.parent / "cache")})
     finally:
         activate.reset()
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (('file = "vllm/platforms/xpu.py"', 'file = "vllm/platforms/xpu.py\\n"'), "tracked[vllm-ucx-memtype-cache].file"),
+    (("schema = 1\n", 'schema = 1\n\n[sources.vllm]\nrepository = "xpu-fork/vllm"\ntag = "v{version}\\n"\n'),
+     "sources.vllm.tag"),
+    (("schema = 1\n", 'schema = 1\n\n[sources.vllm]\nrepository = "xpu-fork/vllm"\npins = "requirements/xpu.txt\\n"\n'),
+     "sources.vllm.pins"),
+    (("schema = 1\n", 'schema = 1\n\n[sources.vllm]\nrepository = "xpu-fork/vllm\\n"\n'), "sources.vllm.repository"),
+    (("schema = 1\n", 'schema = 1\n\n[layout]\ntests = "tests\\n"\n'), "layout.tests"),
+])
+def test_a_path_or_name_with_a_trailing_newline_is_a_problem_of_its_field(tmp_path, edit, field):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(TRACKED_ONLY.replace(*edit, 1))
+    code, lines = lint(manifest)
+    assert code == 1 and len(lines) == 1 and f": {field}: " in lines[0], lines
+
+
+@pytest.mark.parametrize(("value", "read"), [("true", True), ("1.0", 1.0), ('"1"', "1")])
+def test_a_schema_that_python_calls_equal_to_1_is_not_1(tmp_path, value, read):
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(TRACKED_ONLY.replace("schema = 1\n", f"schema = {value}\n", 1))
+    assert lint(manifest) == (1, [f"{manifest}:1: schema: must be 1, got {read!r}"])

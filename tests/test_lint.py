@@ -127,6 +127,36 @@ def test_lint_reports_a_module_missing_from_the_adopters_folder(tmp_path):
                          f"exist: no xpu/workarounds/{name}.py or xpu/workarounds/{name}/__init__.py")
 
 
+def test_a_layout_folder_that_is_a_link_out_of_the_repository_is_not_read(tmp_path):
+    import shutil
+
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    root.mkdir()
+    manifest, name = adopter(root)
+    shutil.move(root / "xpu" / "workarounds", outside)
+    (root / "xpu" / "workarounds").symlink_to(outside)
+    line = (root / "xpu" / "workarounds.toml").read_text().splitlines().index('workarounds = "xpu/workarounds"') + 1
+    result = run_lint(root, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1
+    assert result.stdout == (f"xpu/workarounds.toml:{line}: layout.workarounds: xpu/workarounds/ in {root.resolve()} "
+                             f"leads out of the repository (to {outside.resolve()}): its modules are not read\n")
+
+
+def test_a_module_that_is_a_link_out_of_the_layout_folder_is_not_read(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    manifest, name = adopter(root)
+    module = root / "xpu" / "workarounds" / f"{name}.py"
+    (tmp_path / "elsewhere.py").write_text(module.read_text())
+    module.unlink()
+    module.symlink_to(tmp_path / "elsewhere.py")
+    result = run_lint(root, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1
+    [line] = result.stdout.splitlines()
+    assert line.endswith(f"module workarounds.{name} is a link out of xpu/workarounds (to "
+                         f"{(tmp_path / 'elsewhere.py').resolve()}): not read")
+
+
 def test_a_layout_folder_the_repository_lacks_is_one_problem_at_its_line(tmp_path):
     adopter(tmp_path)
     manifest = tmp_path / "xpu" / "workarounds.toml"

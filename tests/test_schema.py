@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+from support.manifests import TRACKED_ONLY
 from support.repository import FROZEN_MANIFEST
 from test_hostile_manifest import mutated_manifests
 from test_manifest import BROKEN, TEXT
@@ -102,15 +103,6 @@ def test_the_schema_rejects_each_broken_manifest_it_can_see(case):
         assert errors, f"{case}: the schema accepts it"
 
 
-TRACKED_ONLY = """schema = 1
-
-[[tracked]]
-id = "vllm-ucx-memtype-cache"
-title = "vLLM sets UCX_MEMTYPE_CACHE=n on XPU"
-file = "vllm/platforms/xpu.py"
-marker = 'os.environ["UCX_MEMTYPE_CACHE"] = "n"'
-carried_in = ">=0.19.0"
-"""
 # [layout] and [sources] appended to the shipped manifest (or a tracked-only one): lint and the schema agree.
 TABLES = {
     "another layout": ('[layout]\nworkarounds = "xpu/workarounds"\ntests = "xpu/tests"\ndocs = ""\n', True),

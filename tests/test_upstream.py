@@ -449,6 +449,15 @@ def test_error_messages_never_carry_the_token(server, tmp_path):
     assert "403" in str(caught.value) and TOKEN not in str(caught.value)
 
 
+def test_a_short_token_echoed_by_a_server_is_never_shown_either(server, tmp_path):
+    seeded_open_pr(server)
+    server.fail(PULL, 403, body={"message": "token s3cr3t7 lacks SSO authorization"})
+
+    with pytest.raises(GitHubUnavailable) as caught:
+        learn(server, tmp_path, "pytorch/pytorch#189017", token="s3cr3t7")
+    assert "403" in str(caught.value) and "s3cr3t7" not in str(caught.value)
+
+
 # ------------------------------------------------------------------------ the client
 
 

@@ -15,6 +15,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 # The one version: the wheel's metadata reads it from here (pyproject.toml [tool.hatch.version]).
@@ -40,6 +41,9 @@ GITHUB_OUTPUT = "GITHUB_OUTPUT"
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 RAY_ADDRESS = "RAY_ADDRESS"
 PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"  # vLLM serves these files instead of a registry
+# Shell completion: the shell sets these when it asks for completions (typer's protocol).
+COMPLETE = "_XPU_WORKAROUNDS_COMPLETE"
+COMPLETION_WORD = "COMP_CWORD"
 # The colour conventions every command keeps (no-color.org; FORCE_COLOR as rich and others take it).
 NO_COLOR = "NO_COLOR"
 FORCE_COLOR = "FORCE_COLOR"
@@ -58,9 +62,15 @@ def strict(environ: Mapping[str, str]) -> bool:
     return environ.get(STRICT, "").strip().lower() in STRICT_ON
 
 
+def user_path(value: str) -> str:
+    """A directory named by a variable, ``~`` and ``~user`` expanded as a shell would have (a quoted
+    ``'~/x'`` reaches the process as written: never a folder named ``~`` in the working directory)."""
+    return os.path.expanduser(value) if value.startswith("~") else value
+
+
 def report_dir(environ: Mapping[str, str]) -> str | None:
     """Where ``XPU_WORKAROUNDS_REPORT`` asks each process to write its report (None: nowhere)."""
-    return environ.get(REPORT) or None
+    return user_path(environ[REPORT]) if environ.get(REPORT) else None
 
 
 def short_digest(sha256: str | None) -> str:

@@ -43,7 +43,7 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     configured = env.get(tracker.CACHE_DIR, "").strip()
     if configured:
-        return configured
+        return tracker.user_path(configured)
     if sys.platform.startswith("linux"):
         # platformdirs' XDG rule, without its ~18 ms of imports in every vLLM process
         # (tests/test_paths.py checks that both agree).

@@ -246,7 +246,9 @@ def _valid_report(report: object) -> bool:
     if not isinstance(report, dict) or report.keys() != _REPORT_KEYS:
         return False
     workarounds = report["workarounds"]
-    if report["schema"] != 1 or not _valid_environment(report["environment"]) or not _valid_tool(report["tool"]):
+    if type(report["schema"]) is not int or report["schema"] != 1:  # true and 1.0 equal 1 in Python
+        return False
+    if not _valid_environment(report["environment"]) or not _valid_tool(report["tool"]):
         return False
     if not _valid_warnings(report["warnings"]) or not isinstance(workarounds, list):
         return False

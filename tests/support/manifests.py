@@ -14,6 +14,16 @@ from typing import Any
 
 import tomlkit
 
+# A manifest of [[tracked]] entries only (a vLLM fork's): no floors, no [[workaround]].
+TRACKED_ONLY = """schema = 1
+
+[[tracked]]
+id = "vllm-ucx-memtype-cache"
+title = "vLLM sets UCX_MEMTYPE_CACHE=n on XPU"
+file = "vllm/platforms/xpu.py"
+marker = 'os.environ["UCX_MEMTYPE_CACHE"] = "n"'
+carried_in = ">=0.19.0"
+"""
 SUPPORT = {"vllm": "0.19.0", "torch": "2.10.0", "vllm-xpu-kernels": "0.1.4"}
 PP_TARGET = {"path": "vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast", "kind": "method",
              "params": ["self", "sampled_token_ids", "num_sampled", "num_rejected", "input_batch"]}

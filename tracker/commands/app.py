@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperGroup
 
 import tracker
-from tracker.commands import context
+from tracker.commands import completion, context
 from tracker.commands.context import ManifestOption
 from tracker.model.vocabulary import ExitCode
 
@@ -141,11 +141,21 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     from tracker.model.environment import OutsideVariables
 
+    if sys.stdout is None:  # started with standard output closed (status >&-): nothing can be said there
+        if sys.stderr is not None:
+            sys.stderr.write("xpu-workarounds: error: cannot write the output: standard output is closed\n")
+        sys.exit(ExitCode.PROBLEMS)
+    outside = OutsideVariables.from_env()
+    if outside.completion_problem is not None:
+        sys.stderr.write(tracker.one_line(f"xpu-workarounds: error: {outside.completion_problem}") + "\n")
+        sys.exit(ExitCode.BAD_INPUT)
     # click strips the escapes of output that is not a terminal; FORCE_COLOR (NO_COLOR winning) keeps them.
-    forced = OutsideVariables.from_env().colour is True
+    forced = outside.colour is True
+    command = typer.main.get_command(app)
+    completion.guard_install(command, context.fail)
     try:
-        code = app(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None,
-                   standalone_mode=False)
+        code = command(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None,
+                       standalone_mode=False)
     except click_errors.NoArgsIsHelpError as error:  # the program or a group without arguments: its help
         error.show()
         code = error.exit_code

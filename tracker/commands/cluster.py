@@ -12,8 +12,10 @@ Ray is imported only by ``gather``: importing this module costs nothing more tha
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Iterable, Sequence
@@ -30,6 +32,34 @@ SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
 
 class ClusterUnreachable(Exception):
     """No Ray here, or no cluster at the address: one sentence for the user."""
+
+
+class BadAddress(ValueError):
+    """An address that names no place (not HOST:PORT, ray://HOST:PORT or auto): bad input, not an
+    unreachable cluster."""
+
+
+# A host name as DNS spells one (RFC 1123 labels), an IPv4 address, or an IPv6 address in brackets.
+_HOST_NAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+
+
+def endpoint(address: str, source: str = "--address") -> tuple[str, int]:
+    """(host, port) of ``HOST:PORT`` or ``ray://HOST:PORT``; ``BadAddress`` (one line) for anything else."""
+    scheme, _, rest = address.rpartition("://")
+    host, colon, port = rest.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    try:
+        # Digits and dots alone are an IPv4 address or nothing (no top-level domain is numeric).
+        named = ipaddress.ip_address(host[1:-1]).version == 6 if bracketed else (
+            ipaddress.ip_address(host).version == 4 if host.replace(".", "").isdigit()
+            else bool(_HOST_NAME.fullmatch(host)))
+    except ValueError:
+        named = False
+    if (scheme and scheme != "ray") or not colon or not named or not (port.isascii() and port.isdigit()) \
+            or not 0 < int(port) < 65536:
+        raise BadAddress(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    return (host[1:-1] if bracketed else host), int(port)
 
 
 @dataclass
@@ -167,17 +197,12 @@ def _check_reachable(address: str, source: str = "--address", timeout: float = 5
     speak gRPC's HTTP/2 (ray.init would wait for it for about 14 minutes, warning all along)."""
     if address == "auto":
         return
-    scheme, _, rest = address.rpartition("://")
-    if scheme and scheme != "ray":
-        raise ClusterUnreachable(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
-    host, colon, port = rest.rpartition(":")
-    if not colon or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-        raise ClusterUnreachable(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    host, port = endpoint(address, source)
     import time
 
     deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as connection:
+        with socket.create_connection((host, port), timeout=timeout) as connection:
             connection.sendall(_HTTP2_PREFACE)
             header = b""
             while len(header) < 9:

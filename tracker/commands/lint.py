@@ -97,6 +97,12 @@ def module_problems(manifest: Manifest) -> list[Problem]:
         where = LineLocator(manifest.path.read_text(encoding="utf-8")).of("layout", 0, "workarounds")
         return [Problem(manifest.path, where, "layout.workarounds", f"no folder {manifest.layout.workarounds}/ in "
                         f"{located[0]} (the repository's root), where the workaround modules are read")]
+    if located is not None and not _inside(located[1], located[0]):
+        # A link out of the repository: lint reads only the repository's own files.
+        where = LineLocator(manifest.path.read_text(encoding="utf-8")).of("layout", 0, "workarounds")
+        return [Problem(manifest.path, where, "layout.workarounds", f"{manifest.layout.workarounds}/ in "
+                        f"{located[0]} leads out of the repository (to {located[1].resolve()}): its modules are not "
+                        "read")]
     for index, workaround in enumerate(manifest.workarounds):
         module = workaround.module
         if module not in found:
@@ -122,6 +128,8 @@ def protocol_problems(module: str, folder: Path | None = None) -> list[str]:
         if path is None:
             shown = _shown(folder / name)
             return [f"module {module} does not exist: no {shown}.py or {shown}/__init__.py"]
+        if not _inside(path, folder):
+            return [f"module {module} is a link out of {_shown(folder)} (to {path.resolve()}): not read"]
         tree = source.parsed_file(path)
     else:
         tree = source.parsed_module(module)
@@ -143,6 +151,14 @@ def protocol_problems(module: str, folder: Path | None = None) -> list[str]:
     for imported in sorted(_tracker_imports(tree) - {API_MODULE}):
         problems.append(f"module {module} imports {imported}; a workaround module imports only {API_MODULE}")
     return problems
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path``, links followed, is ``folder`` or below it (links followed too)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
 
 
 def _shown(path: Path) -> str:

@@ -90,6 +90,8 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
     require_extra("ray", "ray", "status --cluster")
     try:
         result = cluster_module.gather(address or "auto", timeout, reports)
+    except cluster_module.BadAddress as error:
+        fail(str(error))
     except cluster_module.ClusterUnreachable as error:
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))

@@ -71,7 +71,7 @@ class ManifestValidator(TableValidator):
             if key not in TOP_KEYS:
                 self.problem(self.lines.of(key=key), key, "unknown key")
         schema = data.get("schema")
-        if schema != SCHEMA:
+        if type(schema) is not int or schema != SCHEMA:  # true and 1.0 equal 1 in Python, not in TOML
             self.problem(lambda: self.lines.of(key="schema"), "schema", f"must be {SCHEMA}, got {schema!r}")
         entries = data.get("workaround")
         # A repository that carries vLLM's code tracks its inline workarounds only: no [[workaround]], no floors.
@@ -193,7 +193,7 @@ class ManifestValidator(TableValidator):
                 if key not in TARGET_KEYS:
                     self.problem(at, f"{name}.{key}", "unknown key")
             ok = True
-            if not isinstance(path, str) or not TARGET_PATH.match(path):
+            if not isinstance(path, str) or not TARGET_PATH.fullmatch(path):
                 self.problem(at, f"{name}.path", "must be 'package.module:Attribute.path'")
                 ok = False
             kind = item.get("kind")
@@ -289,7 +289,7 @@ class ManifestValidator(TableValidator):
                     self.problem(at("released_in"), f"{name}.released_in",
                                  f"a reference in state {state!r} cannot be in a release")
             commit = table.get("commit")
-            if "commit" in table and (not isinstance(commit, str) or not SHA.match(commit)):
+            if "commit" in table and (not isinstance(commit, str) or not SHA.fullmatch(commit)):
                 self.problem(at("commit"), f"{name}.commit", "must be a 40-character lower-case hex sha")
             note = table.get("note")
             if "note" in table and (not isinstance(note, str) or not note.strip()):

@@ -208,6 +208,7 @@ class OutsideVariables(NamedTuple):
     colour: bool | None = None  # False: NO_COLOR or TERM=dumb; True: FORCE_COLOR; None: a terminal decides
     dumb_terminal: bool = False  # TERM=dumb: a terminal that cannot redraw a line (no progress shown)
     problems: tuple[str, ...] = ()  # malformed values: the command line stops on them (exit 2)
+    completion_problem: str | None = None  # the shell asks for completions with a malformed COMP_CWORD
 
     def __repr__(self) -> str:
         shown = self._replace(github_token="***" if self.github_token else None)
@@ -232,4 +233,13 @@ class OutsideVariables(NamedTuple):
                     else True if env.get(tracker.FORCE_COLOR) else None),
             dumb_terminal=env.get(tracker.TERM) == "dumb",
             problems=problems,
+            completion_problem=_completion_problem(env),
         )
+
+
+def _completion_problem(env: Mapping[str, str]) -> str | None:
+    """Why the shell's request for completions is malformed (bash's word index must be a number)."""
+    word = env.get(tracker.COMPLETION_WORD)
+    if env.get(tracker.COMPLETE) and word is not None and not (word.isascii() and word.strip().isdigit()):
+        return f"{tracker.COMPLETION_WORD}: {word[:40]!r} is not a word's index (shell completion)"
+    return None

@@ -68,7 +68,7 @@ class TableValidator:
         return spec
 
     def release(self, value: Any, where: Where, field_name: str) -> Release | None:
-        found = RELEASED_IN.match(value) if isinstance(value, str) else None
+        found = RELEASED_IN.fullmatch(value) if isinstance(value, str) else None
         if not found:
             self.problem(where, field_name, f"{value!r} is not COMPONENT>=VERSION (e.g. 'torch>=2.14.0')")
             return None
@@ -147,7 +147,7 @@ class TableValidator:
                 self.problem(at, f"layout.{key}", f"unknown key (known: {', '.join(LAYOUT_KEYS)})")
             elif key == "docs" and value == "":
                 values[key] = None
-            elif not isinstance(value, str) or not RELATIVE.match(value):
+            elif not isinstance(value, str) or not RELATIVE.fullmatch(value):
                 self.problem(at, f"layout.{key}", f"{value!r} is not a path relative to the repository's root "
                                                   "(no leading '/', no '..')" + (" or \"\"" if key == "docs" else ""))
             elif key == "docs" and not value.endswith(".md"):
@@ -187,11 +187,11 @@ class TableValidator:
             if not isinstance(repository, str) or not REPOSITORY.fullmatch(repository):
                 self.problem(lambda: at("repository"), f"{name}.repository",
                              f"{repository!r} is not OWNER/NAME" if "repository" in entry else "required")
-            if not isinstance(tag, str) or tag.count("{version}") != 1 or not RELATIVE.match(
+            if not isinstance(tag, str) or tag.count("{version}") != 1 or not RELATIVE.fullmatch(
                     tag.replace("{version}", "1")):
                 self.problem(lambda: at("tag"), f"{name}.tag",
                              f"{tag!r} is not a tag name holding {{version}} once, such as 'v{{version}}'")
-            if pins is not None and (component != "vllm" or not isinstance(pins, str) or not RELATIVE.match(pins)):
+            if pins is not None and (component != "vllm" or not isinstance(pins, str) or not RELATIVE.fullmatch(pins)):
                 self.problem(lambda: at("pins"), f"{name}.pins",
                              "only vllm's source names a file of pins (a path in its tree, such as "
                              "requirements/xpu.txt)" if component != "vllm" else f"{pins!r} is not a relative path")

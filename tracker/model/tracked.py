@@ -79,7 +79,7 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
         if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
     checks = (("id", is_id, "must be lower-case words joined by '-'"),
-              ("file", TRACKED_FILE.match, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
+              ("file", TRACKED_FILE.fullmatch, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
               ("waits_on", REF.fullmatch, "is not OWNER/REPO#NUMBER"))
     for key, well_formed, message in checks:
         value = entry.get(key)

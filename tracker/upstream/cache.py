@@ -95,7 +95,7 @@ class Cache:
         except (ValueError, RecursionError):
             cache.problem = f"the upstream cache is not used: {path} is not JSON"
             return cache
-        if not (isinstance(stored, dict) and stored.get("schema") == CACHE_SCHEMA):
+        if not (isinstance(stored, dict) and type(stored.get("schema")) is int and stored["schema"] == CACHE_SCHEMA):
             cache.problem = f"the upstream cache is not used: {path} is not a cache of this version"
             return cache
         if stored.get("base_url") != base_url:

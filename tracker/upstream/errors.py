@@ -144,8 +144,9 @@ def _after_retries(settings: ClientSettings) -> str:
 
 
 def scrub(line: str, settings: ClientSettings) -> str:
-    """Belt and braces: whatever a server echoed, the token never leaves in a message."""
-    if settings.token and len(settings.token) >= 8:  # a real token; a shorter one would mangle words
+    """Belt and braces: whatever a server echoed, the token never leaves in a message, however short
+    (a short one may mangle a word of the line: better than showing it)."""
+    if settings.token:
         line = line.replace(settings.token, "***")
     return printable(line, 500)
 
