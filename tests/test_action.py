@@ -704,3 +704,114 @@ def test_the_vllm_source_says_where_vllms_pins_are_read():
     text = TRACKED + '\n[sources.vllm]\nrepository = "xpu-fork/vllm"\npins = "requirements/xpu-fork.txt"\n'
     assert vllm_source(reader.load(write_temp(text))) == ("xpu-fork/vllm", "requirements/xpu-fork.txt")
     assert vllm_source(reader.load(write_temp(TRACKED))) == ("vllm-project/vllm", "requirements/xpu.txt")
+
+
+# ------------------------------------------- the upgrade check believes only itself
+
+
+def test_a_strangers_comment_carrying_the_marker_is_not_the_checks_comment(upgrade):
+    from support.fakegithub_git import comment_by_person
+    from test_workflow import check_script
+
+    from tracker.release.pull_request import MARKER
+
+    repo, pr, step, env = upgrade
+    forged = f"**No drift**: merge away.\n\n{MARKER}\n"
+    theirs = comment_by_person(step.server, repo, pr.number, forged)
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert theirs.body == forged and "commented on" in result.stdout
+    [ours] = [body for body in comments(step, pr.number) if body != forged]
+    assert "**Drift** (1)" in ours and ours.endswith(f"{MARKER}\n")
+
+
+def test_a_decoy_pin_file_cannot_hide_drift_in_the_real_one(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    repo.commit("A decoy pinning a clean release", branch="bump-vllm", files={"requirements-a.txt": "vllm==0.25.1\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **{**env, "FAIL_ON_DRIFT": "true"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    assert ("**The pin files disagree**: `requirements-a.txt` pins vLLM 0.25.1; `requirements.txt` pins vLLM 0.25.0. "
+            "Each release is checked below.") in body
+    assert "### XPU workarounds at vLLM 0.25.1" in body and "### XPU workarounds at vLLM 0.25.0" in body
+    assert "**Drift** (1)" in body and "disagree   the pin files disagree" in result.stdout
+    # Without --fail-on-drift the disagreement is said, and the step passes as for drift.
+    assert step.run(check_script(), **env).returncode == 0 and writes(step.server) == 0
+
+
+@pytest.mark.parametrize(("requirement", "why"), [
+    ("vllm @ https://wheels.example/vllm-0.25.1-cp38-abi3-manylinux1_x86_64.whl", "a URL"),
+    ("vllm==0.25.*", "a wildcard"),
+    ("vllm===0.25.0-junk", "arbitrary equality (===)"),
+    ("./vendor/vllm", "not a requirement by name and version (a path or a URL)"),
+    ("-e git+https://github.com/vllm-project/vllm@v0.25.1#egg=vllm", "not a requirement by name and version"),
+    ("vllm>=0.25", "not one release"),
+])
+def test_a_requirement_the_index_cannot_give_is_named_with_why_and_fails_the_step(upgrade, requirement, why):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    repo.commit("Move vLLM where the index cannot follow", branch="bump-vllm",
+                files={"requirements.txt": f"{requirement}\nfastapi\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    shown = requirement.removeprefix("-e ")
+    [item] = list_items(body)
+    assert item.startswith(f"`requirements.txt`: `{shown}`: {why}"), item
+    assert "### XPU workarounds at" not in body  # nothing was checked in its place
+    assert any(line.startswith("::error ") and "was not checked" in line for line in result.stdout.splitlines())
+    assert step.run(check_script(), **{**env, "FAIL_ON_DRIFT": "true"}).returncode == 3
+
+
+def test_every_text_from_the_pr_renders_as_text(upgrade):
+    from markdown_it import MarkdownIt
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    hostile = "vllm @ https://host/`` ` ``**now**@team<img src=x onerror=alert(1)>/vllm-0.25.1-py3-none-any.whl"
+    repo.commit("A requirement that writes Markdown", branch="bump-vllm", files={"requirements.txt": hostile + "\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    assert step.run(check_script(), **env).returncode == 4
+    [body] = comments(step, pr.number)
+    tokens = [child for token in MarkdownIt("commonmark").parse(body) if token.children for child in token.children]
+    assert hostile in [token.content for token in tokens if token.type == "code_inline"]
+    assert not [token for token in tokens if token.type == "html_inline"]
+    assert not [token for token in tokens if token.type == "text" and ("@team" in token.content or token.content == "now")]
+
+
+def test_only_the_roots_pin_files_and_those_sources_names_count(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    repo.commit("Back to the base pin; a tool's own pyproject pins another vLLM", branch="bump-vllm",
+                files={"requirements.txt": "vllm==0.24.0\nfastapi\n",
+                       "tools/bench/pyproject.toml": '[project]\nname = "bench"\ndependencies = ["vllm==0.25.0"]\n',
+                       "requirements/xpu-extra.txt": "vllm==0.25.0\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout, result.stdout + result.stderr
+    assert writes(step.server) == 0
+    from support.manifests import manifest_text, workaround
+
+    named = '\n[sources.vllm]\nrepository = "vllm-project/vllm"\npins = "requirements/xpu-extra.txt"\n'
+    repo.commit("The manifest names its pin file", files={"workarounds.toml": manifest_text(workaround()) + named})
+    moved = step.run(check_script(), **env)
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    [body] = comments(step, pr.number)
+    assert "`requirements/xpu-extra.txt` moves no vLLM pin to **vLLM 0.25.0**" in body
+
+
+def test_a_pin_file_whose_content_is_not_base64_is_exit_4_in_one_line(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    step.server.corrupt("/repos/<owner>/<repo>/contents/<path:path>", "content", "%%% not base64 %%%")
+    result = step.run(check_script(), **env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and "answered wrongly" in result.stderr and "not base64" in result.stderr
+    assert writes(step.server) == 0

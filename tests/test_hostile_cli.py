@@ -219,11 +219,12 @@ def definition_source(body: str) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def hostile_sdist(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], *, zeros: int = 0) -> Path:
-    """An sdist of vLLM 9.9.9 (PKG-INFO and a pyproject naming a build backend) with ``members``
+def hostile_sdist(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], *, zeros: int = 0,
+                  info: bytes = PKG_INFO) -> Path:
+    """An sdist of vLLM 9.9.9 (PKG-INFO, ``info``, and a pyproject naming a build backend) with ``members``
     after them; ``zeros``: a member of that many zero bytes at the probed file's path."""
     with tarfile.open(path, "w:gz") as archive:
-        for name, data in (("PKG-INFO", PKG_INFO), ("pyproject.toml", PYPROJECT)):
+        for name, data in (("PKG-INFO", info), ("pyproject.toml", PYPROJECT)):
             info = tarfile.TarInfo(f"vllm-9.9.9/{name}")
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
@@ -333,3 +334,21 @@ def test_docs_written_to_a_path_with_a_newline_says_so_in_one_line(tmp_path):
     result = CliRunner().invoke(app, ["docs", "--output", str(named)])
     assert result.exit_code == 0 and named.read_text().startswith("#")
     assert result.stdout == f"wrote {tmp_path}/catalogue\\n::warning::forged.md\n"
+
+
+def test_a_fifo_given_as_an_sdist_is_bad_input_at_once(tmp_path):
+    fifo = tmp_path / "vllm-9.9.9.tar.gz"
+    os.mkfifo(fifo)  # nobody writes to it: opening it to read would wait for ever
+    done = run_check([str(fifo)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"xpu-workarounds: error: {str(fifo)!r} is not a regular file (a wheel or sdist) nor a "
+                           "source tree\n")
+
+
+def test_a_release_whose_version_has_more_digits_than_python_converts_is_of_unknown_version(tmp_path):
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [member(f"vllm-9.9.9/{PROBED_FILE}",
+                                                                   data=definition_source("x = 1"))],
+                            info=b"Metadata-Version: 2.1\nName: vllm\nVersion: " + b"9" * 5001 + b"\n")
+    done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
+    assert done.returncode in (0, 3) and done.stderr == "", done.stderr
+    assert PROBED.id in done.stdout

@@ -117,3 +117,55 @@ def test_the_cache_keeps_under_its_cap_the_sdists_used_last(tmp_path):
         "vllm-0.2.0.tar.gz", "vllm-0.2.0.tar.gz.json", "vllm-0.3.0.tar.gz", "vllm-0.3.0.tar.gz.json"]
     # The one just stored is kept even when it alone is over the cap.
     assert release_cache.evict(where, cap=50, keep="vllm-0.2.0.tar.gz") == ["vllm-0.3.0.tar.gz"]
+
+
+def test_a_releases_folder_that_is_a_link_is_not_used(index, cache, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    cache.mkdir(mode=0o700)
+    (cache / "releases").symlink_to(elsewhere)
+    result = check(index, cache)
+    assert result.stderr == f"xpu-workarounds: warning: the release cache is not used: {cache}/releases is a link\n"
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_cache_directory_in_a_parent_others_may_write_is_not_used(index, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # no sticky bit: anyone may rename the cache away and put theirs in its place
+    cache = shared / "cache"
+    result = check(index, cache)
+    assert result.stderr == (f"xpu-workarounds: warning: the release cache is not used: {cache} is in {shared}, which "
+                             f"other users may write (mode 777, no sticky bit): they could swap it\n")
+    assert not (cache / "releases").exists()
+
+
+def test_a_record_nested_beyond_what_python_parses_is_fetched_again(index, cache):
+    check(index, cache)
+    record = cache / "releases" / f"{SDIST}.json"
+    record.write_text("[" * 2000 + "]" * 2000)  # under the record's size cap, private as the cache wrote it
+    record.chmod(0o600)
+    again = check(index, cache)
+    assert again.stderr == f"xpu-workarounds: warning: the record of the cached {SDIST} is unreadable: fetched again\n"
+    assert index.downloads() == 2
+
+
+def test_a_full_disk_under_the_cache_fetches_into_a_scratch_directory_with_one_warning(index, cache, monkeypatch):
+    from tracker.release import fetch as release_fetch
+    from tracker.release.errors import NotFetchable
+
+    # A full disk is a device: pip, downloading into the cache's disk, reports it as it does (errno 28).
+    real = release_fetch.fetch
+
+    def disk_full_under_the_cache(version, into, **kwargs):
+        if (cache / "releases") in into.parents:
+            raise NotFetchable(f"pip download vllm=={version} failed: ERROR: Could not install packages due to an "
+                               f"OSError: [Errno 28] No space left on device")
+        return real(version, into, **kwargs)
+
+    monkeypatch.setattr(release_fetch, "fetch", disk_full_under_the_cache)
+    result = check(index, cache)
+    assert result.stderr == (
+        f"xpu-workarounds: warning: vllm=={VERSION} could not be kept in the release cache: [Errno 28] no space left "
+        f"on the device of {cache}/releases\n")
+    assert [path.name for path in (cache / "releases").iterdir()] == []

@@ -13,6 +13,7 @@ untrusted data (``read_private``: regular files of this user only, under a size 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import sys
@@ -74,14 +75,16 @@ def private_dir(path: str | os.PathLike[str], create: bool = True) -> str:
     """``path`` as a directory only this user can write: created 0700 when absent (``create``;
     else ``FileNotFoundError``).
 
-    Raises ``UnsafeLocation`` when it is not a directory, belongs to another user, or
-    group or others may write it (they could plant or swap files); ``OSError`` when it
+    Raises ``UnsafeLocation`` when it is a link, not a directory, belongs to another user, or
+    group or others may write it (they could plant or swap files), or when its parent lets
+    another user swap it (a parent of another user but root, or one others may write without
+    the sticky bit that keeps them from renaming what is not theirs); ``OSError`` when it
     cannot be created. Where the plugin writes a report or a record, and the only places
     their readers read one from.
     """
     directory = os.fspath(path)
     try:
-        info = os.stat(directory)  # present: the common case, without makedirs' exceptions
+        info = os.lstat(directory)  # present: the common case, without makedirs' exceptions
     except FileNotFoundError:
         if not create:
             raise
@@ -89,14 +92,36 @@ def private_dir(path: str | os.PathLike[str], create: bool = True) -> str:
             os.makedirs(directory, mode=0o700)
         except FileExistsError:  # made meanwhile by another process: checked below like any other
             pass
-        info = os.stat(directory)
+        info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeLocation(f"{directory} is a link")
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeLocation(f"{directory} is not a directory")
     if info.st_uid != os.geteuid():
         raise UnsafeLocation(f"{directory} belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})")
     if info.st_mode & 0o022:
         raise UnsafeLocation(f"{directory} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})")
+    parent = os.path.dirname(os.path.abspath(directory))
+    above = os.stat(parent)
+    if above.st_uid not in (os.geteuid(), 0):
+        raise UnsafeLocation(f"{directory} is in {parent}, which belongs to uid {above.st_uid}: it could swap it")
+    if above.st_mode & 0o022 and not above.st_mode & stat.S_ISVTX:
+        raise UnsafeLocation(f"{directory} is in {parent}, which other users may write (mode "
+                             f"{stat.S_IMODE(above.st_mode):o}, no sticky bit): they could swap it")
     return directory
+
+
+def read_json(path: Path | str, limit: int) -> object | None:
+    """``read_private``'s bytes as JSON: None when absent, unsafe, not JSON, or nested beyond what
+    Python parses (a record is read as untrusted data, and its depth is bounded too)."""
+    data = read_private(path, limit)
+    if data is None:
+        return None
+    try:
+        found: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return found
 
 
 def read_private(path: Path | str, limit: int) -> bytes | None:

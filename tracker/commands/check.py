@@ -104,13 +104,16 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
     from tracker.retire.removal import MANIFEST_PATH
     from tracker.retire.summary import SUMMARY_VARIABLE, annotation, append, in_actions, manifest_annotations
     from tracker.upstream.client import connect
-    from tracker.upstream.errors import classify
+    from tracker.upstream.errors import GitHubError, classify
+    from tracker.upstream.fields import WrongField
 
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     settings = context.github_settings()
     try:
         check_repository(repository)
-        checked = check_pull_request(connect(settings), repository, number, manifest_path, warn=warn)
+        checked = check_pull_request(connect(settings), settings, repository, number, manifest_path, warn=warn)
+    except WrongField as error:  # a ValueError too: GitHub answered wrongly (a file that is not base64), not the caller
+        fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
     except ValueError as error:
         fail(str(error))
     except UpgradeError as error:
@@ -128,23 +131,36 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
     except GITHUB_ERRORS as error:
         fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
+    except GitHubError as error:
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
     if checked.text is not None:
         append(SUMMARY_VARIABLE, checked.text)
     if json_output:
         typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
                                "drift": checked.drift, "comment": checked.comment, "detail": checked.note,
-                               "warnings": checked.warnings}))
+                               "warnings": checked.warnings, "unchecked": checked.unchecked,
+                               "disagreement": checked.disagreement}))
     else:
-        typer.echo(checked.note)
+        typer.echo(one_line(checked.note))
         for problem in checked.drift:
-            typer.echo(f"drift      {problem}")
+            typer.echo(one_line(f"drift      {problem}"))
+        if checked.disagreement is not None:
+            typer.echo(one_line(f"disagree   {checked.disagreement}"))
+        for line in checked.unchecked:
+            typer.echo(one_line(f"unchecked  {line}"))
         for warning in checked.warnings:
-            typer.echo(f"warning    {warning}")
+            typer.echo(one_line(f"warning    {warning}"))
     if in_actions():
         level = "error" if fail_on_drift else "warning"
         for problem in checked.drift:
             typer.echo(annotation(level, problem, title="drift at the new vLLM"), err=json_output)
+        if checked.disagreement is not None:
+            typer.echo(annotation(level, checked.disagreement, title="pin files disagree"), err=json_output)
+        for line in checked.unchecked:
+            typer.echo(annotation("error", line, title="vLLM requirement not checked"), err=json_output)
         for warning in checked.warnings:
             typer.echo(annotation("warning", warning, title="not compared"), err=json_output)
-    if checked.drift and fail_on_drift:
+    if checked.unchecked:  # a requirement nothing vouches for fails the step
+        raise typer.Exit(ExitCode.FINDING if fail_on_drift else ExitCode.OUTSIDE_SERVICE)
+    if (checked.drift or checked.disagreement is not None) and fail_on_drift:
         raise typer.Exit(ExitCode.FINDING)

@@ -1,7 +1,9 @@
 """The vLLM source distributions ``check vllm==X`` fetched, kept for the next check of the same release.
 
 They live in ``releases/`` of the per-user cache directory (``tracker.paths.cache_dir``), a
-private directory (0700, this user's, written by no one else: ``paths.private_dir``). pip
+private directory in a private directory (each 0700, this user's, no link, written by no one
+else, in a parent no one else can swap it in: ``paths.private_dir``); a full disk under it is
+``OSError`` like an unsafe directory, and the caller fetches elsewhere. pip
 checks each download against the sha256 the package index gives; beside each sdist
 (``vllm-X.tar.gz``, 0600) a record (``vllm-X.tar.gz.json``) keeps the sha256 of what pip
 kept, and a cached sdist is used only while it is a private regular file of this user whose
@@ -13,6 +15,7 @@ sdists used longest ago go first (a reuse counts as a use).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,17 +27,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tracker import paths
+from tracker.release.errors import NotFetchable
 
 CAP_BYTES = 1 << 29  # 512 MiB: a dozen vLLM sdists (30 to 45 MB each)
 RECORD_LIMIT = 4096  # bytes: a record is one small JSON object
 STALE_DOWNLOAD_SECONDS = 24 * 3600  # a temporary download directory older than this was left by a killed run
 _DOWNLOAD_PREFIX = ".download-"
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as pip reports a full disk
 
 
 def directory() -> Path:
-    """The private directory of cached release sdists (created 0700); ``paths.UnsafeLocation`` or
-    ``OSError`` when it cannot be one."""
-    return Path(paths.private_dir(os.path.join(paths.cache_dir(), "releases")))
+    """The private directory of cached release sdists (created 0700) in the private cache directory
+    (both as ``paths.private_dir`` holds them: no link, this user's, written by no one else, in a
+    parent no one else can swap them in); ``paths.UnsafeLocation`` or ``OSError`` when it cannot be one."""
+    return Path(paths.private_dir(os.path.join(paths.private_dir(paths.cache_dir()), "releases")))
 
 
 def archive_name(version: str) -> str:
@@ -52,12 +58,12 @@ def sha256_of(path: Path) -> str:
 def cached(where: Path, version: str) -> tuple[Path | None, str | None]:
     """The cached sdist of ``version`` if it is intact, else None; and why a cached one was not used."""
     archive = where / archive_name(version)
-    raw = paths.read_private(where / f"{archive.name}.json", RECORD_LIMIT)
-    if raw is None:
+    record = where / f"{archive.name}.json"
+    if paths.read_private(record, RECORD_LIMIT) is None:
         return None, None  # never cached (or its record is gone: fetched again)
-    try:
-        recorded = json.loads(raw)["sha256"]
-    except (ValueError, TypeError, KeyError):
+    found = paths.read_json(record, RECORD_LIMIT)
+    recorded = found.get("sha256") if isinstance(found, dict) else None
+    if not isinstance(recorded, str):
         return None, f"the record of the cached {archive.name} is unreadable"
     try:
         info = os.lstat(archive)
@@ -76,7 +82,12 @@ def store(where: Path, version: str, download: Callable[[Path], Path]) -> Path:
     the cache, the sdist moved into place and its sha256 recorded; then the cache held under its cap."""
     name = archive_name(version)
     with tempfile.TemporaryDirectory(prefix=_DOWNLOAD_PREFIX, dir=where) as scratch:
-        fetched = download(Path(scratch))
+        try:
+            fetched = download(Path(scratch))
+        except NotFetchable as error:
+            if _NO_SPACE in str(error):  # the cache's disk, not the index: the caller fetches elsewhere
+                raise OSError(errno.ENOSPC, f"no space left on the device of {where}") from None
+            raise
         os.chmod(fetched, 0o600)
         digest = sha256_of(fetched)
         (where / f"{name}.json").unlink(missing_ok=True)  # no record names the bytes being replaced

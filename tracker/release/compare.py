@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tracker.decision.gates import Decision
 from tracker.decision.probe import carried_fix, markers
@@ -182,7 +182,7 @@ def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
     raw = release_version(root)
     try:
         version = Version(raw) if raw else None
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number of more digits than Python converts (a forged PKG-INFO)
         version = None
     requirements = root / XPU_REQUIREMENTS
     pins = xpu_pins(requirements.read_text(encoding="utf-8", errors="replace")) if requirements.is_file() else {}

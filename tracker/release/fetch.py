@@ -104,6 +104,8 @@ def release_source(what: str, *, workdir: Path | None = None, progress: Say = si
     candidate = Path(what).expanduser()
     if matched is None and not candidate.exists():
         raise CheckInputError(f"{what!r} is neither vllm==VERSION nor an existing wheel, sdist or source tree")
+    if matched is None and not (candidate.is_dir() or candidate.is_file()):  # a FIFO or a device: it could wait for ever
+        raise CheckInputError(f"{what!r} is not a regular file (a wheel or sdist) nor a source tree")
     if matched is None:
         yield candidate, None
         return

@@ -1,43 +1,58 @@
 """``check --pull-request N --repo OWNER/NAME``: a pull request that moves the vLLM pin, checked.
 
-What the pull request changes is read as data through the API: its list of files, then each
-pin file (``requirements*.txt``, ``requirements/**.txt``, ``pyproject.toml``) at its base and
-head commits; nothing of it is checked out or run. The manifest is the base commit's. When
-the vLLM pin (``vllm==X``) moves, both releases are checked as ``check vllm==X`` checks one
-(source distributions fetched with pip, never installed or run), and one comment on the PR
-lists, one line per workaround, what drifts, starts or stops applying and becomes retirable.
-The new release must be fetched (else exit 4); the old one only serves the comparison: when
-it cannot be fetched, the comment says so and why, and the new one is checked all the same.
-The comment carries a hidden marker: a later push edits it, never adds a second. A PR from a
-fork gets a read-only token from GitHub: the same text then goes to the step summary only.
+The check believes only itself. What the pull request changes is read as data through the API:
+its list of files, then each pin file at its base and head commits; nothing of it is checked out
+or run. Pin files are the root's ``pyproject.toml`` and ``requirements*.txt`` and the file
+``[sources.vllm] pins`` names (the base commit's manifest); a file of that name elsewhere is not
+one. Every pin file whose vLLM requirement changes is read, and every release they move to is
+checked once, as ``check vllm==X`` checks one (source distributions fetched with pip, never
+installed or run); pin files that move to different releases disagree, which the comment says
+and ``--fail-on-drift`` fails on. A requirement that names no release the index can give (a URL,
+a path, a wildcard, ``===``, a range, not a version) is never checked as another: the comment
+names it with why, and the step fails. The new releases must be fetched (else exit 4); an old one
+only serves the comparison: when it cannot be fetched, the comment says so and why.
+
+One comment on the PR lists, one line per workaround, what drifts, starts or stops applying and
+becomes retirable. It is the comment the token's own user wrote with the hidden marker (a
+stranger's comment carrying the marker is not it): a later push edits it, never adds a second.
+Every name and text taken from the PR is quoted as a Markdown code span, so that it renders as
+text. A PR from a fork gets a read-only token from GitHub: the same text then goes to the step
+summary only.
 """
 
 from __future__ import annotations
 
-import base64
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import Version
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
-from tracker.model.manifest import Manifest
-from tracker.model.pins import xpu_pins
+from tracker.escape import markdown_code
+from tracker.model.manifest import DEFAULT_SOURCES, Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import ExitCode
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
+from tracker.upstream.fields import as_base64
+from tracker.upstream.identity import token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
     from github import Github
     from github.PullRequest import PullRequest
     from github.Repository import Repository
 
+    from tracker.upstream.settings import ClientSettings
+
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
-_PINNED = re.compile(r"^(?:requirements[^/]*\.txt|requirements/.+\.txt|(?:.*/)?pyproject\.toml)$")
+_ROOT_PINS = re.compile(r"pyproject\.toml|requirements[A-Za-z0-9_.-]*\.txt")
+# "vllm" as a name in a path or URL, not a part of another name (vllm-xpu-kernels, myvllm).
+_NAMES_VLLM = re.compile(r"(?i)(?<![a-z0-9])vllm(?![a-z0-9]|[-_.]xpu)")
 
 
 class UpgradeError(Exception):
@@ -48,33 +63,100 @@ class UpgradeError(Exception):
         self.code = code
 
 
-def pin_file(path: str) -> bool:
-    return bool(_PINNED.match(path)) and ".." not in PurePosixPath(path).parts
+def pin_files(manifest: Manifest) -> frozenset[str]:
+    """The pin files besides the root's ``pyproject.toml`` and ``requirements*.txt``: what ``[sources]`` names."""
+    source = manifest.sources.get("vllm") or DEFAULT_SOURCES["vllm"]
+    return frozenset({source.pins} if source.pins else ())
 
 
-def vllm_pin(path: str, text: str) -> Version | None:
-    """The ``vllm==X`` pin a requirements file or a pyproject.toml names (None: none)."""
+def pin_file(path: str, named: frozenset[str] = frozenset()) -> bool:
+    """Whether ``path`` (as the PR names it) is a pin file: at the root, or named by ``[sources]``."""
+    return (path in named or bool(_ROOT_PINS.fullmatch(path))) and ".." not in PurePosixPath(path).parts
+
+
+@dataclass(frozen=True)
+class VllmRequirement:
+    """One requirement on vLLM as a pin file writes it: the release it pins, or why it names none."""
+
+    text: str
+    release: Version | None
+    why: str | None = None  # why no release the index can give: never checked as another
+
+
+def _judged(text: str) -> VllmRequirement | None:
+    """``text`` (one requirement) as a vLLM requirement; None: it is not about vLLM."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        if _NAMES_VLLM.search(text):
+            return VllmRequirement(text, None, "not a requirement by name and version (a path or a URL): the "
+                                               "check fetches releases from the package index by version only")
+        return None
+    if canonicalize_name(requirement.name) != "vllm":
+        return None
+    if requirement.url:
+        return VllmRequirement(text, None, "a URL: the check fetches releases from the package index by version "
+                                           "only, and cannot tell what this one holds")
+    clauses = list(requirement.specifier)
+    if len(clauses) != 1 or clauses[0].operator not in ("==", "==="):
+        return VllmRequirement(text, None, "not one release (no version, or a range): nothing to check")
+    operator, version = clauses[0].operator, clauses[0].version
+    if operator == "===":
+        return VllmRequirement(text, None, "arbitrary equality (===): not a version the index gives")
+    if "*" in version:
+        return VllmRequirement(text, None, "a wildcard: not one release")
+    try:
+        return VllmRequirement(text, Version(version))
+    except (InvalidVersion, ValueError):  # ValueError: a number Python will not convert
+        return VllmRequirement(text, None, "not a version")
+
+
+def vllm_requirements(path: str, text: str) -> tuple[VllmRequirement, ...]:
+    """Every requirement on vLLM in a pin file: a requirements file's lines (``-e`` paths too), or a
+    ``pyproject.toml``'s dependencies and optional dependencies."""
     if path.endswith(".toml"):
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
-            return None
+            return ()
         project: Any = data.get("project")
         project = project if isinstance(project, dict) else {}
-        found: list[Any] = list(project.get("dependencies") or []) if isinstance(project.get("dependencies"), list) \
+        items: list[Any] = list(project.get("dependencies") or []) if isinstance(project.get("dependencies"), list) \
             else []
         optional: Any = project.get("optional-dependencies")
         for extra in (optional.values() if isinstance(optional, dict) else ()):
-            found += extra if isinstance(extra, list) else []
-        text = "\n".join(item for item in found if isinstance(item, str))
-    return xpu_pins(text).get("vllm")
+            items += extra if isinstance(extra, list) else []
+        lines = [item for item in items if isinstance(item, str)]
+    else:
+        lines = []
+        for raw in text.splitlines():
+            line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
+            editable = re.fullmatch(r"(?:-e|--editable)(?:\s+|=)(\S.*)", line)
+            if editable:
+                lines.append(editable[1])
+            elif line and not line.startswith("-"):
+                lines.append(line)
+    found = (_judged(" ".join(line.split())) for line in lines)
+    return tuple(requirement for requirement in found if requirement is not None)
+
+
+def vllm_pin(path: str, text: str) -> Version | None:
+    """The one release a pin file's vLLM requirement pins (None: none, or none the index can give)."""
+    found = vllm_requirements(path, text)
+    return found[0].release if len(found) == 1 else None
 
 
 @dataclass
 class PinMove:
+    """A pin file whose vLLM requirement changes: the release it pinned, and what it requires now."""
+
     path: str
     old: Version | None
-    new: Version
+    requirement: VllmRequirement
+
+    @property
+    def new(self) -> Version | None:
+        return self.requirement.release
 
 
 def _text(repo: Repository, path: str, ref: str) -> str | None:
@@ -88,27 +170,51 @@ def _text(repo: Repository, path: str, ref: str) -> str | None:
         raise
     if isinstance(content, list):
         return None
-    return base64.b64decode(content.content or "").decode("utf-8", "replace")
+    return as_base64(content.raw_data, f"{path} at {ref[:12]}").decode("utf-8", "replace")
 
 
-def pin_moves(repo: Repository, pr: PullRequest) -> list[PinMove]:
-    """The pin files the PR changes whose vLLM pin moves (base commit -> head commit)."""
+def pin_moves(repo: Repository, pr: PullRequest, named: frozenset[str] = frozenset()) -> list[PinMove]:
+    """Every pin file the PR changes whose vLLM requirements change (base commit -> head commit), one
+    move per requirement at the head."""
     moves = []
     for changed in pr.get_files():
-        if not pin_file(changed.filename):
+        if not pin_file(changed.filename, named):
             continue
-        head = _text(repo, changed.filename, pr.head.sha)
-        new = vllm_pin(changed.filename, head) if head is not None else None
-        if new is None:
+        head_text = _text(repo, changed.filename, pr.head.sha)
+        head = vllm_requirements(changed.filename, head_text) if head_text is not None else ()
+        if not head:
             continue
-        base = _text(repo, changed.filename, pr.base.sha)
-        old = vllm_pin(changed.filename, base) if base is not None else None
-        if old != new:
-            moves.append(PinMove(changed.filename, old, new))
+        base_text = _text(repo, changed.filename, pr.base.sha)
+        base = vllm_requirements(changed.filename, base_text) if base_text is not None else ()
+        if [r.text for r in head] == [r.text for r in base]:
+            continue
+        old = next((r.release for r in base if r.release is not None), None)
+        moves += [PinMove(changed.filename, old, requirement) for requirement in head]
     return moves
 
 
 # ------------------------------------------------------------------------------ the text
+
+
+@dataclass
+class ReleaseMove:
+    """Every pin file the PR moves to one release, and the release they pinned before."""
+
+    paths: list[str]
+    old: Version | None
+    new: Version
+
+
+def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
+    """The moves to each release, in the order the PR's files name them."""
+    found: dict[Version, ReleaseMove] = {}
+    for move in moves:
+        if move.new is None:
+            continue
+        grouped = found.setdefault(move.new, ReleaseMove([], move.old, move.new))
+        grouped.paths.append(move.path)
+        grouped.old = grouped.old or move.old
+    return list(found.values())
 
 
 def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
@@ -117,7 +223,7 @@ def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
     return {w.id: w.decision["decision"] for w in result.workarounds if w.decision is not None}
 
 
-def verdicts(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseCheck | None) -> dict[str, list[str]]:
+def verdicts(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: ReleaseCheck | None) -> dict[str, list[str]]:
     """What changes for each workaround at the new release, in the manifest's order: drift (each
     problem), starts or stops applying (not known without ``old``), becomes retirable."""
     before, after = _decisions(old), _decisions(new)
@@ -141,16 +247,17 @@ def verdicts(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseC
     return found
 
 
-def comment_text(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: ReleaseCheck | None,
-                 manifest_path: str, old_unavailable: str | None = None) -> str:
-    """The PR comment; ``old_unavailable``: why the old release could not be fetched (None: it was,
-    or there was no old pin)."""
+def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: ReleaseCheck | None,
+                 manifest_path: str, old_unavailable: str | None = None) -> list[str]:
+    """The comment's part about one release; ``old_unavailable``: why the old release could not be
+    fetched (None: it was, or there was no old pin)."""
     before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
+    files = ", ".join(markdown_code(path) for path in move.paths)
     lines = [f"### XPU workarounds at vLLM {move.new}", "",
-             f"`{move.path}` moves {was} to **vLLM {move.new}** (its XPU pins: {pins}); every workaround in "
-             f"`{manifest_path}` was checked against that release's source.", ""]
+             f"{files} {'moves' if len(move.paths) == 1 else 'move'} {was} to **vLLM {move.new}** (its XPU pins: "
+             f"{pins}); every workaround in {markdown_code(manifest_path)} was checked against that release's source.", ""]
     if old_unavailable is not None:
         why = " ".join(old_unavailable.split())
         lines += [f"**{was} could not be compared**, so what starts or stops applying is not known: {why}", ""]
@@ -174,6 +281,40 @@ def comment_text(manifest: Manifest, move: PinMove, new: ReleaseCheck, old: Rele
         lines += ["<details><summary>Every workaround</summary>", "",
                   f"| workaround | at {was} | at vLLM {move.new} | targets |", "|---|---|---|---|", *rows, "",
                   "</details>", ""]
+    return lines
+
+
+def disagreement(moves: list[ReleaseMove]) -> str | None:
+    """One sentence when the pin files move to different releases (None: they agree)."""
+    if len(moves) < 2:
+        return None
+    return "the pin files disagree: " + "; ".join(
+        f"{', '.join(move.paths)} {'pins' if len(move.paths) == 1 else 'pin'} vLLM {move.new}" for move in moves)
+
+
+def unchecked_lines(moves: list[PinMove]) -> list[str]:
+    """One line per requirement no release can be checked for: the file, the requirement, why."""
+    return [f"{move.path}: {move.requirement.text!r} was not checked: {move.requirement.why}"
+            for move in moves if move.new is None]
+
+
+def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove]) -> str:
+    """The PR comment: what no release could be checked for and whether the pin files agree, then one
+    part per release (``release_text``), then the marker."""
+    lines: list[str] = []
+    unchecked = [move for move in moves if move.new is None]
+    if unchecked:
+        lines += ["### vLLM requirements that were not checked", "",
+                  "The check fetches a release from the package index by its version; these name none, so what "
+                  "they would install is not known:", "",
+                  *[f"- {markdown_code(move.path)}: {markdown_code(move.requirement.text)}: {move.requirement.why}"
+                    for move in unchecked], ""]
+    if len(releases) > 1:
+        lines += ["**The pin files disagree**: " + "; ".join(
+            f"{', '.join(markdown_code(path) for path in move.paths)} {'pins' if len(move.paths) == 1 else 'pin'} "
+            f"vLLM {move.new}" for move in releases) + ". Each release is checked below.", ""]
+    for part in parts:
+        lines += part
     lines += ["Kept current by `xpu-workarounds check --pull-request`: a later push edits this comment.", "", MARKER]
     return "\n".join(lines) + "\n"
 
@@ -188,9 +329,11 @@ class Checked:
     comment: str  # what happened to the comment: created, updated, unchanged, summary only, none
     note: str
     warnings: list[str] = field(default_factory=list)  # worth a line, not a failure (the old release unfetched)
+    unchecked: list[str] = field(default_factory=list)  # requirements that name no release: the step fails
+    disagreement: str | None = None  # the pin files move to different releases
 
 
-def check_pull_request(gh: Github, repository: str, number: int, manifest_path: str, *,
+def check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
                        progress: Say = silent, warn: Say = silent) -> Checked:
     """Check PR ``number`` of ``repository`` (each release as ``compare.check`` checks one); keep
     its one comment (see the module docstring)."""
@@ -204,42 +347,63 @@ def check_pull_request(gh: Github, repository: str, number: int, manifest_path: 
     if base_text is None:
         raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ExitCode.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
-    moves = pin_moves(repo, pr)
+    moves = pin_moves(repo, pr, pin_files(manifest))
     if not moves:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check")
-    move = moves[0]
-    new = check(manifest, f"vllm=={move.new}", progress=progress, warn=warn)  # unfetchable: exit 4
-    old, unavailable, warnings = None, None, []
-    if move.old is not None:
-        try:
-            old = check(manifest, f"vllm=={move.old}", progress=progress, warn=warn)
-        except NotFetchable as error:  # only the comparison is lost
-            unavailable = " ".join(str(error).split())
-            warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
-    text = comment_text(manifest, move, new, old, manifest_path, unavailable)
+    releases = release_moves(moves)
+    results: dict[Version, ReleaseCheck | NotFetchable] = {}
 
-    def checked(comment: str, note: str) -> Checked:
-        return Checked(text, new.problems, comment, note, warnings)
+    def checked_release(version: Version, needed: bool) -> ReleaseCheck | None:
+        """Each release once; a new release that cannot be fetched stops the check (exit 4)."""
+        if version not in results:
+            try:
+                results[version] = check(manifest, f"vllm=={version}", progress=progress, warn=warn)
+            except NotFetchable as error:
+                results[version] = error
+        found = results[version]
+        if isinstance(found, NotFetchable):
+            if needed:
+                raise found
+            return None
+        return found
+
+    parts, drift, warnings = [], [], []
+    for move in releases:
+        new = checked_release(move.new, True)
+        assert new is not None
+        old, unavailable = None, None
+        if move.old is not None:
+            old = checked_release(move.old, False)
+            if old is None:  # only the comparison is lost
+                unavailable = " ".join(str(results[move.old]).split())
+                warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
+        parts.append(release_text(manifest, move, new, old, manifest_path, unavailable))
+        drift += [problem for problem in new.problems if problem not in drift]
+    text = comment_text(parts, moves, releases)
+    unchecked, disagree = unchecked_lines(moves), disagreement(releases)
+
+    def outcome(comment: str, note: str) -> Checked:
+        return Checked(text, drift, comment, note, warnings, unchecked, disagree)
 
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:
-        return checked("summary only", "a PR from a fork gets a read-only token: the text is in the step summary")
-    mine = [comment for comment in pr.get_issue_comments() if MARKER in (comment.body or "")]
+        return outcome("summary only", "a PR from a fork gets a read-only token: the text is in the step summary")
+    own = token_login(gh, settings)  # the comment is the one this token's user wrote, whatever else carries the marker
+    mine = [comment for comment in pr.get_issue_comments()
+            if written_by(comment, own) and MARKER in (comment.body or "")]
     try:
         if mine:
             if mine[0].body == text:
-                return checked("unchanged", f"the comment on #{number} is up to date")
+                return outcome("unchanged", f"the comment on #{number} is up to date")
             mine[0].edit(text)
-            return checked("updated", f"updated the comment on #{number}")
+            return outcome("updated", f"updated the comment on #{number}")
         pr.create_issue_comment(text)
-        return checked("created", f"commented on #{number}")
+        return outcome("created", f"commented on #{number}")
     except GithubException as error:
         if error.status != 403:
             raise
-        return checked("summary only", "the token may not comment (403): the text is in the step summary")
+        return outcome("summary only", "the token may not comment (403): the text is in the step summary")
 
 
-__all__ = ["MARKER", "Checked", "PinMove", "UpgradeError", "check_pull_request", "comment_text",
-           "pin_file", "pin_moves", "verdicts", "vllm_pin"]
-
-
+__all__ = ["MARKER", "Checked", "PinMove", "ReleaseMove", "UpgradeError", "VllmRequirement", "check_pull_request",
+           "comment_text", "pin_file", "pin_moves", "release_text", "verdicts", "vllm_pin", "vllm_requirements"]

@@ -4,7 +4,6 @@ root fix."""
 
 from __future__ import annotations
 
-import base64
 from urllib.parse import quote
 
 from packaging.version import Version
@@ -15,7 +14,7 @@ from tracker.model.vocabulary import RELEASED_STATES, Role
 from tracker.upstream.cache import NotCached, Source
 from tracker.upstream.errors import GitHubMissing
 from tracker.upstream.facts import Facts, InlineVerdict
-from tracker.upstream.fields import as_choice, as_str, wrong
+from tracker.upstream.fields import as_base64
 from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
 
 VLLM_REPOSITORY = "vllm-project/vllm"
@@ -36,13 +35,7 @@ def pins_at(source: Source, label: str, query: str, pinned: str | None,
     path = f"/repos/{repository}/contents/{quote(requirements)}{query}"
     what = f"{repository} {requirements} at {label}"
     content = source.get(path, what=what, immutable=pinned is not None, key=f"{path}#{pinned}" if pinned else None)
-    as_choice(content, "encoding", what, ("base64",))
-    encoded = as_str(content, "content", what)
-    try:
-        raw = base64.b64decode("".join(encoded.split()), validate=True)  # GitHub wraps it in lines
-    except ValueError:
-        raise wrong(what, "content", encoded, "base64") from None
-    return xpu_pins(raw.decode("utf-8", "replace"))
+    return xpu_pins(as_base64(content, what).decode("utf-8", "replace"))
 
 
 def inline_audit(manifest: Manifest, releases: Releases, facts: dict[str, Facts]) -> list[InlineVerdict]:

@@ -11,6 +11,7 @@ refuse both.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Collection
@@ -146,6 +147,16 @@ def optional_choice(obj: object, key: str, where: str, choices: Collection[str])
     expected = "null or one of " + ", ".join(sorted(choices))
     found = _checked(obj, key, where, expected, lambda v: isinstance(v, str) and v in choices, True)
     return None if found is None else str(found)
+
+
+def as_base64(obj: object, where: str) -> bytes:
+    """A file's or blob's bytes: ``content`` in base64 (GitHub wraps it in lines), as ``encoding`` says."""
+    as_choice(obj, "encoding", where, ("base64",))
+    encoded = as_str(obj, "content", where)
+    try:
+        return base64.b64decode("".join(encoded.split()), validate=True)
+    except ValueError:
+        raise wrong(where, "content", encoded, "base64") from None
 
 
 STATES = ("open", "closed")  # a pull request's or an issue's ``state`` (REST)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tracker.model.manifest import DEFAULT_SOURCES, Release, UpstreamRef
 from tracker.model.manifest import Source as ComponentSource
@@ -38,7 +38,7 @@ def release_of_tag(name: str, prefix: str = RELEASE_TAG_PREFIX, suffix: str = ""
         return None
     try:
         version = Version(name[len(prefix):len(name) - len(suffix)])
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number of more digits than Python converts
         return None
     if version.is_prerelease or version.is_devrelease or version.is_postrelease or version.local:
         return None
