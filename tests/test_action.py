@@ -295,16 +295,18 @@ PP = "vllm/v1/worker/gpu/pp_utils.py"
 CHECKED = "main-stream-sync"  # applies at vLLM 0.23-0.24; vLLM 0.25.0 carries its own fix
 
 
-def vllm_sdist(links: Path, version: str, params: str, fixed: bool) -> None:
-    """A vLLM source distribution as PyPI serves one, holding what ``check`` reads."""
+def vllm_sdist(links: Path, version: str, params: str, fixed: bool, more: dict[str, str] | None = None) -> None:
+    """A vLLM source distribution as PyPI serves one, holding what ``check`` reads (and ``more`` files)."""
+    import shutil
     import tarfile
 
     root = links / "src" / f"vllm-{version}"
+    shutil.rmtree(root, ignore_errors=True)
     sync = "        self.main_stream.synchronize()\n" if fixed else ""
     files = {"PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n",
              "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
              "requirements/xpu.txt": "torch==2.13.0\nvllm-xpu-kernels==0.1.5\n", "vllm/__init__.py": "",
-             PP: f"class PPHandler:\n    def broadcast({params}):\n{sync}        return None\n"}
+             PP: f"class PPHandler:\n    def broadcast({params}):\n{sync}        return None\n", **(more or {})}
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
@@ -424,6 +426,30 @@ def test_an_upgrade_that_changes_nothing_says_so_in_one_sentence(upgrade):
     assert list_items(body) == []
     assert ("Nothing changes at vLLM 0.25.0: no workaround drifts, starts or stops applying, or becomes retirable."
             in body.splitlines())
+
+
+def test_the_comment_lists_the_inline_xpu_workarounds_the_new_release_brings_and_drops(upgrade, tmp_path):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    good = "self, sampled_token_ids, num_sampled, num_rejected, input_batch"
+    dropped = "from vllm.platforms import current_platform\n\nif current_platform.is_xpu():\n" \
+              "    # Work around the oneCCL hang at shutdown.\n    timeout = 5\n"
+    brought = "if current_platform.is_xpu():\n    # Remove once torch ships pytorch/pytorch#190002 [see](http://x) @all\n" \
+              "    npid = 1\n"
+    vllm_sdist(tmp_path / "index", "0.24.0", good, fixed=False, more={"vllm/engine.py": dropped})
+    vllm_sdist(tmp_path / "index", "0.25.0", good, fixed=True, more={"vllm/engine.py": "x = 1\n",
+                                                                       "vllm/lora/moe.py": brought})
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    assert "vLLM's own inline XPU workarounds: 1 new at vLLM 0.25.0, 1 gone since vLLM 0.24.0" in body
+    new, gone = [item for item in list_items(body) if item.startswith(("new: ", "gone: "))]
+    assert new.startswith("new: `vllm/lora/moe.py:1-3` Remove once torch ships pytorch/pytorch#190002 ")
+    assert new.endswith("(**not tracked**, names `pytorch/pytorch#190002`, `http://x`)")
+    assert "\\[see](http://x)" in new and "@all" not in body  # vLLM's comment renders as text: no link, no mention
+    assert gone == "gone: `vllm/engine.py:3-5` Work around the oneCCL hang at shutdown. (not tracked, names no " \
+                   "reference)"
 
 
 def test_an_old_release_that_cannot_be_fetched_is_named_and_the_new_one_still_checked(upgrade, tmp_path):

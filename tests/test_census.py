@@ -288,7 +288,7 @@ def test_a_docstring_paragraph_is_a_site_of_its_own_lines():
     '''
     (site,) = sites_of(source, "vllm/distributed/buffers.py")
     assert (site.line, site.end_line) == (7, 8)
-    assert site.references == ("pytorch/pytorch#191458", "torch>=2.14")
+    assert site.references == ("torch>=2.14", "pytorch/pytorch#191458")
 
 
 def test_a_comment_above_a_function_takes_only_its_header():
@@ -313,8 +313,8 @@ def test_references_are_written_one_way():
             "vllm-project/vllm#1 (https://github.com/vllm-project/vllm/pull/2#issuecomment-3), "
             "https://openucx.readthedocs.io/en/master/faq.html. TODO(torch >= 2.14) not #5 or a/b#0")
     assert wording.references(text) == [
-        "intel/intel-xpu-backend-for-triton#8121", "vllm-project/vllm#2", "https://openucx.readthedocs.io/en/master/faq.html",
-        "vllm-project/vllm#1", "pytorch/pytorch#191458", "torch>=2.14"]
+        "intel/intel-xpu-backend-for-triton#8121", "pytorch/pytorch#191458", "vllm-project/vllm#1", "vllm-project/vllm#2",
+        "https://openucx.readthedocs.io/en/master/faq.html", "torch>=2.14"]
 
 
 def test_the_words_of_a_temporary_measure_are_told_from_those_of_a_wait():

@@ -59,26 +59,24 @@ XPU = re.compile(r"xpu", re.IGNORECASE)
 
 
 def references(text: str) -> list[str]:
-    """The upstream references ``text`` names, in order, each once: ``owner/repo#N``, other
-    addresses as written, version conditions (``torch>=2.14``)."""
-    found: list[str] = []
+    """The upstream references ``text`` names, in the order it names them, each once:
+    ``owner/repo#N``, other addresses as written, version conditions (``torch>=2.14``)."""
+    found: list[tuple[int, str]] = []
+
+    def blank(match: re.Match[str]) -> str:  # read once: the same length, so later positions hold
+        return " " * len(match.group())
+
     rest = text
-    for match in _GITHUB_ITEM.finditer(text):
-        found.append(f"{match['owner']}/{match['repo']}#{match['number']}")
-    rest = _GITHUB_ITEM.sub(" ", rest)
-    for match in _URL.finditer(rest):
-        found.append(match.group().rstrip(".,;:"))
-    rest = _URL.sub(" ", rest)
-    for match in _FULL_REF.finditer(rest):
-        found.append(f"{match['owner']}/{match['repo']}#{match['number']}")
-    rest = _FULL_REF.sub(" ", rest)
-    for match in _SHORT_REF.finditer(rest):
-        repository = SHORT_NAMES.get(match["name"].lower())
-        if repository is not None:
-            found.append(f"{repository}#{match['number']}")
-    for match in _CONDITION.finditer(text):
-        found.append(re.sub(r"\s+", "", match["condition"]))
-    return list(dict.fromkeys(found))
+    found += [(m.start(), f"{m['owner']}/{m['repo']}#{m['number']}") for m in _GITHUB_ITEM.finditer(rest)]
+    rest = _GITHUB_ITEM.sub(blank, rest)
+    found += [(m.start(), m.group().rstrip(".,;:")) for m in _URL.finditer(rest)]
+    rest = _URL.sub(blank, rest)
+    found += [(m.start(), f"{m['owner']}/{m['repo']}#{m['number']}") for m in _FULL_REF.finditer(rest)]
+    rest = _FULL_REF.sub(blank, rest)
+    found += [(m.start(), f"{SHORT_NAMES[m['name'].lower()]}#{m['number']}") for m in _SHORT_REF.finditer(rest)
+              if m["name"].lower() in SHORT_NAMES]
+    found += [(m.start(), re.sub(r"\s+", "", m["condition"])) for m in _CONDITION.finditer(text)]
+    return list(dict.fromkeys(ref for _, ref in sorted(found)))
 
 
 def trackable(found: list[str]) -> list[str]:

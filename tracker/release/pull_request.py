@@ -13,7 +13,8 @@ names it with why, and the step fails. The new releases must be fetched (else ex
 only serves the comparison: when it cannot be fetched, the comment says so and why.
 
 One comment on the PR lists, one line per workaround, what drifts, starts or stops applying and
-becomes retirable. It is the comment the token's own user wrote with the hidden marker (a
+becomes retirable, then vLLM's own inline XPU workarounds the new release brings or drops (its
+census since the old one). It is the comment the token's own user wrote with the hidden marker (a
 stranger's comment carrying the marker is not it): a later push edits it, never adds a second.
 Every name and text taken from the PR is quoted as a Markdown code span, so that it renders as
 text. A PR from a fork gets a read-only token from GitHub: the same text then goes to the step
@@ -32,12 +33,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from tracker.escape import markdown_code
+from tracker.census.count import Census
+from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import DEFAULT_SOURCES, Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import ExitCode
+from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
-from tracker.release.errors import NotFetchable
+from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.upstream.fields import as_base64
 from tracker.upstream.identity import token_login, written_by
@@ -248,9 +251,9 @@ def verdicts(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: Rele
 
 
 def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: ReleaseCheck | None,
-                 manifest_path: str, old_unavailable: str | None = None) -> list[str]:
+                 manifest_path: str, old_unavailable: str | None = None, inline: Census | None = None) -> list[str]:
     """The comment's part about one release; ``old_unavailable``: why the old release could not be
-    fetched (None: it was, or there was no old pin)."""
+    fetched (None: it was, or there was no old pin); ``inline``: its census since the old one."""
     before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
@@ -271,6 +274,8 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     else:
         lines += [f"Nothing changes at vLLM {move.new}: no workaround drifts, starts or stops applying, or becomes "
                   "retirable.", ""]
+    if inline is not None:
+        lines += inline_lines(move, inline)
     rows = []
     for w in new.workarounds:
         decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
@@ -282,6 +287,24 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
                   f"| workaround | at {was} | at vLLM {move.new} | targets |", "|---|---|---|---|", *rows, "",
                   "</details>", ""]
     return lines
+
+
+def inline_lines(move: ReleaseMove, inline: Census) -> list[str]:
+    """vLLM's own inline XPU workarounds the new release brings or drops (``census --since`` the
+    old one): one list item per site, an untracked one that names a reference flagged."""
+    if not inline.new and not inline.gone:
+        return [f"vLLM's own inline XPU workarounds: none new at vLLM {move.new}, none gone since vLLM {move.old}.", ""]
+    lines = [f"vLLM's own inline XPU workarounds: {len(inline.new)} new at vLLM {move.new}, {len(inline.gone)} gone "
+             f"since vLLM {move.old} (`xpu-workarounds census`):", ""]
+    for change, sites in (("new", inline.new), ("gone", inline.gone)):
+        for counted in sites:
+            site = counted.site
+            refs = ", ".join(markdown_code(ref) for ref in site.references)
+            tracked = (f"tracked as `{counted.tracked}`" if counted.tracked else
+                       f"**not tracked**, names {refs}" if refs else "not tracked, names no reference")
+            lines.append(f"- {change}: {markdown_code(f'{site.file}:{site.line}-{site.end_line}')} "
+                         f"{markdown_text(site.summary)} ({tracked})")
+    return [*lines, ""]
 
 
 def disagreement(moves: list[ReleaseMove]) -> str | None:
@@ -377,7 +400,13 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
             if old is None:  # only the comparison is lost
                 unavailable = " ".join(str(results[move.old]).split())
                 warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
-        parts.append(release_text(manifest, move, new, old, manifest_path, unavailable))
+        inline = None
+        if old is not None:  # what vLLM's own XPU code brings or drops: news, never a failure of the step
+            try:
+                inline = census(manifest, f"vllm=={move.new}", since=f"vllm=={move.old}", progress=progress, warn=warn)
+            except (NotFetchable, CheckInputError) as error:
+                warnings.append(f"vLLM's own inline XPU workarounds were not compared: {' '.join(str(error).split())}")
+        parts.append(release_text(manifest, move, new, old, manifest_path, unavailable, inline))
         drift += [problem for problem in new.problems if problem not in drift]
     text = comment_text(parts, moves, releases)
     unchecked, disagree = unchecked_lines(moves), disagreement(releases)
@@ -406,4 +435,5 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
 
 __all__ = ["MARKER", "Checked", "PinMove", "ReleaseMove", "UpgradeError", "VllmRequirement", "check_pull_request",
-           "comment_text", "pin_file", "pin_moves", "release_text", "verdicts", "vllm_pin", "vllm_requirements"]
+           "comment_text", "inline_lines", "pin_file", "pin_moves", "release_text", "verdicts", "vllm_pin",
+           "vllm_requirements"]
