@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from support import repository
 from support.repository import ROOT, tracked_paths
 from tracker.model import reader
 from tracker.retire import MANIFEST_PATH, Snapshot, blob_sha, compute_removal
@@ -67,14 +68,15 @@ def removed_copy(workaround_id: str, destination: Path, mypy_cache: Path | None 
 
 
 def mypy_cache(into: Path) -> Path:
-    """A mypy cache of this checkout in ``into``: the checkout's own cache, brought up to date
-    by one mypy run (its verdict is the code-quality test's business, not this one's)."""
+    """A mypy cache of this checkout in ``into``: the checkout's own cache, brought up to date by
+    one mypy run (its verdict is the code-quality test's business, not this one's), which that
+    test's own run then finds up to date."""
     try:
-        shutil.copytree(ROOT / ".mypy_cache", into)
-    except (OSError, shutil.Error):  # none yet (a fresh clone), or mypy is writing it now
+        with repository.mypy_cache() as cache:
+            subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, timeout=900)
+            shutil.copytree(cache, into, ignore=shutil.ignore_patterns("held.lock"))
+    except (OSError, shutil.Error):  # the checkout's cache cannot be written: the copies start from none
         shutil.rmtree(into, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(into)], cwd=ROOT, capture_output=True,
-                   timeout=900)
     return into
 
 

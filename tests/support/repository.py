@@ -16,10 +16,13 @@ the live tree.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from tracker.model import reader
@@ -31,6 +34,24 @@ FROZEN = ROOT / "tests" / "fixtures" / "frozen_repository"
 FROZEN_MANIFEST = FROZEN / MANIFEST_PATH
 # What frozen() takes from the frozen fixture, not from this checkout.
 _NOT_FROM_THE_CHECKOUT = ("workarounds/", "tests/", MANIFEST_PATH, DOCS_PATH)
+
+
+@contextlib.contextmanager
+def mypy_cache(root: Path = ROOT) -> Iterator[Path]:
+    """``root``'s incremental mypy cache (``.mypy_cache``), held by one process at a time: the
+    code-quality test and the removal proof, which seeds its copies from it, share it, so a fresh
+    clone pays for one full check of the code, not two."""
+    cache = root / ".mypy_cache"
+    cache.mkdir(exist_ok=True)
+    with open(cache / "held.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # waits while the other one runs mypy
+        yield cache
+
+
+def mypy(root: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """mypy over ``root`` (configured in its pyproject.toml), with its own cache (``mypy_cache``)."""
+    with mypy_cache(root):
+        return subprocess.run([sys.executable, "-m", "mypy"], cwd=root, capture_output=True, text=True, timeout=900)
 
 
 def tracked_paths(root: Path = ROOT) -> list[str]:
