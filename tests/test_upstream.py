@@ -5,11 +5,14 @@ and the requests it cost. Retries are off except in the tests about retrying."""
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 import pytest
+from support import upstream_history
 from support.fakegithub import FakeGitHub, Repo
 from support.manifests import workaround, write_manifest
+from test_upstream_cli import run
 
 from tracker import upstream
 from tracker.model import manifest as manifest_module
@@ -474,3 +477,20 @@ def test_requests_carry_the_chosen_token(server, tmp_path):
     seeded_open_pr(server)
     learn(server, tmp_path, "pytorch/pytorch#189017")
     assert {hit.token for hit in server.log} == {TOKEN}
+
+
+# ------------------------------------------------------------ the shipped manifest
+
+
+def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github, tmp_path):
+    # So that the history does not rot: a reference added to the shipped manifest is seeded too.
+    # Removing an entry keeps this true; the facts are the history's own.
+    shipped = reader.load()
+    result = run(github, tmp_path, "--json", "--refresh", manifest=reader.default_path())
+
+    assert result.exit_code == 0, result.output
+    found = {item["ref"]: (item["state"], item["released_in"]) for item in json.loads(result.stdout)["references"]}
+    assert set(found) == upstream_history.references(shipped)
+    assert set(found) <= set(upstream_history.EXPECTED)
+    assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
+    assert github.count("/graphql") <= 6  # a cold refresh of the shipped manifest in at most 6 requests
