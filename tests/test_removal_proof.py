@@ -87,6 +87,8 @@ FROZEN = {
                              "text = FROZEN_MANIFEST.read_text("),
     "tests/test_upstream_cli.py": ("upstream on the frozen manifest against its seeded history",
                                    "manifest=FROZEN_MANIFEST"),
+    "tests/test_hostile_github.py": ("upstream on the frozen manifest and the bot on the frozen repository, "
+                                     "against answers that are not GitHub's", "shutil.copyfile(FROZEN_MANIFEST, "),
 }
 
 
