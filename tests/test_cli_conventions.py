@@ -31,16 +31,17 @@ def run(*args: str, env: dict[str, str] | None = None):
     return CliRunner().invoke(app, list(args), env={**CLEAN_ENV, **(env or {})})
 
 
-def without(*modules: str, args: list[str]) -> subprocess.CompletedProcess:
+def without(*modules: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The command line in a process where ``modules`` cannot be imported (as in a base install;
-    tests/test_wheel.py runs the same commands in a real one)."""
+    tests/test_wheel.py runs the same commands in a real one), with ``env`` added."""
     code = ("import sys\n"
             f"for name in {modules!r}: sys.modules[name] = None\n"
             "from tracker.commands.app import main\n"
             f"sys.argv = ['xpu-workarounds', *{args!r}]\n"
             "main()\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**environment, **(env or {})}, timeout=120)
 
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
@@ -155,13 +156,28 @@ def test_options_without_a_command_are_a_usage_error():
     assert "Missing command." in result.stderr
 
 
-@pytest.mark.parametrize("args", [["upstream"], ["upstream", "--offline"], ["retire"], ["retire", "--open-prs"]])
-def test_github_commands_without_pygithub_name_the_extra_and_exit_2(args):
+@pytest.mark.parametrize("args, what", [(["upstream"], "upstream"), (["upstream", "--refresh"], "upstream"),
+                                        (["retire", "--open-prs"], "retire --open-prs"),
+                                        (["retire", "--fresh"], "retire --fresh")])
+def test_what_talks_to_github_without_pygithub_names_the_extra_and_exits_2(args, what):
     result = without("github", args=args)
     assert result.returncode == 2
-    assert result.stderr == (f"xpu-workarounds: error: {args[0]} needs the github extra: "
+    assert result.stderr == (f"xpu-workarounds: error: {what} needs the github extra: "
                              "pip install 'xpu-workarounds[github]'\n")
     assert result.stdout == ""
+
+
+def test_the_retire_plan_and_upstream_offline_need_no_github_client(tmp_path):
+    # The base install has neither PyGithub nor requests (tests/test_wheel.py runs the same there).
+    plan = without("github", "requests", args=["retire", "--json"])
+    assert plan.returncode == 0, plan.stderr
+    assert {item["id"] for item in [*json.loads(plan.stdout)["retirable"], *json.loads(plan.stdout)["kept"]]} == \
+        set(reader.load().ids)
+    offline = without("github", "requests", args=["upstream", "--offline"],
+                      env={"XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path)})
+    assert offline.returncode == 4  # no cache here: said in one line, not a missing extra
+    assert offline.stderr.startswith("xpu-workarounds: error: no cached upstream facts in ")
+    assert offline.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("args", [["upstream", "--offline"], ["retire", "--fresh"], ["check", "--pull-request", "1",

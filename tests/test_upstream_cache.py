@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+import hypothesis
 import pytest
 from support.fakegithub import FakeGitHub
 from test_upstream import (
@@ -144,3 +145,15 @@ def test_cache_holds_validators_but_never_the_token(server, tmp_path):
     text = cache_file(tmp_path).read_text()
     assert TOKEN not in text and "authorization" not in text.lower()
     assert '"etag"' in text
+
+
+@hypothesis.settings(max_examples=400, deadline=None)
+@hypothesis.given(hypothesis.strategies.text(alphabet="<>;=,' \"abc/:?&rel=nextpage0123", max_size=80))
+def test_the_cache_reads_a_link_header_as_the_client_does(value):
+    """Offline, the pages of a cached list are followed by ``tracker.upstream.paging`` (no
+    requests in a base install); live, the client's requests parsed the same header."""
+    import requests
+
+    from tracker.upstream.paging import header_links
+
+    assert header_links(value) == requests.utils.parse_header_links(value)

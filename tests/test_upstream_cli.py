@@ -174,6 +174,28 @@ def test_offline_works_from_the_cache_and_says_how_old_it_is(github, tmp_path):
     assert github.count() == 0
 
 
+def test_offline_answers_from_the_cache_without_pygithub_or_requests(github, tmp_path):
+    """What a base install (no [github] extra) can do: read the facts a run with the extra cached."""
+    import os
+    import subprocess
+    import sys
+
+    live = run(github, tmp_path, "--json", "--refresh")
+    assert live.exit_code == 0, live.output
+    github.reset_log()
+    code = ("import sys\n"
+            "for name in ('github', 'requests', 'urllib3'): sys.modules[name] = None\n"
+            "from tracker.commands.app import main\n"
+            f"sys.argv = ['xpu-workarounds', '--manifest', {str(FROZEN_MANIFEST)!r}, 'upstream', '--offline', '--json']\n"
+            "main()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_"))}
+    env.update({"GITHUB_API_URL": github.base_url, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path)})
+    offline = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["references"] == json.loads(live.stdout)["references"]
+    assert github.count() == 0
+
+
 def test_offline_without_a_cache_exits_4_with_one_line(github, tmp_path):
     result = run(github, tmp_path, "--offline")
 

@@ -295,10 +295,22 @@ def test_the_installed_plugin_registers_and_logs_its_version(installed, tmp_path
     assert f"; version {tracker.__version__}, manifest " in line
 
 
-@pytest.mark.parametrize("args, extra", [(["upstream"], "github"), (["retire"], "github"),
-                                         (["status", "--cluster"], "ray")])
-def test_a_base_install_names_the_missing_extra_and_exits_2(installed, args, extra):
+@pytest.mark.parametrize("args, what, extra", [(["upstream"], "upstream", "github"),
+                                               (["retire", "--open-prs", "--repo", "o/r"], "retire --open-prs", "github"),
+                                               (["status", "--cluster"], "status --cluster", "ray")])
+def test_a_base_install_names_the_missing_extra_and_exits_2(installed, args, what, extra):
     ran = subprocess.run([str(installed / "xpu-workarounds"), *args], capture_output=True, text=True, env=CLEAN_ENV)
     assert ran.returncode == 2
-    assert ran.stderr == (f"xpu-workarounds: error: {' '.join(args)} needs the {extra} extra: "
+    assert ran.stderr == (f"xpu-workarounds: error: {what} needs the {extra} extra: "
                           f"pip install 'xpu-workarounds[{extra}]'\n")
+
+
+def test_a_base_install_plans_the_retirement_and_reads_upstream_offline(installed, tmp_path):
+    cli = str(installed / "xpu-workarounds")
+    plan = subprocess.run([cli, "retire", "--json"], capture_output=True, text=True, env=CLEAN_ENV, cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    judged = json.loads(plan.stdout)
+    assert {item["id"] for item in judged["retirable"] + judged["kept"]} == set(reader.load().ids)
+    env = {**CLEAN_ENV, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
+    offline = subprocess.run([cli, "upstream", "--offline"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert offline.returncode == 4 and "no cached upstream facts in " in offline.stderr  # not a missing extra

@@ -56,7 +56,8 @@ def retire(
 
     Which workarounds no supported stack needs any more, with the evidence and the floors; with
     --open-prs, one removal PR per retirable workaround."""
-    require_extra("github", "github", "retire")
+    if open_prs or fresh:  # what talks to GitHub; the plan reads the manifest (and, for a policy, the cache)
+        require_extra("github", "github", "retire --open-prs" if open_prs else "retire --fresh")
     from tracker.model.retirement import retirement
 
     if open_prs:
@@ -103,7 +104,7 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
     if not fresh and not manifest.policy.active:
         return manifest, fixed_floors(manifest), {"source": "manifest"}
     from tracker.upstream.cache import Mode, NoUsableCache
-    from tracker.upstream.errors import GitHubError
+    from tracker.upstream.failure import GitHubError
     from tracker.upstream.overlay import with_facts
     from tracker.upstream.tracking import learn
 

@@ -38,9 +38,10 @@ def upstream(
 
     Its state, landed commit and first release, and which of vLLM's inline workarounds are dead
     at vLLM's current pins."""
-    require_extra("github", "github", "upstream")
+    if not offline:  # --offline reads the cache alone: no GitHub client (the base install has none)
+        require_extra("github", "github", "upstream")
     from tracker import upstream as upstream_module
-    from tracker.upstream.errors import GitHubError
+    from tracker.upstream.failure import GitHubError
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")

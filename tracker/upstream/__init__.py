@@ -8,7 +8,10 @@ runs it all; ``writeback`` writes the facts into a manifest; ``overlay`` lays th
 one; ``floors`` evaluates a support-floor policy (``tracker.commands.upstream_text`` prints them).
 
 The names below are imported on first use, so that ``tracker.upstream.floors`` (which
-``retire`` reads without GitHub) does not import PyGithub.
+``retire`` reads without GitHub) does not import PyGithub. What answers from the cache alone
+(``upstream --offline``, the ``retire`` plan) imports no GitHub client either: the settings,
+the failures (``failure``) and the paging rules (``paging``) need none; only ``client``,
+``errors``, ``graphql`` and ``prefetch`` import PyGithub, where a request is sent.
 """
 
 from __future__ import annotations

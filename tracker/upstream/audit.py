@@ -12,8 +12,8 @@ from tracker.model.manifest import InlineWorkaround, Manifest, Workaround
 from tracker.model.pins import xpu_pins
 from tracker.model.vocabulary import RELEASED_STATES, Role
 from tracker.upstream.cache import NotCached, Source
-from tracker.upstream.errors import GitHubMissing
 from tracker.upstream.facts import Facts, InlineVerdict
+from tracker.upstream.failure import GitHubMissing
 from tracker.upstream.fields import as_base64
 from tracker.upstream.releases import RELEASE_TAG_PREFIX, Releases
 

@@ -20,9 +20,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tracker import paths
-from tracker.upstream import client as github_client
 from tracker.upstream.clock import iso, now, parse_iso
-from tracker.upstream.errors import GitHubMissing, GitHubUnavailable, UnexpectedAnswer
+from tracker.upstream.failure import GitHubMissing, GitHubUnavailable
+from tracker.upstream.paging import EndlessList, Pages, next_page
 from tracker.upstream.settings import ClientSettings
 
 CACHE_SCHEMA = 1
@@ -161,6 +161,8 @@ class Source:
     def _github(self) -> Any:
         if self._gh is None:
             assert self.client is not None, "an offline Source sends no request"
+            from tracker.upstream import client as github_client  # only where a request is sent: offline has none
+
             self._gh = github_client.connect(self.client)
         return self._gh
 
@@ -171,13 +173,13 @@ class Source:
         """Every page of a list, following ``Link: rel="next"``."""
         items: list[Any] = []
         url: str | None = path
-        pages = github_client.Pages(self.client or ClientSettings(base_url=self.cache.base_url))
+        pages = Pages(self.client or ClientSettings(base_url=self.cache.base_url))
         read: list[str] = []
         while url is not None:
             if read:  # a loop or an endless chain, even when every page is known already
                 try:
                     pages.check(read, pages.key(url))
-                except UnexpectedAnswer as error:
+                except EndlessList as error:
                     raise GitHubUnavailable(f"{what}: {error.line}") from None
             read.append(pages.key(url))
             entry = self._entry(url, what=what)
@@ -186,7 +188,7 @@ class Source:
                     f"{what}: {self.client.host if self.client else 'the cache'} answered an object where a list "
                     "was expected: is GITHUB_API_URL the REST API?")
             items.extend(entry["data"])
-            url = github_client.next_page(entry["headers"])
+            url = next_page(entry["headers"])
         return items
 
     def _key(self, url: str) -> str:
@@ -235,6 +237,8 @@ class Source:
             return stored
         assert self.client is not None
         validators = stored["headers"] if stored is not None else None
+        from tracker.upstream import client as github_client
+
         answer = github_client.get(self._github(), self.client, url, validators, what=what)
         self.sent.append((key, answer.status))
         if answer.status == 304 and stored is not None:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlparse
+from urllib.parse import unquote, urlparse
 
 import github
 import requests
@@ -39,6 +39,7 @@ from github.GithubRetry import GithubRetry
 
 from tracker.upstream import deadline
 from tracker.upstream.errors import UnexpectedAnswer, classify
+from tracker.upstream.paging import EndlessList, Pages, next_page
 from tracker.upstream.settings import ClientSettings
 
 USER_AGENT = "xpu-workarounds"
@@ -163,7 +164,10 @@ def _guard(requester: Any, settings: ClientSettings) -> None:
         if problem:
             raise UnexpectedAnswer(f"GitHub at {settings.host} answered {problem}: {_NOT_API}")
         if verb == "GET" and 200 <= status < 300:
-            pages.follow(url, parameters, next_page(lowered))
+            try:
+                pages.follow(url, parameters, next_page(lowered))
+            except EndlessList as error:
+                raise UnexpectedAnswer(error.line) from None
         return status, answer_headers, body
 
     requester.requestJson = request_json
@@ -178,50 +182,6 @@ def _leaves(path: str) -> str:
         if any(segment in (".", "..") for segment in re.split(r"[/\\]", spelling)):
             return "a '.' or '..' segment"
     return ""
-
-
-def next_page(headers: Mapping[str, str]) -> str | None:
-    """The URL of the next page an answer names (``Link: rel="next"``; lower-case header names)."""
-    return next((link["url"] for link in requests.utils.parse_header_links(headers.get("link", ""))
-                 if link.get("rel") == "next" and link.get("url")), None)
-
-
-class Pages:
-    """The pages of each list read so far, to refuse a next page already given (a loop) or one
-    past ``max_pages`` (an endless chain) before it is asked."""
-
-    def __init__(self, settings: ClientSettings) -> None:
-        self.settings = settings
-        self.prefix = urlparse(settings.base_url).path.rstrip("/")
-        self.before: dict[str, tuple[str, ...]] = {}  # a next page named -> the pages of its list before it
-
-    def key(self, url: str, parameters: Mapping[str, Any] | None = None) -> str:
-        """``url`` (absolute, or a path below the base URL) with ``parameters``, in one spelling."""
-        parsed = urlparse(url)
-        path = parsed.path
-        if parsed.netloc and self.prefix and path.startswith(self.prefix + "/"):
-            path = path[len(self.prefix):]
-        query = sorted([*parse_qsl(parsed.query, keep_blank_values=True),
-                        *((str(k), str(v)) for k, v in (parameters or {}).items())])
-        return path + (f"?{urlencode(query)}" if query else "")
-
-    def follow(self, url: str, parameters: Mapping[str, Any] | None, following: str | None) -> None:
-        """Record that the page at ``url`` names ``following`` next; ``UnexpectedAnswer`` when that
-        page was given already or the list would be longer than ``max_pages``."""
-        here = self.key(url, parameters)
-        pages = (*self.before.pop(here, ()), here)
-        if following is None:
-            return
-        self.check(pages, self.key(following))
-        self.before[self.key(following)] = pages
-
-    def check(self, pages: tuple[str, ...] | list[str] | set[str], following: str) -> None:
-        if following in pages:
-            raise UnexpectedAnswer(f"GitHub at {self.settings.host} named a page it had already given as the next "
-                                   f"page of a list (a loop): not followed")
-        if len(pages) >= self.settings.max_pages:
-            raise UnexpectedAnswer(f"GitHub at {self.settings.host} named more than {self.settings.max_pages} "
-                                   f"pages for one list: not followed")
 
 
 def _unexpected(verb: str, status: int, headers: dict[str, str], body: str, paged: bool, host: str) -> str:

@@ -26,20 +26,9 @@ from github.GithubException import (
 from urllib3.exceptions import ReadTimeoutError
 
 import tracker
+from tracker.upstream.failure import GitHubError, GitHubMissing, GitHubUnavailable
 from tracker.upstream.fields import WrongField, shown
 from tracker.upstream.settings import ClientSettings
-
-
-class GitHubError(Exception):
-    """A GitHub failure as one line; never holds the token or request headers."""
-
-
-class GitHubUnavailable(GitHubError):
-    """Nothing can be learned from GitHub now (outage, timeout, rate limit, credentials)."""
-
-
-class GitHubMissing(GitHubError):
-    """GitHub answered that the thing asked for does not exist (404, 410, 422)."""
 
 
 class UnexpectedAnswer(GithubException):

@@ -19,8 +19,8 @@ from tracker.paths import cache_dir as environment_cache_dir
 from tracker.upstream.audit import inline_audit
 from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
 from tracker.upstream.clock import age_text, iso, now
-from tracker.upstream.errors import GitHubMissing, GitHubUnavailable
 from tracker.upstream.facts import Facts, Learned, Report
+from tracker.upstream.failure import GitHubMissing, GitHubUnavailable
 from tracker.upstream.fields import WrongField, as_str, field_object
 from tracker.upstream.floors import Floors, effective_floors, fixed_floors
 from tracker.upstream.releases import Releases
