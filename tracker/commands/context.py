@@ -39,7 +39,8 @@ def given_manifest(ctx: typer.Context) -> Path | None:
 
 ManifestOption = Annotated[
     Path | None,
-    typer.Option("--manifest", help="Manifest to read (default: the shipped workarounds.toml).",
+    typer.Option("--manifest", help="Manifest to read (default: this repository's workarounds.toml, else the "
+                                    "shipped one; status: the shipped one).",
                  envvar=tracker.MANIFEST, show_default=False),
 ]
 
@@ -113,10 +114,65 @@ def manifest_must_exist(path: Path | str | None) -> None:
         fail(f"cannot read the manifest {named}: {error.strerror or error}")
 
 
-def load_manifest(ctx: typer.Context) -> manifest_module.Manifest:
-    """The manifest the command line names, read and valid; else one line per problem and exit 2."""
-    named = given_manifest(ctx)
+MANIFEST_NAME = "workarounds.toml"
+
+
+def repository_manifest(start: Path | None = None) -> Path | None:
+    """The nearest ``workarounds.toml`` from ``start`` (default: the working directory) up to the
+    root of the git repository it is in (the directory holding ``.git``), as ruff and pre-commit
+    find their configuration; None outside a repository, or in one without it (then the shipped
+    manifest is read): a file above the repository, another user's for one, is never picked up."""
+    here = (Path.cwd() if start is None else start).absolute()
+    found = None
+    for directory in (here, *here.parents):
+        candidate = directory / MANIFEST_NAME
+        if found is None and candidate.is_file():
+            found = candidate
+        if (directory / ".git").exists():
+            return found
+    return None
+
+
+def chosen_manifest(given: Path | None, repository: bool = True) -> tuple[Path | None, bool]:
+    """The manifest a command reads: ``--manifest`` / ``XPU_WORKAROUNDS_MANIFEST`` when given;
+    else (``repository``) the repository's own, when it is not the shipped one; else None, the
+    shipped one. The second item says whether it was found in the repository."""
+    if given is not None or not repository:
+        return given, False
+    found = repository_manifest()
+    if found is None or found.resolve() == reader.default_path().resolve():
+        return None, False
+    return found, True
+
+
+def say_found(path: Path) -> None:
+    """One line on stderr: the manifest was found, not named (as every linter says its configuration)."""
+    typer.echo(one_line(f"xpu-workarounds: manifest {path} (this repository's; --manifest PATH for another)"),
+               err=True)
+
+
+def note_repository_manifest(ctx: typer.Context) -> None:
+    """``status`` decides with the shipped manifest, as the plugin does: one note on stderr when
+    the repository here has a manifest of its own that differs from it (none named)."""
+    if given_manifest(ctx) is not None:
+        return
+    found = repository_manifest()
+    shipped = reader.default_path()
+    if found is None or found.resolve() == shipped.resolve() or reader.digest(found) == reader.digest(shipped):
+        return
+    typer.echo(one_line(f"xpu-workarounds: note: status decides with the shipped manifest, as the plugin does; "
+                        f"this repository has its own, {found} (--manifest {shlex.quote(str(found))} to "
+                        "decide with it)"), err=True)
+
+
+def load_manifest(ctx: typer.Context, repository: bool = True) -> manifest_module.Manifest:
+    """The manifest the command reads (``chosen_manifest``; ``repository=False``: never the
+    repository's, for ``status``, which must agree with the plugin); a missing one is bad input,
+    an invalid one its problems and exit 2."""
+    named, found = chosen_manifest(given_manifest(ctx), repository)
     manifest_must_exist(named)
+    if found and named is not None:
+        say_found(named)
     try:
         return reader.load(named)
     except manifest_module.ManifestError as error:

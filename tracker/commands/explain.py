@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from tracker.commands.context import AssumeOption, JsonOption, PlatformOption, decided_for, fail, load_manifest
+from tracker.commands.context import (
+    AssumeOption,
+    JsonOption,
+    PlatformOption,
+    chosen_manifest,
+    decided_for,
+    fail,
+    load_manifest,
+)
 from tracker.commands.output import terminal_width
 from tracker.model.vocabulary import unknown_id_hint
 
@@ -17,7 +25,7 @@ def complete_id(ctx: typer.Context, incomplete: str) -> list[str]:
     from tracker.model import manifest as manifest_module
     from tracker.model import reader
 
-    named = ctx.find_root().params.get("manifest")
+    named, _ = chosen_manifest(ctx.find_root().params.get("manifest"))
     try:
         ids = reader.load(named).ids
     except (manifest_module.ManifestError, OSError, ValueError):

@@ -196,7 +196,8 @@ class Format(StrEnum):
 
 def lint_command(
     ctx: typer.Context,
-    path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: the shipped one).",
+    path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: this repository's "
+                                                     "workarounds.toml, else the shipped one).",
                                                 show_default=False)] = None,
     output_format: Annotated[Format, typer.Option(
         "--format", help="text: PATH:LINE: field: message; json: one object; github: workflow annotations "
@@ -210,7 +211,7 @@ def lint_command(
         if output_format not in (Format.TEXT, Format.JSON):
             fail(f"--json and --format {output_format} exclude each other")
         output_format = Format.JSON
-    target = path if path is not None else context.given_manifest(ctx)
+    target = path if path is not None else context.chosen_manifest(context.given_manifest(ctx))[0]
     context.manifest_must_exist(target)  # bad input (exit 2), not a problem of a manifest
     problems = lint(target)
     if output_format == Format.JSON:

@@ -14,6 +14,7 @@ from tracker.commands.context import (
     decided_for,
     fail,
     load_manifest,
+    note_repository_manifest,
     require_extra,
 )
 from tracker.commands.output import terminal_width
@@ -57,7 +58,8 @@ def status(
         return
     if address is not None:
         fail("--address goes with --cluster")
-    manifest = load_manifest(ctx)
+    manifest = load_manifest(ctx, repository=False)  # the shipped one, as every vLLM process here reads it
+    note_repository_manifest(ctx)
     document = status_document(manifest, decided_for(manifest, platform, assume))
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document, terminal_width()))
 

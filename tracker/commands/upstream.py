@@ -11,6 +11,7 @@ import typer
 from tracker.commands.context import (
     JsonOption,
     QuietOption,
+    chosen_manifest,
     fail,
     github_settings,
     given_manifest,
@@ -45,7 +46,7 @@ def upstream(
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")
-    if write and given_manifest(ctx) is None:  # the shipped one is what every vLLM process here reads
+    if write and chosen_manifest(given_manifest(ctx))[0] is None:  # the shipped one: what every vLLM process here reads
         fail(f"--write needs --manifest PATH, the manifest to update (the shipped {default_path()} is never "
              "written)")
     manifest = load_manifest(ctx)
