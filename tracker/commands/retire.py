@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tracker import one_line
 from tracker.commands import context
 from tracker.commands.context import (
     JsonOption,
@@ -85,13 +86,13 @@ def retire(
             typer.echo("no workarounds in this manifest: nothing to retire (whether its [[tracked]] entries are "
                        "dead code: xpu-workarounds upstream)")
         for item in retirable:
-            typer.echo(f"retirable  {item['id']}: {item['evidence']}")
+            typer.echo(one_line(f"retirable  {item['id']}: {item['evidence']}"))  # evidence quotes GitHub
         for item in kept:
-            typer.echo(f"keep       {item['id']}: {item['reason']}")
+            typer.echo(one_line(f"keep       {item['id']}: {item['reason']}"))
         for floor in floors.floors:
             typer.echo(f"floor      {floor.describe()}")
         if floors.note:
-            typer.echo(f"xpu-workarounds: warning: {floors.note}", err=True)
+            typer.echo(one_line(f"xpu-workarounds: warning: {floors.note}"), err=True)
     if check and retirable:
         raise typer.Exit(ExitCode.FINDING)
 

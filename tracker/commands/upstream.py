@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from tracker import one_line
 from tracker.commands.context import (
     JsonOption,
     QuietOption,
@@ -67,9 +68,9 @@ def upstream(
         fail(f"no upstream reference could be learned ({failed[0].error}"
              f"{f'; and {len(failed) - 1} more' if len(failed) > 1 else ''})", ExitCode.OUTSIDE_SERVICE)
     if report.warning:
-        typer.echo(f"xpu-workarounds: warning: {report.warning}", err=True)
-    for facts in failed:
-        typer.echo(f"xpu-workarounds: warning: {facts.error}", err=True)
+        typer.echo(one_line(f"xpu-workarounds: warning: {report.warning}"), err=True)
+    for facts in failed:  # what a server said, quoted
+        typer.echo(one_line(f"xpu-workarounds: warning: {facts.error}"), err=True)
     if json_output:
         if report.source == "cache":
             typer.echo(f"upstream facts from the cache of {report.as_json()['checked_at']} "
