@@ -1,6 +1,6 @@
 """The census on the released source of vLLM: each release's sdist fetched from PyPI as the
 command fetches it and cached with the files the census reads (tests/support/vllm_harness.py
-``release_census_tree``), read by the function the command runs (``census_tree``) against the
+``release_source``), read by the function the command runs (``census_tree``) against the
 shipped manifest's ``[[tracked]]`` entries.
 
 The yardstick is the hand-made census of vLLM 0.34.0 (docs/census.md says where the tool and
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.release_matrix
 
 MANIFEST = reader.load()
 # Consecutive releases: the pairs --since is checked across.
-CHAIN = ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+CHAIN = vllm_harness.CENSUS_RELEASES
 # The hand-made census of 0.34.0 (file under vllm/, first and last line), with its corrections.
 REFERENCED = {
     "A1": ("platforms/xpu.py", 422, 444), "A2": ("utils/torch_utils.py", 907, 922),
@@ -64,7 +64,7 @@ def census_of():
 
     def take(release: str) -> Census:
         if release not in taken:
-            taken[release] = census_tree(MANIFEST, vllm_harness.release_census_tree(release))
+            taken[release] = census_tree(MANIFEST, vllm_harness.release_source(release))
         return taken[release]
 
     return take
@@ -93,7 +93,7 @@ def test_most_unreferenced_sites_of_0_34_0_are_found_and_the_silent_ones_are_nam
 
 
 def test_far_fewer_sites_than_platform_checks_are_listed(census_of):
-    root = vllm_harness.release_census_tree("0.34.0")
+    root = vllm_harness.release_source("0.34.0")
     checks = sum(len(PLATFORM_CHECK.findall(path.read_text())) for path in (root / "vllm").rglob("*.py"))
     assert checks > 150
     assert len(census_of("0.34.0").sites) < checks / 5
@@ -124,8 +124,8 @@ def test_since_finds_what_a_release_dropped(census_of):
 
 
 def test_a_release_census_through_the_command_tracks_every_trackable_site_of_the_newest_release():
-    newest = vllm_harness.release_census_tree(vllm_harness.ALL_RELEASES[-1])
-    older = vllm_harness.release_census_tree("0.33.0")
+    newest = vllm_harness.release_source(vllm_harness.ALL_RELEASES[-1])
+    older = vllm_harness.release_source("0.33.0")
     result = CliRunner().invoke(app, ["census", "--json", "--check", str(newest), "--since", str(older)],
                                 env={"XPU_WORKAROUNDS_MANIFEST": None})
     assert result.exit_code == 0, result.output

