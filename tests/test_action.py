@@ -794,6 +794,19 @@ def test_a_requirement_the_index_cannot_give_is_named_with_why_and_fails_the_ste
     assert step.run(check_script(), **{**env, "FAIL_ON_DRIFT": "true"}).returncode == 3
 
 
+def test_a_requirement_whose_location_only_mentions_vllm_is_not_a_vllm_pin(upgrade):
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    kernels = "-e git+https://github.com/vllm-project/vllm-xpu-kernels@v0.1.16#egg=vllm-xpu-kernels"
+    repo.commit("Kernels from their repository", branch="bump-vllm",
+                files={"requirements.txt": f"vllm==0.24.0\n{kernels}\nfastapi\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout, result.stdout + result.stderr
+    assert writes(step.server) == 0
+
+
 def test_every_text_from_the_pr_renders_as_text(upgrade):
     from markdown_it import MarkdownIt
     from test_workflow import check_script

@@ -54,8 +54,21 @@ if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull reques
 
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
 _ROOT_PINS = re.compile(r"pyproject\.toml|requirements[A-Za-z0-9_.-]*\.txt")
-# "vllm" as a name in a path or URL, not a part of another name (vllm-xpu-kernels, myvllm).
-_NAMES_VLLM = re.compile(r"(?i)(?<![a-z0-9])vllm(?![a-z0-9]|[-_.]xpu)")
+# What a path or URL installs: its #egg= name, else its last part less a version and a suffix
+# (vllm-0.25.1-py3-none-any.whl, vllm-0.25.1.tar.gz, .../vllm.git@v0.25.1, ./vendor/vllm).
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
+_INSTALLED_NAME = re.compile(r"([A-Za-z0-9._]+?)(?:-\d[^/]*|\.git|\.whl|\.tar\.gz|\.zip)?")
+
+
+def _names_vllm(text: str) -> bool:
+    """Whether a path or URL (a requirement pip reads by location) installs vLLM, not another package
+    whose location mentions it (``vllm-project/vllm-xpu-kernels``)."""
+    egg = _EGG.search(text)
+    if egg is not None:
+        return canonicalize_name(egg[1]) == "vllm"
+    last = re.split(r"[/\\]", text.split("#")[0].rstrip("/\\"))[-1].split("@")[0]
+    found = _INSTALLED_NAME.fullmatch(last)
+    return found is not None and canonicalize_name(found[1]) == "vllm"
 
 
 class UpgradeError(Exception):
@@ -91,7 +104,7 @@ def _judged(text: str) -> VllmRequirement | None:
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
-        if _NAMES_VLLM.search(text):
+        if _names_vllm(text):
             return VllmRequirement(text, None, "not a requirement by name and version (a path or a URL): the "
                                                "check fetches releases from the package index by version only")
         return None
