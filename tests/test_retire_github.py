@@ -298,6 +298,18 @@ def test_a_run_that_cannot_tell_whose_token_it_holds_writes_nothing(scenario, mo
     assert writes(scenario.server) == 0 and not scenario.dashboards() and not scenario.prs(STATIC)
 
 
+def test_a_dry_run_without_a_token_reads_and_says_what_it_would_do(scenario):
+    from dataclasses import replace
+
+    scenario.run()  # the bot's dashboard and PR exist
+    scenario.server.settle()
+    scenario.server.reset_log()
+    anonymous = github.Github(base_url=scenario.server.base_url, retry=None, timeout=15,
+                              seconds_between_requests=None, seconds_between_writes=None)
+    outcome = Retirer(anonymous, replace(scenario.settings, token=None), REPOSITORY, dry_run=True).run()
+    assert writes(scenario.server) == 0 and outcome.dashboard.action == "opened"  # no issue is anyone's own
+
+
 # ------------------------------------------------------------------------ idempotence
 
 

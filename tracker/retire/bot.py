@@ -125,7 +125,10 @@ class Retirer:
 
     def own(self) -> str:
         """The token's login: the issues (the dashboard, an inline workaround's) that are this tool's own
-        are those it wrote. GitHub not saying stops the run before any write."""
+        are those it wrote. GitHub not saying stops the run before any write. Without a token there is
+        no one: no issue is this tool's (a dry run says what it would open)."""
+        if self._own is None and not self.settings.token:
+            self._own = ""
         if self._own is None:
             try:
                 self._own = token_login(self.gh, self.settings)
