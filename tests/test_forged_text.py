@@ -83,19 +83,22 @@ def test_a_forged_line_in_a_one_line_field_is_a_lint_problem_at_its_line(tmp_pat
         "this field is one line of text"]
 
 
-@pytest.mark.parametrize(("keys", "value", "field"), [
-    (("tracked", 0, "file"), "vllm/platforms/xpu.py\n", "tracked[inline-sync].file"),
-    (("sources", "vllm", "tag"), "v{version}\n", "sources.vllm.tag"),
-    (("workaround", 0, "title"), "Synchronize\x1b[2J the stream", "workaround[main-stream-sync].title"),
-    (("workaround", 0, "title"), "Synchronize \u202ethe stream", "workaround[main-stream-sync].title"),
+# A path or a tag is matched whole, so a trailing newline is also its format's problem: said once, as that.
+@pytest.mark.parametrize(("keys", "value", "field", "said"), [
+    (("tracked", 0, "file"), "vllm/platforms/xpu.py\n", "tracked[inline-sync].file", "must be a .py path"),
+    (("sources", "vllm", "tag"), "v{version}\n", "sources.vllm.tag", "'v{version}\\n' is not a tag name"),
+    (("workaround", 0, "title"), "Synchronize\x1b[2J the stream", "workaround[main-stream-sync].title",
+     "holds the control character "),
+    (("workaround", 0, "title"), "Synchronize \u202ethe stream", "workaround[main-stream-sync].title",
+     "holds the control character "),
 ])
 def test_a_trailing_newline_or_a_terminal_escape_in_a_one_line_field_is_a_lint_problem(tmp_path, keys, value,
-                                                                                         field):
+                                                                                         field, said):
     path = manifest_with(tmp_path, setter(*keys, value=value))
     result = invoke("lint", path)
     assert result.exit_code == 1
     (line,) = result.stdout.splitlines()
-    assert line.startswith(f"{path}:") and f": {field}: holds the control character " in line
+    assert line.startswith(f"{path}:") and f": {field}: {said}" in line
 
 
 def test_a_forged_id_is_one_problem_of_its_entry_not_two(tmp_path):
