@@ -156,12 +156,6 @@ def vllm_requirements(path: str, text: str) -> tuple[VllmRequirement, ...]:
     return tuple(requirement for requirement in found if requirement is not None)
 
 
-def vllm_pin(path: str, text: str) -> Version | None:
-    """The one release a pin file's vLLM requirement pins (None: none, or none the index can give)."""
-    found = vllm_requirements(path, text)
-    return found[0].release if len(found) == 1 else None
-
-
 @dataclass
 class PinMove:
     """A pin file whose vLLM requirement changes: the release it pinned, and what it requires now."""
@@ -448,5 +442,5 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
 
 __all__ = ["MARKER", "Checked", "PinMove", "ReleaseMove", "UpgradeError", "VllmRequirement", "check_pull_request",
-           "comment_text", "inline_lines", "pin_file", "pin_moves", "release_text", "verdicts", "vllm_pin",
+           "comment_text", "inline_lines", "pin_file", "pin_moves", "release_text", "verdicts",
            "vllm_requirements"]
