@@ -18,7 +18,9 @@ vLLM's oldest supported release pins for XPU), nothing retirable; upstream is th
    supported stack, and the next run opens its removal PR, citing the evidence.
 3. nothing happens: the next run sends no write.
 
-Each run's requests are counted.
+vLLM's releases also reach the package index (the stand-in on loopback, tests/support/package_index.py,
+read by real pip): each week's dashboard looks ahead at the newest one, and the idle week downloads
+nothing. Each run's requests are counted.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from github import Auth
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
+from support.package_index import Index, pip_environment, vllm_sdist
 from support.repository import frozen
 from test_retire_github import REPOSITORY, TOKEN
 from test_workflow import ACTION, retire_script
@@ -68,8 +71,9 @@ def retire_step() -> tuple[str, set[str]]:
 
 
 class World:
-    def __init__(self, server: FakeGitHub, tmp_path: Path) -> None:
+    def __init__(self, server: FakeGitHub, index: Index, tmp_path: Path) -> None:
         self.server = server
+        self.index = index  # vLLM's releases on the package index, v0.33.0 the newest
         install(server)
         upstream_history.seed(server)
         self.vllm = server.repo("vllm-project", "vllm")
@@ -96,23 +100,25 @@ class World:
         """One scheduled run of the workflow's retire step, its JSON outcome and its requests."""
         script, names = retire_step()
         assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY", "BASE",
-                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY"}
+                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY", "LOOK_AHEAD"}
         env = {key: value for key, value in os.environ.items()
-               if not key.startswith(("XPU_WORKAROUNDS", "GITHUB")) and "proxy" not in key.lower()}
+               if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
         env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                     "GITHUB_API_URL": self.server.base_url,  # set by GitHub Actions on every runner
                     "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN, "GITHUB_TOKEN": "ghs_the-jobs-own-token",
                     "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), "REPOSITORY": REPOSITORY,
                     # The workflow's inputs on a scheduled run (which has no dispatch inputs).
                     "BASE": "", "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md",
-                    "DRY_RUN": "false", "ONLY": ""})
+                    "DRY_RUN": "false", "ONLY": "", "LOOK_AHEAD": "true", **pip_environment(self.index)})
         self.server.settle()
         self.server.reset_log()
+        self.index.requests.clear()
         result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=300)
         self.server.settle()
         assert result.returncode == 0, result.stdout + result.stderr
         assert TOKEN not in result.stdout + result.stderr
-        return {"lines": result.stdout.splitlines(), "writes": writes(self.server), "requests": self.requests()}
+        return {"lines": result.stdout.splitlines(), "writes": writes(self.server), "requests": self.requests(),
+                "downloads": sum(1 for path in self.index.requests if path.startswith("/files/"))}
 
     def requests(self) -> dict[str, int]:
         log = self.server.log
@@ -126,6 +132,7 @@ class World:
     def upstream_moves(self) -> str:
         self.torch.tags["v2.15.0"] = self.later_tags["torch"]
         self.vllm.tags["v0.34.0"] = self.later_tags["vllm"]
+        self.index.publish("0.34.0", vllm_sdist("0.34.0"))
         pr = self.vllm.pulls[47253]
         revert = self.vllm.commit(f'Revert "{pr.title} (#47253)"\n\nThis reverts commit {pr.merge_commit_sha}.',
                                   date="2026-11-30T09:00:00", files={"vllm/xpu_47253.py": None})
@@ -135,6 +142,8 @@ class World:
     def vllm_tags(self, tag: str) -> None:
         self.vllm.branch(f"releases/{tag}", "main")
         self.vllm.tag(tag, f"releases/{tag}")
+        version = tag.removeprefix("v")
+        self.index.publish(version, vllm_sdist(version))
 
     # ---- looking -------------------------------------------------------------------
     def pulls(self, branch: str):
@@ -152,8 +161,12 @@ class World:
 
 @pytest.fixture
 def world(tmp_path):
-    with FakeGitHub() as server:
-        yield World(server, tmp_path)
+    index = Index(version="0.33.0")
+    try:
+        with FakeGitHub() as server:
+            yield World(server, index, tmp_path)
+    finally:
+        index.close()
 
 
 def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
@@ -162,6 +175,7 @@ def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
     assert not world.pulls(FACTS_BRANCH) and not [b for b in world.project.branches if b.startswith(BRANCH_PREFIX)]
     assert any("floor" in line and "vllm 0.19.0: latest 15 minors as of v0.33.0" in line for line in first["lines"])
     assert world.dashboard().state == "open"
+    assert "**vLLM 0.33.0** is the newest release on the package index" in world.dashboard().body
 
     # Week 1: upstream moves.
     revert = world.upstream_moves()
@@ -204,10 +218,12 @@ def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
     assert "refreshed from GitHub by the run that wrote this" in removal.body
     dashboard = world.dashboard().body
     assert f"#{removal.number} open" in dashboard and "vllm 0.21.0: latest 15 minors as of v0.35.0" in dashboard
+    assert "**vLLM 0.35.0** is the newest release on the package index" in dashboard
 
     # Week 3: nothing happened upstream or on the base: no write at all.
     idle = world.week()
     assert idle["writes"] == 0
+    assert idle["downloads"] == 0  # vLLM 0.35.0 looked at again from the release cache
 
     counts = {name: run["requests"] for name, run in
               (("current", first), ("moved", moved), ("retiring", retiring), ("idle", idle))}
@@ -228,14 +244,20 @@ def test_time_passing_facts_pr_then_removal_pr_then_an_idle_week(world):
 # reads the base's README.md once (its symptom table's row for the workaround goes with it):
 # one read more in the retiring and idle weeks, and the edited README one write more. Outside the
 # repository too, one GraphQL query a run asks who the token is (the issues it wrote are its own).
+# Looking ahead reads the base's one pin file (pyproject.toml, which pins no vLLM) for the pinned
+# release: one read a week (PIN_READS).
 ISSUES = 3
 WHO = 1
+PIN_READS = 1
 EXPECTED_REQUESTS = {
-    "current": {"upstream": 3 + ISSUES + WHO, "upstream_not_304": 3 + ISSUES + WHO, "repository_reads": 15,
-                "writes": 2},
-    "moved": {"upstream": 2 + ISSUES + WHO, "upstream_not_304": 2 + WHO, "repository_reads": 16, "writes": 9},
-    "retiring": {"upstream": 2 + ISSUES + WHO, "upstream_not_304": 2 + WHO, "repository_reads": 17, "writes": 9},
-    "idle": {"upstream": 1 + ISSUES + WHO, "upstream_not_304": 1 + WHO, "repository_reads": 19, "writes": 0},
+    "current": {"upstream": 3 + ISSUES + WHO, "upstream_not_304": 3 + ISSUES + WHO,
+                "repository_reads": 15 + PIN_READS, "writes": 2},
+    "moved": {"upstream": 2 + ISSUES + WHO, "upstream_not_304": 2 + WHO, "repository_reads": 16 + PIN_READS,
+              "writes": 9},
+    "retiring": {"upstream": 2 + ISSUES + WHO, "upstream_not_304": 2 + WHO, "repository_reads": 17 + PIN_READS,
+                 "writes": 9},
+    "idle": {"upstream": 1 + ISSUES + WHO, "upstream_not_304": 1 + WHO, "repository_reads": 19 + PIN_READS,
+             "writes": 0},
 }
 
 

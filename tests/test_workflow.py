@@ -98,7 +98,8 @@ def actionlint_caller(tmp_path: Path, inputs: dict[str, str]) -> subprocess.Comp
 def test_actionlint_accepts_a_call_of_the_action_with_every_input_it_declares(tmp_path):
     inputs = {"repository": "${{ github.repository }}", "base": "main", "dry-run": '"true"',
               "workaround": "example-workaround", "token": "${{ secrets.XPU_WORKAROUNDS_TOKEN }}",
-              "python-version": '"3.12"', "manifest": "xpu/workarounds.toml", "docs": '""'}
+              "python-version": '"3.12"', "manifest": "xpu/workarounds.toml", "docs": '""',
+              "look-ahead": '"false"'}
     result = actionlint_caller(tmp_path, inputs)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -13,10 +13,9 @@ import typer
 
 from tracker import one_line
 from tracker.census.count import Census, CountedSite
-from tracker.commands.check import warn
 from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table
+from tracker.commands.output import table, warn
 from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
 from tracker.release.errors import CheckInputError, NotFetchable

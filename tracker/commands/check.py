@@ -16,15 +16,10 @@ import typer
 from tracker import one_line
 from tracker.commands.context import JsonOption, QuietOption, fail, given_manifest, load_manifest
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table
+from tracker.commands.output import table, warn
 from tracker.model.vocabulary import ExitCode
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
-
-
-def warn(line: str) -> None:
-    """A warning of the release check, one line on stderr (the cache not used, a download again)."""
-    typer.echo(f"xpu-workarounds: warning: {one_line(line)}", err=True)
 
 
 def render(result: ReleaseCheck) -> str:

@@ -189,3 +189,8 @@ def progress(quiet: bool) -> Progress:
         return Progress(sys.stderr.isatty())
     except (AttributeError, ValueError):  # a closed or foreign stream
         return Progress(False)
+
+
+def warn(line: str) -> None:
+    """A warning of long work (the release cache not used, a download again), one line on stderr."""
+    sys.stderr.write(f"xpu-workarounds: warning: {one_line(line)}\n")

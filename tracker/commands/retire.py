@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +19,7 @@ from tracker.commands.context import (
     load_manifest,
     require_extra,
 )
-from tracker.commands.output import progress
+from tracker.commands.output import progress, warn
 from tracker.model import manifest as manifest_module
 from tracker.model.vocabulary import SCHEMA, ExitCode
 
@@ -51,6 +52,10 @@ def retire(
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Without --open-prs: judge with the upstream facts `upstream` learns now (cached "
                         "answers younger than an hour reused), not only the manifest's.")] = False,
+    look_ahead: Annotated[bool, typer.Option(
+        "--look-ahead", help="With --open-prs: keep a section of the dashboard about the newest vLLM release on the "
+                             "package index (asked with pip, as check vllm==X fetches), checked and its census taken "
+                             "since the release the repository pins (the weekly Action's default).")] = False,
     quiet: QuietOption = False,
 ) -> None:
     """What can be retired, with the evidence; the removal PRs.
@@ -65,10 +70,11 @@ def retire(
         if fresh:
             fail("--fresh goes without --open-prs (which always refreshes, unless --no-refresh)")
         _open_removal_prs(context.given_manifest(ctx), repo, base, dry_run, only, json_output, check, not no_refresh,
-                          docs, quiet)
+                          docs, quiet, look_ahead)
         return
-    if repo is not None or base is not None or dry_run or only is not None or no_refresh or docs is not None:
-        fail("--repo, --base, --dry-run, --only, --no-refresh and --docs go with --open-prs")
+    if repo is not None or base is not None or dry_run or only is not None or no_refresh or docs is not None \
+            or look_ahead:
+        fail("--repo, --base, --dry-run, --only, --no-refresh, --docs and --look-ahead go with --open-prs")
     manifest = load_manifest(ctx)
     judged, floors, facts = _judged(manifest, fresh)
     retirable, kept = [], []
@@ -136,7 +142,8 @@ def repository_path(value: str, option: str) -> str:
 
 
 def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dry_run: bool, only: str | None,
-                      json_output: bool, check: bool, refresh: bool, docs: str | None, quiet: bool) -> None:
+                      json_output: bool, check: bool, refresh: bool, docs: str | None, quiet: bool,
+                      ahead: bool = False) -> None:
     from tracker.retire import (
         MANIFEST_PATH,
         ConfigurationError,
@@ -158,9 +165,14 @@ def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dr
         if base is not None:
             check_branch(base)
         with progress(quiet) as shown:
+            section = None
+            if ahead:
+                from tracker.release.lookahead import dashboard_section
+
+                section = partial(dashboard_section, progress=shown.step, warn=warn)
             outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
                                refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
-                               settings=replace(settings, progress=shown.request))
+                               settings=replace(settings, progress=shown.request), look_ahead=section)
     except (ValueError, ConfigurationError) as error:
         fail(str(error))
     except ManifestInvalid as error:

@@ -45,7 +45,15 @@ from tracker.retire.removal import (
     compute_removal,
     manifest_from_text,
 )
-from tracker.retire.results import Action, ActionKind, FactsResult, RetireResult, describe, describe_dashboard
+from tracker.retire.results import (
+    Action,
+    ActionKind,
+    FactsResult,
+    NextRelease,
+    RetireResult,
+    describe,
+    describe_dashboard,
+)
 from tracker.retire.texts import (
     BRANCH_PREFIX,
     FACTS_BRANCH,
@@ -108,8 +116,10 @@ class Retirer:
     def __init__(self, gh: github.Github, settings: ClientSettings, repository: str, *, base: str | None = None,
                  dry_run: bool = False, echo: Callable[[str], None] | None = None, refresh: bool = False,
                  cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None,
+                 look_ahead: Callable[[Manifest, Snapshot], NextRelease] | None = None) -> None:
         self.gh = gh
+        self.look_ahead = look_ahead  # the dashboard's section about the newest vLLM release (None: not looked for)
         self.manifest_path = manifest_path
         self.docs = docs  # None: the manifest's [layout] docs; "": no catalogue; else this path
         self.settings = settings
@@ -261,9 +271,14 @@ class Retirer:
         for action in self.orphans(proposer, manifest):
             outcome.actions.append(action)
             self.echo(describe(action, self.dry_run))
+        if self.look_ahead is not None:
+            outcome.next_release = self.look_ahead(manifest, snapshot)
+            if outcome.next_release.failure is not None:
+                self.echo(f"{'dry run: ' if self.dry_run else ''}{'failed':<11} next vLLM release: "
+                          f"{outcome.next_release.failure}")
         self.progress("the dashboard issue")
         body = dashboard_body(snapshot, judged, verdicts, cells, floors, fresh.report if fresh else None,
-                              outcome.facts_pr)
+                              outcome.facts_pr, outcome.next_release.section if outcome.next_release else None)
         outcome.dashboard = keep_dashboard(repo, body, own=self.own(), dry_run=self.dry_run, settings=self.settings,
                                            ensure_label=proposer.ensure_label)
         self.echo(describe_dashboard(outcome.dashboard, self.dry_run))

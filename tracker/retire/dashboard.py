@@ -53,7 +53,8 @@ def pr_cell(action: Action | None, latest: PullRequest | None, dry_run: bool) ->
 
 def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, Retirement],
                    states: dict[str, str], floors: Floors | None = None, facts: Report | None = None,
-                   facts_pr: Action | None = None) -> str:
+                   facts_pr: Action | None = None, next_release: str | None = None) -> str:
+    """The dashboard issue's body; ``next_release``: the look-ahead's section (Markdown), when it looked."""
     floors = floors or fixed_floors(manifest)
     rows = []
     for w in manifest.workarounds:
@@ -77,6 +78,7 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
         "|---|---|---|---|---|",
         *rows,
         "",
+        *([next_release.rstrip("\n"), ""] if next_release else []),
         "Kept current by `xpu-workarounds retire --open-prs` (weekly, "
         "`.github/workflows/retire-workarounds.yml`); edits here are overwritten.",
         "",

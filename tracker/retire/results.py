@@ -66,6 +66,19 @@ class FactsResult:
                 "unchecked": list(self.unchecked), "note": self.note}
 
 
+@dataclass(frozen=True)
+class NextRelease:
+    """The dashboard's section about the newest vLLM release (the look-ahead, ``tracker.release.lookahead``):
+    the Markdown, why it could not look (None: it did), and what it found, for ``--json``."""
+
+    section: str
+    failure: str | None
+    found: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.found, "failure": self.failure}
+
+
 @dataclass
 class RetireResult:
     repository: str
@@ -82,12 +95,14 @@ class RetireResult:
     halted: str | None = None  # why nothing was written (the refresh could not reach GitHub)
     html_url: str | None = None  # the repository's web address (for links to its PRs)
     issues: list[Action] = field(default_factory=list)  # tracked-only: the dead inline workarounds' issues
+    next_release: NextRelease | None = None  # the look-ahead's section (None: it was not asked for)
 
     @property
     def failed(self) -> bool:
         return self.halted is not None or any(a.action is ActionKind.FAILED for a in [*self.actions, *self.issues]) or (
             self.dashboard is not None and self.dashboard.action is ActionKind.FAILED) or (
-            self.facts_pr is not None and self.facts_pr.action is ActionKind.FAILED)
+            self.facts_pr is not None and self.facts_pr.action is ActionKind.FAILED) or (
+            self.next_release is not None and self.next_release.failure is not None)
 
     def as_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "repository": self.repository, "base": self.base, "base_commit": self.base_commit,
@@ -98,6 +113,7 @@ class RetireResult:
                 "facts_pr": self.facts_pr.as_json() if self.facts_pr else None,
                 "actions": [a.as_json() for a in self.actions], "issues": [a.as_json() for a in self.issues],
                 "dashboard": self.dashboard.as_json() if self.dashboard else None,
+                "next_release": self.next_release.as_json() if self.next_release else None,
                 "halted": self.halted}
 
 

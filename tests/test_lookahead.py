@@ -1,0 +1,154 @@
+"""The weekly run looks ahead: the newest vLLM release on the package index, checked against the
+manifest and its census taken since the release the repository pins, as one section of the
+dashboard issue.
+
+The world: the frozen repository on the stand-in GitHub (real PyGithub), pinning vLLM 0.99.0 in
+its ``requirements.txt``; the stand-in package index on loopback (real pip) serving small vLLM
+sdists built here. ``retire --open-prs`` runs as a maintainer runs it, in a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.fakegithub import FakeGitHub
+from support.fakegithub_git import install, store, writes
+from support.package_index import Index, pip_environment, vllm_sdist
+from support.repository import frozen
+from test_retire_github import REPOSITORY, TOKEN
+
+from tracker.retire import DASHBOARD_LABEL
+
+PINNED = "0.99.0"
+NEWEST = "0.100.0"
+SITE = "vllm/platforms/xpu.py"
+# An inline XPU workaround vLLM 0.100.0 brings; its sentence also carries what a stranger may
+# write in a source comment: a mention and HTML, which the dashboard must show as text.
+BROUGHT = ("import torch\nfrom vllm.platforms import current_platform\n\n\n"
+           "def setup(device):\n    if current_platform.is_xpu():\n"
+           "        # Workaround for pytorch/pytorch#123456 seen by @octocat <img src=x onerror=alert(1)>: remove "
+           "once torch 2.16 ships.\n        torch.xpu.synchronize()\n    return device\n")
+
+
+class World:
+    def __init__(self, server: FakeGitHub, index: Index, tmp_path: Path) -> None:
+        self.server, self.index = server, index
+        install(server)
+        self.project = server.add_repo(REPOSITORY)
+        self.project.commit("The project, pinning vLLM", files={**frozen(), "requirements.txt": f"vllm=={PINNED}\n"})
+        self.cache = tmp_path / "cache"
+
+    def run(self, *options: str, look_ahead: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
+        env.update({"GITHUB_API_URL": self.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+                    "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), **pip_environment(self.index)})
+        self.server.settle()
+        self.server.reset_log()
+        command = ["retire", "--open-prs", "--repo", REPOSITORY, "--no-refresh", *(["--look-ahead"] * look_ahead)]
+        return subprocess.run([sys.executable, "-m", "tracker.commands", *command, *options], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    def dashboard(self) -> str:
+        [issue] = [i for i in store(self.server).issues.get(REPOSITORY.lower(), {}).values()
+                   if DASHBOARD_LABEL in i.labels]
+        return str(issue.body)
+
+    def downloads(self) -> list[str]:
+        return [path for path in self.index.requests if path.startswith("/files/")]
+
+
+@pytest.fixture
+def world(tmp_path):
+    index = Index()
+    try:
+        with FakeGitHub() as server:
+            yield World(server, index, tmp_path)
+    finally:
+        index.close()
+
+
+def section(body: str) -> str:
+    start = body.index("### Next vLLM release")
+    return body[start:body.index("Kept current by", start)]
+
+
+def test_a_new_release_on_the_index_is_a_dashboard_section_with_the_workarounds_it_brings(world):
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+    result = world.run("--json")
+    assert result.returncode == 0, result.stderr
+    ahead = json.loads(result.stdout)["next_release"]
+    assert (ahead["newest"], ahead["pinned"], ahead["pin_file"], ahead["failure"]) == (NEWEST, PINNED,
+                                                                                        "requirements.txt", None)
+    assert [(site["file"], site["references"]) for site in ahead["new_sites"]] == [(SITE, ["pytorch/pytorch#123456"])]
+    assert ahead["gone_sites"] == []
+    shown = section(world.dashboard())
+    assert f"**vLLM {NEWEST}** is the newest release on the package index" in shown
+    assert f"this repository pins vLLM {PINNED} (pinned in `requirements.txt`)" in shown
+    assert f"Inline XPU workarounds it brings since vLLM {PINNED}: 1:" in shown
+    assert f"- `{SITE}:6-8` (`pytorch/pytorch#123456`): Workaround for" in shown
+    assert f"Inline XPU workarounds it drops since vLLM {PINNED}: 0." in shown
+    # The stand-in sdists hold none of the workarounds' targets: every one is drift at the new release.
+    assert "**Drift** (" in shown and "vanished" in shown
+
+
+def test_what_the_release_says_is_shown_as_text_never_as_a_mention_or_html(world):
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+    assert world.run().returncode == 0
+    shown = section(world.dashboard())
+    assert "@octocat" not in shown and "@&#8203;octocat" in shown
+    assert "\\<img" in shown and not re.search(r"(?<!\\)<img", shown)
+
+
+def test_an_idle_week_writes_nothing_and_downloads_nothing_again(world):
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+    assert world.run().returncode == 0
+    fetched = len(world.downloads())
+    assert fetched == 2  # the newest release and the pinned one, each once
+    idle = world.run()
+    assert idle.returncode == 0, idle.stderr
+    assert writes(world.server) == 0
+    assert len(world.downloads()) == fetched  # both came from the release cache
+
+
+def test_a_release_that_drops_a_workaround_says_so(world):
+    world.index.publish(PINNED, vllm_sdist(PINNED, {SITE: BROUGHT}))  # the pinned release carries it ...
+    world.index.publish(NEWEST, vllm_sdist(NEWEST))  # ... the newest no longer
+    assert world.run().returncode == 0
+    shown = section(world.dashboard())
+    assert f"Inline XPU workarounds it brings since vLLM {PINNED}: 0." in shown
+    assert f"Inline XPU workarounds it drops since vLLM {PINNED}: 1:" in shown
+
+
+def test_when_the_pin_is_the_newest_release_nothing_is_ahead_and_nothing_is_downloaded(world):
+    assert world.run().returncode == 0
+    assert f"vLLM {PINNED}, the newest release on the package index, is no newer than the pin" in world.dashboard()
+    assert world.downloads() == []
+
+
+def test_an_index_that_cannot_be_reached_is_said_in_the_section_and_the_rest_of_the_run_is_done(world):
+    world.index.close()
+    result = world.run()
+    assert result.returncode == 4
+    assert "Traceback" not in result.stderr
+    assert "next vLLM release: the package index could not be asked" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == ("xpu-workarounds: error: some steps failed (see above); "
+                                                      "the others were done")
+    body = world.dashboard()  # the dashboard was still opened, every workaround in it
+    assert "| `cudagraph-profile-skip` |" in body
+    assert "The newest vLLM release could not be looked at: the package index could not be asked" in section(body)
+
+
+def test_without_look_ahead_the_index_is_not_asked_and_the_dashboard_has_no_such_section(world):
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+    result = world.run("--json", look_ahead=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["next_release"] is None
+    assert "Next vLLM release" not in world.dashboard()
+    assert world.index.requests == []

@@ -1,0 +1,216 @@
+"""Looking ahead: the newest vLLM release on the package index, before anyone pins it.
+
+The weekly run asks pip for the newest vLLM release on the index (``PIP_INDEX_URL`` and pip's
+other settings honoured, as ``check vllm==X`` fetches one), finds the release the repository pins
+in its pin files (as the upgrade check reads them: ``requirements*.txt``, ``requirements/**.txt``,
+``pyproject.toml``, at the base branch), and when the newest is ahead of the pin checks it against
+the manifest (``compare.check``) and takes its census since the pinned one (``census``). The
+answer is one section of the dashboard issue, written only from what was read, so that a week
+with no new release writes the same text again (and the dashboard is not edited). An index that
+cannot be reached, or a release it gives that cannot be read, is said in the section and as the
+run's ``failure``: the rest of the run is not stopped by it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tracker.census.count import Census, CountedSite
+from tracker.escape import markdown_code, markdown_text
+from tracker.model.manifest import Manifest
+from tracker.release.census import census
+from tracker.release.compare import ReleaseCheck, check
+from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.fetch import Say, silent
+from tracker.release.pull_request import PinMove, pin_file, verdicts, vllm_pin
+from tracker.retire.failures import StepFailed
+from tracker.retire.removal import Snapshot
+from tracker.retire.results import NextRelease as Section
+
+TITLE = "### Next vLLM release"
+SITES_SHOWN = 20  # sites listed per kind (new, gone); the rest are counted
+_NEWEST = re.compile(r"^vllm \((?P<version>[^)\s]+)\)", re.M)
+
+
+def newest_release(*, timeout: float = 120) -> Version:
+    """The newest final vLLM release on the package index, as ``pip index versions vllm`` reads it
+    (pip's configuration honoured: ``PIP_INDEX_URL`` and the rest). ``NotFetchable`` when the index
+    cannot be reached or names none."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    command = [sys.executable, "-m", "pip", "index", "versions", "vllm"]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
+    if found is None:
+        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
+        raise NotFetchable(f"pip index versions vllm failed: {lines[-1].strip() if lines else 'no release named'}")
+    try:
+        return Version(found.group("version"))
+    except InvalidVersion:
+        raise NotFetchable(f"the package index names vLLM {found.group('version')!r}, which is no version") from None
+
+
+def pinned_release(paths: Iterable[str], read: Callable[[str], str]) -> tuple[Version | None, str | None]:
+    """The vLLM release the repository pins (``vllm==X`` in its first pin file naming one, in path
+    order) and that file's path; (None, None) when none does."""
+    for path in sorted(p for p in paths if pin_file(p)):
+        pin = vllm_pin(path, read(path))
+        if pin is not None:
+            return pin, path
+    return None, None
+
+
+@dataclass
+class NextRelease:
+    """What the look-ahead found: the newest release, the pin, and what changes between them."""
+
+    newest: Version | None
+    pinned: Version | None
+    pin_path: str | None
+    checked: ReleaseCheck | None = None
+    old: ReleaseCheck | None = None
+    sites: Census | None = None
+    failure: str | None = None  # the newest release could not be looked at: why
+    notes: list[str] = field(default_factory=list)  # the pinned release could not be compared: why
+
+    @property
+    def ahead(self) -> bool:
+        return self.newest is not None and (self.pinned is None or self.newest > self.pinned)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"newest": str(self.newest) if self.newest else None,
+                "pinned": str(self.pinned) if self.pinned else None, "pin_file": self.pin_path,
+                "drift": self.checked.problems if self.checked else [],
+                "new_sites": [c.as_json() for c in self.sites.new] if self.sites else [],
+                "gone_sites": [c.as_json() for c in self.sites.gone] if self.sites else [],
+                "notes": self.notes}
+
+
+def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None, *,
+               newest: Callable[[], Version] = newest_release, progress: Say = silent,
+               warn: Say = silent) -> NextRelease:
+    """The newest release against ``manifest`` and, when there is one, the ``pinned`` release."""
+    progress("looking ahead: the newest vLLM release on the package index")
+    try:
+        found = newest()
+    except NotFetchable as error:
+        return NextRelease(None, pinned, pin_path, failure=f"the package index could not be asked: {error}")
+    result = NextRelease(found, pinned, pin_path)
+    if not result.ahead:
+        return result
+    try:
+        result.checked = check(manifest, f"vllm=={found}", progress=progress, warn=warn)
+        result.sites = census(manifest, f"vllm=={found}", progress=progress, warn=warn)
+    except (NotFetchable, CheckInputError) as error:
+        result.checked = result.sites = None
+        result.failure = f"vLLM {found} could not be read from the package index: {error}"
+        return result
+    if pinned is not None:
+        try:
+            result.old = check(manifest, f"vllm=={pinned}", progress=progress, warn=warn)
+            result.sites = census(manifest, f"vllm=={found}", since=f"vllm=={pinned}", progress=progress, warn=warn)
+        except (NotFetchable, CheckInputError) as error:
+            result.old = None
+            result.notes.append(f"vLLM {pinned} (the pin) could not be compared: {error}")
+    return result
+
+
+# ------------------------------------------------------------------------------ the section
+
+
+def section(manifest: Manifest, found: NextRelease) -> str:
+    """The dashboard's section about the next vLLM release (Markdown, ending in a newline)."""
+    pinned = (f"vLLM {found.pinned} (pinned in {markdown_code(found.pin_path or '')})" if found.pinned is not None
+              else "no vLLM release (no `requirements*.txt`, `requirements/**.txt` or `pyproject.toml` at the base "
+                   "names `vllm==X`)")
+    lines = [TITLE, ""]
+    if found.newest is None:
+        lines += [f"The newest vLLM release could not be looked at: {markdown_text(found.failure or '')}. "
+                  f"This repository pins {pinned}.", ""]
+        return "\n".join(lines) + "\n"
+    if not found.ahead:
+        lines += [f"vLLM {found.newest}, the newest release on the package index, is no newer than the pin: "
+                  f"this repository pins {pinned}. Nothing ahead.", ""]
+        return "\n".join(lines) + "\n"
+    lines += [f"**vLLM {found.newest}** is the newest release on the package index; this repository pins {pinned}.",
+              ""]
+    if found.checked is None:
+        lines += [f"It could not be looked at: {markdown_text(found.failure or '')}.", ""]
+        return "\n".join(lines) + "\n"
+    pins = ", ".join(f"{name} {pin}" for name, pin in found.checked.pins.items()) or "none found"
+    lines += [f"Its XPU pins: {pins}. Every workaround was checked against its source, as "
+              f"`xpu-workarounds check vllm=={found.newest}` checks it.", ""]
+    lines += [f"- {markdown_text(note)}" for note in found.notes]
+    if found.notes:
+        lines.append("")
+    drift = found.checked.problems
+    lines += [f"**Drift** ({len(drift)}):" if drift else "**No drift**: every target is where the manifest says.", ""]
+    lines += [f"- {markdown_text(problem)}" for problem in drift]
+    if drift:
+        lines.append("")
+    move = PinMove(found.pin_path or "", found.pinned, found.newest)
+    changes = verdicts(manifest, move, found.checked, found.old)
+    if changes:
+        lines += [f"What changes at vLLM {found.newest}:", "",
+                  *[f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], ""]
+    elif found.old is not None:
+        lines += [f"No workaround starts or stops applying, or becomes retirable, at vLLM {found.newest}.", ""]
+    lines += _sites(found)
+    return "\n".join(lines) + "\n"
+
+
+def _sites(found: NextRelease) -> list[str]:
+    sites = found.sites
+    if sites is None:
+        return []
+    if sites.since is None:
+        tracked = sum(1 for c in sites.sites if c.tracked is not None)
+        return [f"vLLM's own inline XPU workarounds in it: {len(sites.sites)} ({tracked} tracked); what it brings "
+                f"or drops is not known without a pinned release to compare with.", ""]
+    lines = []
+    for title, listed in (("brings", sites.new), ("drops", sites.gone)):
+        lines += [f"Inline XPU workarounds it {title} since vLLM {found.pinned}: {len(listed)}"
+                  + (":" if listed else "."), ""]
+        lines += [_site_line(c) for c in listed[:SITES_SHOWN]]
+        if len(listed) > SITES_SHOWN:
+            lines.append(f"- and {len(listed) - SITES_SHOWN} more (`xpu-workarounds census vllm=={found.newest} "
+                         f"--since vllm=={found.pinned}`)")
+        if listed:
+            lines.append("")
+    return lines
+
+
+def _site_line(counted: CountedSite) -> str:
+    site = counted.site
+    where = f"{site.file}:{site.line}" + (f"-{site.end_line}" if site.end_line != site.line else "")
+    refs = f" ({', '.join(markdown_code(ref) for ref in site.references)})" if site.references else ""
+    tracked = f", tracked as `{counted.tracked}`" if counted.tracked else ""
+    return f"- {markdown_code(where)}{refs}{tracked}: {markdown_text(site.summary)}"
+
+
+def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callable[[], Version] = newest_release,
+                      progress: Say = silent, warn: Say = silent) -> Section:
+    """The look-ahead for the weekly run's dashboard: the pin read at the base (``snapshot``), then
+    ``look_ahead``; a pin file that cannot be read is a failure of the look-ahead alone."""
+    read = snapshot.read
+    try:
+        pinned, path = pinned_release(snapshot.blobs, read) if read is not None else (None, None)
+    except StepFailed as failure:
+        why = f"the vLLM pin could not be read at {snapshot.branch}: {failure.detail}"
+        return Section(f"{TITLE}\n\nThe newest vLLM release was not looked at: {markdown_text(why)}.\n", why,
+                       NextRelease(None, None, None).as_json())
+    found = look_ahead(manifest, pinned, path, newest=newest, progress=progress, warn=warn)
+    return Section(section(manifest, found), found.failure, found.as_json())
+
+
+__all__ = ["TITLE", "NextRelease", "dashboard_section", "look_ahead", "newest_release", "pinned_release", "section"]
