@@ -23,6 +23,7 @@ from support.package_index import Index, pip_environment, vllm_sdist
 from support.repository import frozen
 from test_retire_github import REPOSITORY, TOKEN
 
+from tracker.release.lookahead import pinned_release
 from tracker.retire import DASHBOARD_LABEL
 
 PINNED = "0.99.0"
@@ -152,3 +153,21 @@ def test_without_look_ahead_the_index_is_not_asked_and_the_dashboard_has_no_such
     assert json.loads(result.stdout)["next_release"] is None
     assert "Next vLLM release" not in world.dashboard()
     assert world.index.requests == []
+
+
+def pin_of(files: dict[str, str]) -> tuple[str | None, str | None]:
+    pin, path = pinned_release(files, files.__getitem__)
+    return (str(pin) if pin else None), path
+
+
+def test_a_pyproject_deeper_in_the_tree_is_another_projects_never_the_repositorys_pin():
+    decoy = '[project]\nname = "fixture"\ndependencies = ["vllm==0.1.0"]\n'
+    files = {"a/pyproject.toml": decoy, "tests/fixtures/old/pyproject.toml": decoy, "requirements.txt": "vllm==0.99.0\n"}
+    assert pin_of(files) == ("0.99.0", "requirements.txt")
+    assert pin_of({"a/pyproject.toml": decoy}) == (None, None)
+
+
+def test_where_the_pin_files_disagree_the_oldest_pin_is_compared_with():
+    files = {"requirements.txt": "vllm==0.99.0\n", "requirements/xpu-image.txt": "vllm==0.98.1\n",
+             "pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm==0.99.0"]\n', "README.md": "vllm==0.1.0\n"}
+    assert pin_of(files) == ("0.98.1", "requirements/xpu-image.txt")

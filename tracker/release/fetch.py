@@ -3,7 +3,8 @@
 ``vllm==X``'s source distribution is fetched with ``pip download --no-deps``, and pip's metadata
 step is given a stand-in build backend that only reads the sdist's ``PKG-INFO``, so vLLM's
 ``setup.py`` never runs; it is kept in the per-user cache for the next time (``cache``).
-``source_tree`` turns any of the four into a source tree holding the files wanted.
+``source_tree`` turns any of the four into a source tree holding the files wanted;
+``newest_release`` asks the index (``pip index versions``) which release is the newest.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from tracker.release import cache
 from tracker.release.archive import unpack
@@ -66,6 +69,29 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
         lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
         raise NotFetchable(f"pip download vllm=={version} failed: {lines[-1].strip() if lines else 'no sdist'}")
     return found[0]
+
+
+_NEWEST = re.compile(r"^vllm \((?P<version>[^)\s]+)\)", re.M)
+
+
+def newest_release(*, timeout: float = 120) -> Version:
+    """The newest final vLLM release on the package index, as ``pip index versions vllm`` reads it
+    (pip's configuration honoured: ``PIP_INDEX_URL`` and the rest). ``NotFetchable`` when the index
+    cannot be reached or names none."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    command = [sys.executable, "-m", "pip", "index", "versions", "vllm"]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
+    if found is None:
+        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
+        raise NotFetchable(f"pip index versions vllm failed: {lines[-1].strip() if lines else 'no release named'}")
+    try:
+        return Version(found.group("version"))
+    except InvalidVersion:
+        raise NotFetchable(f"the package index names vLLM {found.group('version')!r}, which is no version") from None
 
 
 def release_archive(version: str, scratch: Path, progress: Say = silent, warn: Say = silent) -> Path:
@@ -147,4 +173,4 @@ def source_tree(what: str, wanted: Callable[[str], bool], *, reader: str = "the 
             yield root, found.name
 
 
-__all__ = ["REQUIREMENT", "fetch", "index_answered", "release_archive", "release_source", "silent", "source_tree"]
+__all__ = ["REQUIREMENT", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent", "source_tree"]

@@ -13,15 +13,11 @@ run's ``failure``: the rest of the run is not stopped by it.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tracker.census.count import Census, CountedSite
 from tracker.escape import markdown_code, markdown_text
@@ -29,7 +25,7 @@ from tracker.model.manifest import Manifest
 from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
-from tracker.release.fetch import Say, silent
+from tracker.release.fetch import Say, newest_release, silent
 from tracker.release.pull_request import PinMove, pin_file, verdicts, vllm_pin
 from tracker.retire.failures import StepFailed
 from tracker.retire.removal import Snapshot
@@ -37,37 +33,21 @@ from tracker.retire.results import NextRelease as Section
 
 TITLE = "### Next vLLM release"
 SITES_SHOWN = 20  # sites listed per kind (new, gone); the rest are counted
-_NEWEST = re.compile(r"^vllm \((?P<version>[^)\s]+)\)", re.M)
-
-
-def newest_release(*, timeout: float = 120) -> Version:
-    """The newest final vLLM release on the package index, as ``pip index versions vllm`` reads it
-    (pip's configuration honoured: ``PIP_INDEX_URL`` and the rest). ``NotFetchable`` when the index
-    cannot be reached or names none."""
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    command = [sys.executable, "-m", "pip", "index", "versions", "vllm"]
-    try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotFetchable(f"pip index versions vllm: {error}") from None
-    found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
-    if found is None:
-        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
-        raise NotFetchable(f"pip index versions vllm failed: {lines[-1].strip() if lines else 'no release named'}")
-    try:
-        return Version(found.group("version"))
-    except InvalidVersion:
-        raise NotFetchable(f"the package index names vLLM {found.group('version')!r}, which is no version") from None
 
 
 def pinned_release(paths: Iterable[str], read: Callable[[str], str]) -> tuple[Version | None, str | None]:
-    """The vLLM release the repository pins (``vllm==X`` in its first pin file naming one, in path
-    order) and that file's path; (None, None) when none does."""
-    for path in sorted(p for p in paths if pin_file(p)):
+    """The vLLM release the repository pins and the pin file that names it; (None, None) when none does.
+
+    The repository's own pin files are those at its root (``requirements*.txt``, ``pyproject.toml``)
+    and under its root ``requirements/``: a ``pyproject.toml`` deeper in the tree is another
+    project's (a test fixture, a vendored package) and never taken for the repository's pin. Where
+    its files pin different releases, the oldest is the one the next upgrade starts from."""
+    found: list[tuple[Version, str]] = []
+    for path in sorted(p for p in paths if pin_file(p) and (p == "pyproject.toml" or not p.endswith(".toml"))):
         pin = vllm_pin(path, read(path))
         if pin is not None:
-            return pin, path
-    return None, None
+            found.append((pin, path))
+    return min(found) if found else (None, None)
 
 
 @dataclass
@@ -213,4 +193,4 @@ def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callabl
     return Section(section(manifest, found), found.failure, found.as_json())
 
 
-__all__ = ["TITLE", "NextRelease", "dashboard_section", "look_ahead", "newest_release", "pinned_release", "section"]
+__all__ = ["TITLE", "NextRelease", "dashboard_section", "look_ahead", "pinned_release", "section"]

@@ -102,6 +102,8 @@ def outcome_annotations(outcome: RetireResult) -> list[str]:
                                            f"left as they are", title="upstream facts"))
     if outcome.floors is not None and outcome.floors.note:
         found.append(annotation("warning", f"support floors: {outcome.floors.note}", title="support floors"))
+    if outcome.next_release is not None and outcome.next_release.failure is not None:
+        found.append(annotation("error", f"next vLLM release: {outcome.next_release.failure}", title="look-ahead"))
     return found
 
 
@@ -142,6 +144,8 @@ def summary_markdown(outcome: RetireResult) -> str:
         lines.append(f"Dashboard: {prefix}{markdown_cell(outcome.dashboard.detail)}.")
     if outcome.halted is not None:
         lines.append(f"Halted: {markdown_cell(outcome.halted)}.")
+    if outcome.next_release is not None:
+        lines += ["", outcome.next_release.section.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
