@@ -23,6 +23,7 @@ from support.package_index import Index, pip_environment, vllm_sdist
 from support.repository import frozen
 from test_retire_github import REPOSITORY, TOKEN
 
+from tracker.model import reader
 from tracker.release.lookahead import pinned_release
 from tracker.retire import DASHBOARD_LABEL
 
@@ -156,7 +157,7 @@ def test_without_look_ahead_the_index_is_not_asked_and_the_dashboard_has_no_such
 
 
 def pin_of(files: dict[str, str]) -> tuple[str | None, str | None]:
-    pin, path = pinned_release(files, files.__getitem__)
+    pin, path = pinned_release(reader.load(), files, files.__getitem__)
     return (str(pin) if pin else None), path
 
 
@@ -168,6 +169,6 @@ def test_a_pyproject_deeper_in_the_tree_is_another_projects_never_the_repository
 
 
 def test_where_the_pin_files_disagree_the_oldest_pin_is_compared_with():
-    files = {"requirements.txt": "vllm==0.99.0\n", "requirements/xpu-image.txt": "vllm==0.98.1\n",
+    files = {"requirements.txt": "vllm==0.99.0\n", "requirements-xpu.txt": "vllm==0.98.1\n",
              "pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm==0.99.0"]\n', "README.md": "vllm==0.1.0\n"}
-    assert pin_of(files) == ("0.98.1", "requirements/xpu-image.txt")
+    assert pin_of(files) == ("0.98.1", "requirements-xpu.txt")

@@ -26,7 +26,7 @@ from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
-from tracker.release.pull_request import PinMove, pin_file, verdicts, vllm_pin
+from tracker.release.pull_request import ReleaseMove, pin_file, pin_files, verdicts, vllm_pin
 from tracker.retire.failures import StepFailed
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import NextRelease as Section
@@ -35,15 +35,17 @@ TITLE = "### Next vLLM release"
 SITES_SHOWN = 20  # sites listed per kind (new, gone); the rest are counted
 
 
-def pinned_release(paths: Iterable[str], read: Callable[[str], str]) -> tuple[Version | None, str | None]:
+def pinned_release(manifest: Manifest, paths: Iterable[str],
+                   read: Callable[[str], str]) -> tuple[Version | None, str | None]:
     """The vLLM release the repository pins and the pin file that names it; (None, None) when none does.
 
-    The repository's own pin files are those at its root (``requirements*.txt``, ``pyproject.toml``)
-    and under its root ``requirements/``: a ``pyproject.toml`` deeper in the tree is another
-    project's (a test fixture, a vendored package) and never taken for the repository's pin. Where
-    its files pin different releases, the oldest is the one the next upgrade starts from."""
+    The pin files are the upgrade check's (``pull_request.pin_file``): the root's ``pyproject.toml``
+    and ``requirements*.txt``, and the file ``[sources.vllm] pins`` names; a file deeper in the
+    tree is another project's (a test fixture, a vendored package). Where they pin different
+    releases, the oldest is the one the next upgrade starts from."""
+    named = pin_files(manifest)
     found: list[tuple[Version, str]] = []
-    for path in sorted(p for p in paths if pin_file(p) and (p == "pyproject.toml" or not p.endswith(".toml"))):
+    for path in sorted(p for p in paths if pin_file(p, named)):
         pin = vllm_pin(path, read(path))
         if pin is not None:
             found.append((pin, path))
@@ -111,8 +113,7 @@ def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None,
 def section(manifest: Manifest, found: NextRelease) -> str:
     """The dashboard's section about the next vLLM release (Markdown, ending in a newline)."""
     pinned = (f"vLLM {found.pinned} (pinned in {markdown_code(found.pin_path or '')})" if found.pinned is not None
-              else "no vLLM release (no `requirements*.txt`, `requirements/**.txt` or `pyproject.toml` at the base "
-                   "names `vllm==X`)")
+              else "no vLLM release (no pin file at the base names `vllm==X`)")
     lines = [TITLE, ""]
     if found.newest is None:
         lines += [f"The newest vLLM release could not be looked at: {markdown_text(found.failure or '')}. "
@@ -138,7 +139,7 @@ def section(manifest: Manifest, found: NextRelease) -> str:
     lines += [f"- {markdown_text(problem)}" for problem in drift]
     if drift:
         lines.append("")
-    move = PinMove(found.pin_path or "", found.pinned, found.newest)
+    move = ReleaseMove([found.pin_path] if found.pin_path else [], found.pinned, found.newest)
     changes = verdicts(manifest, move, found.checked, found.old)
     if changes:
         lines += [f"What changes at vLLM {found.newest}:", "",
@@ -184,7 +185,7 @@ def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callabl
     ``look_ahead``; a pin file that cannot be read is a failure of the look-ahead alone."""
     read = snapshot.read
     try:
-        pinned, path = pinned_release(snapshot.blobs, read) if read is not None else (None, None)
+        pinned, path = pinned_release(manifest, snapshot.blobs, read) if read is not None else (None, None)
     except StepFailed as failure:
         why = f"the vLLM pin could not be read at {snapshot.branch}: {failure.detail}"
         return Section(f"{TITLE}\n\nThe newest vLLM release was not looked at: {markdown_text(why)}.\n", why,
