@@ -26,7 +26,7 @@ from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
-from tracker.release.pull_request import ReleaseMove, pin_file, pin_files, verdicts, vllm_pin
+from tracker.release.pull_request import ReleaseMove, pin_file, pin_files, verdicts, vllm_requirements
 from tracker.retire.failures import StepFailed
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import NextRelease as Section
@@ -46,9 +46,8 @@ def pinned_release(manifest: Manifest, paths: Iterable[str],
     named = pin_files(manifest)
     found: list[tuple[Version, str]] = []
     for path in sorted(p for p in paths if pin_file(p, named)):
-        pin = vllm_pin(path, read(path))
-        if pin is not None:
-            found.append((pin, path))
+        found += [(requirement.release, path) for requirement in vllm_requirements(path, read(path))
+                  if requirement.release is not None]
     return min(found) if found else (None, None)
 
 
