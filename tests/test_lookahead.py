@@ -20,7 +20,7 @@ import pytest
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
 from support.package_index import Index, pip_environment, vllm_sdist
-from support.repository import frozen
+from support.repository import FROZEN_MANIFEST, frozen
 from test_retire_github import REPOSITORY, TOKEN
 
 from tracker.model import reader
@@ -157,7 +157,7 @@ def test_without_look_ahead_the_index_is_not_asked_and_the_dashboard_has_no_such
 
 
 def pin_of(files: dict[str, str]) -> tuple[str | None, str | None]:
-    pin, path = pinned_release(reader.load(), files, files.__getitem__)
+    pin, path = pinned_release(reader.load(FROZEN_MANIFEST), files, files.__getitem__)
     return (str(pin) if pin else None), path
 
 

@@ -89,6 +89,8 @@ FROZEN = {
                                    "manifest=FROZEN_MANIFEST"),
     "tests/test_hostile_github.py": ("upstream on the frozen manifest and the bot on the frozen repository, "
                                      "against answers that are not GitHub's", "shutil.copyfile(FROZEN_MANIFEST, "),
+    "tests/test_lookahead.py": ("the bot's look-ahead on the frozen repository, pins read with the frozen manifest",
+                                "files={**frozen(), "),
 }
 
 

@@ -35,7 +35,7 @@ AT_ONCE = 2  # copies tested at the same time: the machine has 2 cores
 # session runs them on the checkout itself. tests/test_removal_proof.py checks what they read.
 # Together over a third of the fast suite's time, saved on every copy.
 INDEPENDENT = ("tests/test_action.py", "tests/test_retire_github.py", "tests/test_lifecycle.py",
-               "tests/test_upstream_cli.py", "tests/test_hostile_github.py")
+               "tests/test_upstream_cli.py", "tests/test_hostile_github.py", "tests/test_lookahead.py")
 # What reads the shipped manifest or this checkout's own workarounds: none of it in those files.
 SHIPPED_READERS = ("default_path(", "reader.load()", "ROOT / MANIFEST_PATH", "checkout()", "SHIPPED",
                    "from workarounds", "import workarounds")
