@@ -33,12 +33,17 @@ def repository(index: int) -> str:
 
 
 @functools.cache
-def module_source(name: str) -> str:
+def module_source(name: str, modules: Path | None = None) -> str:
+    """The source of module ``name``: imported from ``modules`` (a directory for ``PYTHONPATH``) when
+    given, else as Python finds it."""
+    if modules is not None:
+        return (modules / (name.replace(".", "/") + ".py")).read_text(encoding="utf-8")
     return Path(importlib.util.find_spec(name).origin).read_text(encoding="utf-8")
 
 
-def entries(workarounds: int, repositories: int) -> list[dict]:
-    shipped = tomllib.loads(reader.default_path().read_text(encoding="utf-8"))
+def entries(workarounds: int, repositories: int, template: Path | None = None,
+            modules: Path | None = None) -> list[dict]:
+    shipped = tomllib.loads((template or reader.default_path()).read_text(encoding="utf-8"))
     templates = shipped["workaround"]
     generated = []
     reference_number = 1000
@@ -48,7 +53,7 @@ def entries(workarounds: int, repositories: int) -> list[dict]:
         suffix = f"s{index:03d}"
         entry["id"] = f"{entry['id']}-{suffix}"
         entry["targets"] = [dict(target, path=f"{target['path']}_{suffix}") for target in entry["targets"]]
-        named_in_code = module_source(module)
+        named_in_code = module_source(module, modules)
         for number, reference in enumerate(entry["upstream"]):
             if reference["ref"] in named_in_code:
                 continue  # the module looks this reference up by name (e.g. a kernel fix it checks for)
@@ -63,19 +68,22 @@ def modules_path(manifest: Path) -> Path:
     return manifest.parent / "modules"
 
 
-def generate(path: Path, workarounds: int = 500, repositories: int = 50) -> Path:
-    """Write the generated manifest to ``path`` and check it loads; returns ``path``."""
-    shipped = tomllib.loads(reader.default_path().read_text(encoding="utf-8"))
+def generate(path: Path, workarounds: int = 500, repositories: int = 50, template: Path | None = None,
+             modules: Path | None = None) -> Path:
+    """Write the generated manifest to ``path`` and check it loads; returns ``path``. Its entries are
+    copies of ``template``'s (default: the shipped manifest) and their modules of those in
+    ``modules`` (default: as Python finds them)."""
+    shipped = tomllib.loads((template or reader.default_path()).read_text(encoding="utf-8"))
     document = {"schema": shipped["schema"], "support": shipped["support"],
-                "workaround": entries(workarounds, repositories)}
+                "workaround": entries(workarounds, repositories, template, modules)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
     package = modules_path(path) / "workarounds"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text('"""Generated copies of the shipped workaround modules (benchmarks)."""\n')
     for entry in document["workaround"]:
-        template = module_of(entry["id"].rsplit("-s", 1)[0])
-        (package / (module_of(entry["id"]).partition(".")[2] + ".py")).write_text(module_source(template))
+        origin = module_of(entry["id"].rsplit("-s", 1)[0])
+        (package / (module_of(entry["id"]).partition(".")[2] + ".py")).write_text(module_source(origin, modules))
     loaded = reader.load(path)  # raises ManifestError if the generator is wrong
     repos = {ref.repo for w in loaded.workarounds for ref in w.upstream if ref.repo.startswith("scale-org-")}
     if len(loaded.workarounds) != workarounds or len(repos) != repositories:

@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 from support.fakegithub import BAD_PAGINATION
 from support.fakegithub_git import writes
+from support.repository import FROZEN_MANIFEST
 from test_hostile_github import scenario  # noqa: F401 (the fixture)
 from test_retire_github import REPOSITORY, cli
 from test_upstream_cli import TOKEN, run
@@ -132,10 +133,12 @@ def test_retire_open_prs_refuses_a_malformed_api_url_in_one_line_exit_2(scenario
     assert writes(scenario.server) == 0 and not scenario.server.log
 
 
-@pytest.mark.parametrize("command", [["retire", "--fresh"], ["check", "--pull-request", "1", "--repo", REPOSITORY]])
-def test_other_commands_that_ask_github_refuse_it_too(tmp_path, command):
+# retire reads a manifest first (the frozen one); check --pull-request reads the pull request's own.
+@pytest.mark.parametrize(("command", "manifest"), [(["retire", "--fresh"], str(FROZEN_MANIFEST)),
+                                                   (["check", "--pull-request", "1", "--repo", REPOSITORY], None)])
+def test_other_commands_that_ask_github_refuse_it_too(tmp_path, command, manifest):
     env = {"GITHUB_API_URL": f"https://user:{SECRET}@api.github.com", "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
-           "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path), "XPU_WORKAROUNDS_MANIFEST": None}
+           "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path), "XPU_WORKAROUNDS_MANIFEST": manifest}
     result = CliRunner().invoke(app, command, env=env)
     line = one_line(result, 2, SECRET, TOKEN)
     assert line.startswith("xpu-workarounds: error: GITHUB_API_URL has credentials in it"), line
@@ -276,7 +279,6 @@ def test_a_branch_github_names_that_would_leave_the_repository_is_never_asked(sc
 
 @pytest.mark.parametrize("ref", ["../..#47081", "./vllm#47081", "vllm-project/..#47081", "-x/vllm#47081"])
 def test_a_manifest_reference_that_would_leave_the_repository_is_invalid(github, tmp_path, ref):
-    from support.repository import FROZEN_MANIFEST
 
     manifest = tmp_path / "workarounds.toml"
     manifest.write_text(FROZEN_MANIFEST.read_text().replace("vllm-project/vllm#47081", ref))

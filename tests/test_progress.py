@@ -29,12 +29,19 @@ def github_env(server: FakeGitHub, tmp_path) -> dict[str, str]:
                         http_proxy=None, https_proxy=None)
 
 
+def check_env(index, tmp_path, **variables: str) -> dict[str, str]:
+    """``check`` of the index's release with the frozen manifest (what is shown is the work, not which
+    workarounds ship)."""
+    return terminal_env(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), XPU_WORKAROUNDS_MANIFEST=str(FROZEN_MANIFEST),
+                        **variables, **pip_environment(index))
+
+
 def piped(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_check_shows_the_download_the_unpacking_and_the_scan_on_a_terminal(index, tmp_path):
-    env = terminal_env(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), **pip_environment(index))
+    env = check_env(index, tmp_path)
     code, out, terminal = stderr_on_terminal(["check", "--json", f"vllm=={VERSION}"], env)
     assert code == 3, terminal  # this made-up release lacks every target: drift
     assert json.loads(out)["vllm"] == VERSION
@@ -49,21 +56,21 @@ def test_check_shows_the_download_the_unpacking_and_the_scan_on_a_terminal(index
 
 @pytest.mark.parametrize("quiet", ["--quiet", "-q"])
 def test_check_quiet_shows_nothing_on_a_terminal(index, tmp_path, quiet):
-    env = terminal_env(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), **pip_environment(index))
+    env = check_env(index, tmp_path)
     code, out, terminal = stderr_on_terminal(["check", quiet, "--json", f"vllm=={VERSION}"], env)
     assert code == 3 and json.loads(out)["vllm"] == VERSION
     assert terminal == ""
 
 
 def test_check_shows_nothing_when_stderr_is_not_a_terminal(index, tmp_path):
-    env = terminal_env(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), **pip_environment(index))
+    env = check_env(index, tmp_path)
     done = piped(["check", "--json", f"vllm=={VERSION}"], env)
     assert done.returncode == 3 and json.loads(done.stdout)["vllm"] == VERSION
     assert done.stderr == ""
 
 
 def test_no_progress_on_a_terminal_that_cannot_redraw_a_line(index, tmp_path):
-    env = terminal_env(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), TERM="dumb", **pip_environment(index))
+    env = check_env(index, tmp_path, TERM="dumb")
     code, out, terminal = stderr_on_terminal(["check", "--json", f"vllm=={VERSION}"], env)
     assert json.loads(out)["vllm"] == VERSION and terminal == ""
 

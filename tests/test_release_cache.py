@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.package_index import SDIST, VERSION, Index, pip_environment
+from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
 from tracker.commands.app import app
@@ -29,7 +30,9 @@ def cache(tmp_path):
 
 
 def environment(index: Index, cache: Path) -> dict[str, str | None]:
-    return {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_MANIFEST": None}
+    # The frozen manifest: what is checked is the cache, not which workarounds ship.
+    return {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(cache),
+            "XPU_WORKAROUNDS_MANIFEST": str(FROZEN_MANIFEST)}
 
 
 def check(index: Index, cache: Path):

@@ -3,10 +3,13 @@
 For each shipped workaround, its removal as ``retire --open-prs`` commits it
 (``compute_removal``: its module, its own tests and fixtures deleted, its entry cut from
 ``workarounds.toml``, the catalogue regenerated) is applied to a copy of this checkout's
-tracked files, and the fast suite runs on the copy with the copy's code first on
-``PYTHONPATH`` (tests/support/removal_proof.py), but for the test files whose outcome no removal
-can change (``removal_proof.INDEPENDENT``: they read only the frozen manifest; checked below). Marker ``removal_proof``: the copies start
-with the session's tests, two at a time, and each proof test waits for its copy's result.
+tracked files, and the fast tests whose outcome a removal can change (``removal_proof.READS_SHIPPED``
+and the workarounds' own) run on the copy with the copy's code first on ``PYTHONPATH``
+(tests/support/removal_proof.py). Every other test file is shown to read nothing a removal
+changes: once, on a bare copy that lacks all of it and records what its processes open, or, for
+the files that run only on the frozen repository, by their text (both checked below). Marker
+``removal_proof``: the copies start with the session's tests, two at a time, and each proof test
+waits for its copy's result.
 
 The slow parts (real vLLM, real Ray, the release matrix) are not run on the copies; what
 keeps them passing is checked fast, for the whole of ``tests/``: no file names a shipped
@@ -28,6 +31,7 @@ from tracker.retire.removal import module_name, owned_paths
 
 MANIFEST = reader.load(ROOT / MANIFEST_PATH)
 SHIPPED = [w.id for w in MANIFEST.workarounds]
+SHIPPED_MODULE = MANIFEST.workarounds[0].module
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +49,28 @@ def proofs(request):
         started.close()
 
 
+def failures(result) -> str:
+    """pytest's report of each failure, and the end of stderr."""
+    return result.stdout[result.stdout.find("= FAILURES ="):][-6000:] + result.stderr[-2000:]
+
+
 @pytest.mark.removal_proof
 @pytest.mark.parametrize("workaround_id", SHIPPED)
 def test_the_fast_suite_passes_on_a_copy_without_the_workaround(proofs, workaround_id):
     result = proofs.result(workaround_id)
-    failures = result.stdout[result.stdout.find("= FAILURES ="):]  # pytest's report of each failure
-    assert result.returncode == 0, f"without {workaround_id}: {failures[-6000:]}{result.stderr[-2000:]}"
+    assert result.returncode == 0, f"without {workaround_id}: {failures(result)}"
+
+
+@pytest.mark.removal_proof
+def test_the_files_the_copies_skip_read_nothing_a_removal_changes(proofs):
+    """The test files neither the copies nor the frozen-only text check cover pass on a copy with no
+    file that any removal changes, and none of their processes opened one (in the copy or in this
+    checkout) or imported a shipped workaround's module: their outcome is the same on every copy."""
+    run = proofs.bare()
+    readers = sorted({test.partition("::")[0] for test, _ in run.reads})
+    assert run.reads == [], (f"these tests read what a removal changes: add {readers} to "
+                             f"removal_proof.READS_SHIPPED (the copies run those): {run.reads[:20]}")
+    assert run.result.returncode == 0, f"without any removal-changed file: {failures(run.result)}"
 
 
 def test_a_removal_that_breaks_a_test_fails_its_proof(tmp_path):
@@ -62,9 +82,35 @@ def test_a_removal_that_breaks_a_test_fails_its_proof(tmp_path):
     needs_it.write_text("from tracker.model import reader\n\n\n"
                         f"def test_it_is_shipped():\n    assert {victim!r} in reader.load().ids\n", encoding="utf-8")
     assert victim in reader.load().ids
-    result = removal_proof.fast_suite(copy, only=(needs_it,))
+    result = removal_proof.fast_suite(copy, (needs_it,))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed" in result.stdout and "test_it_is_shipped" in result.stdout
+
+
+def test_the_bare_copy_names_each_test_that_reads_what_a_removal_changes(tmp_path):
+    """The recorder sees a read that a test forgives (the file is missing there) and a read in a
+    child process; a test that reads nothing of it is not named."""
+    changed = removal_proof.changed_by_removals()
+    copy = removal_proof.bare_copy(tmp_path / "repository", changed)
+    assert not (copy / MANIFEST_PATH).exists() and (copy / "tracker").is_dir()
+    planted = copy / "tests" / "test_planted.py"
+    planted.write_text(
+        "import subprocess, sys\n\n"
+        "def test_forgiving():\n    try:\n        open('workarounds.toml')\n    except OSError:\n        pass\n\n"
+        "def test_in_a_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'import contextlib\\nwith contextlib.suppress(ImportError): "
+        "import " + SHIPPED_MODULE + "'], check=True)\n\n"
+        "def test_innocent():\n    open('pyproject.toml').close()\n", encoding="utf-8")
+    run = removal_proof.bare_suite(copy, ["tests/test_planted.py"], set())
+    assert run.result.returncode == 0, failures(run.result)
+    assert run.reads == [("tests/test_planted.py::test_forgiving", str(copy / MANIFEST_PATH)),
+                         ("tests/test_planted.py::test_in_a_child", SHIPPED_MODULE)], run.reads
+
+
+def test_the_file_lists_name_test_files_that_exist_once():
+    for path in (*removal_proof.READS_SHIPPED, *removal_proof.FROZEN_ONLY):
+        assert (ROOT / path).is_file(), path
+    assert not set(removal_proof.READS_SHIPPED) & set(removal_proof.FROZEN_ONLY)
 
 
 # ------------------------------------------------- fast: no test names a shipped workaround
@@ -130,7 +176,7 @@ def test_every_frozen_exemption_is_what_its_reason_says():
 def test_the_files_a_copy_skips_read_only_the_frozen_manifest():
     """A file the copies skip runs on the frozen repository or manifest and reads nothing a removal
     changes: not the shipped manifest, not this checkout's workaround modules."""
-    for path in removal_proof.INDEPENDENT:
+    for path in removal_proof.FROZEN_ONLY:
         text = (ROOT / path).read_text(encoding="utf-8")
         assert "FROZEN_MANIFEST" in text or "frozen()" in text, path
         assert [reader for reader in removal_proof.SHIPPED_READERS if reader in text] == [], path

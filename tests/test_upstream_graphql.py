@@ -14,7 +14,7 @@ import requests
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_graphql import graphql as switches
-from support.repository import FROZEN_MANIFEST
+from support.repository import FROZEN_MANIFEST, write_frozen_modules
 from test_upstream import COMPARE, GRAPHQL, PULL, TOKEN, learn, manifest_for, settings, vllm_with_release_branch
 
 from benchmarks import scale_manifest
@@ -290,7 +290,12 @@ def test_both_ways_give_the_same_facts_on_the_frozen_manifest(tmp_path):
 
 def test_both_ways_give_the_same_facts_on_the_500_workaround_scale_manifest():
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-test-scale-") as scratch:
-        manifest = reader.load(scale_manifest.generate(Path(scratch) / "scale.toml"))
+        # Copies of the frozen manifest's entries and modules (which workarounds ship is not the point).
+        frozen_modules = Path(scratch) / "frozen"
+        (frozen_modules / "workarounds").mkdir(parents=True)
+        write_frozen_modules(frozen_modules / "workarounds")
+        manifest = reader.load(scale_manifest.generate(Path(scratch) / "scale.toml", template=FROZEN_MANIFEST,
+                                                       modules=frozen_modules))
         saved = dict(upstream.REPOSITORY_COMPONENTS)
         with FakeGitHub() as server:
             upstream.REPOSITORY_COMPONENTS.update(seed_generated(server, manifest))
