@@ -172,3 +172,18 @@ def test_a_full_disk_under_the_cache_fetches_into_a_scratch_directory_with_one_w
         f"xpu-workarounds: warning: vllm=={VERSION} could not be kept in the release cache: [Errno 28] no space left "
         f"on the device of {cache}/releases\n")
     assert [path.name for path in (cache / "releases").iterdir()] == []
+
+
+def test_an_index_that_cannot_be_reached_is_named_as_such_not_as_a_missing_release(cache):
+    """pip retries a refused connection, then says only that no version was found: the one line
+    says the index could not be reached, and why."""
+    from support.vllm_harness import free_port
+
+    env = {"PIP_INDEX_URL": f"http://127.0.0.1:{free_port()}/simple", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "",
+           "PIP_NO_CACHE_DIR": "1", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "1",
+           "XPU_WORKAROUNDS_CACHE_DIR": str(cache), "XPU_WORKAROUNDS_MANIFEST": str(FROZEN_MANIFEST)}
+    result = CliRunner().invoke(app, ["check", f"vllm=={VERSION}"], env=env)
+    assert result.exit_code == 4, result.output
+    (line,) = result.output.splitlines()
+    assert line.startswith(f"xpu-workarounds: error: pip download vllm=={VERSION} failed: "), line
+    assert line.endswith("(the package index could not be reached: [Errno 111] Connection refused)"), line

@@ -45,6 +45,19 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 '''
 
 Say = Callable[[str], None]  # a progress step or a warning, one line of text
+# pip's warning when a request to the index failed and is retried, and the reason in it.
+_RETRIED = re.compile(r"^WARNING: Retrying \(.*\) after connection broken by .*?(?P<why>\[Errno -?\d+\][^'\"]*"
+                      r"|Read timed out|timed out|Connection refused|Name or service not known)", re.M)
+
+
+def pip_failure(stderr: str, otherwise: str) -> str:
+    """Why pip failed, from its stderr: its last error line (``otherwise`` when there is none) and,
+    when it had to retry the index, why it could not reach it: pip's last line then says only
+    that no version was found, as if the release did not exist."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
+    why = lines[-1] if lines else otherwise
+    retried = _RETRIED.findall(stderr)
+    return f"{why} (the package index could not be reached: {retried[-1].strip()})" if retried else why
 
 
 def silent(text: str) -> None:
@@ -66,8 +79,7 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
         raise NotFetchable(f"pip download vllm=={version}: {error}") from None
     found = sorted(into.glob("vllm-*.tar.gz"))
     if done.returncode != 0 or not found:
-        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
-        raise NotFetchable(f"pip download vllm=={version} failed: {lines[-1].strip() if lines else 'no sdist'}")
+        raise NotFetchable(f"pip download vllm=={version} failed: {pip_failure(done.stderr, 'no sdist')}")
     return found[0]
 
 
@@ -86,8 +98,7 @@ def newest_release(*, timeout: float = 120) -> Version:
         raise NotFetchable(f"pip index versions vllm: {error}") from None
     found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
     if found is None:
-        lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
-        raise NotFetchable(f"pip index versions vllm failed: {lines[-1].strip() if lines else 'no release named'}")
+        raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release named')}")
     try:
         return Version(found.group("version"))
     except InvalidVersion:
