@@ -61,7 +61,9 @@ FROZEN_ONLY = ("tests/test_action.py", "tests/test_retire_github.py", "tests/tes
 SHIPPED_READERS = ("default_path(", "reader.load()", "ROOT / MANIFEST_PATH", "checkout()", "SHIPPED",
                    "from workarounds", "import workarounds")
 BARE = ":bare"  # the key of the bare copy's run among the workaround ids
-READS = "XPU_WORKAROUNDS_PROOF_READS"  # where the bare copy's processes record what they read
+# Where the bare copy's processes record what they read; not named XPU_WORKAROUNDS_*, which tests
+# clear from their children's environments.
+READS = "REMOVAL_PROOF_READS"
 # The bare copy's sitecustomize: every Python process started with the copy on PYTHONPATH records
 # each watched file it opens and each shipped workaround module it imports, with the test that
 # ran (pytest's PYTEST_CURRENT_TEST, which child processes inherit).
@@ -73,7 +75,7 @@ import threading
 
 
 def _record():
-    log = os.environ.get("XPU_WORKAROUNDS_PROOF_READS")
+    log = os.environ.get("REMOVAL_PROOF_READS")
     if not log:
         return
     with open(log + ".watched", encoding="utf-8") as listed:
