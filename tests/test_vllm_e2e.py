@@ -2,7 +2,7 @@
 
 Each whole-engine run (``LLM(...).generate(...)`` on a tiny random-weight Llama, with
 its engine core and a worker as separate processes) costs about a minute, so a few
-runs are shared by the tests that read them (module-scoped fixtures).
+runs are shared by the tests that read them (module-scoped fixtures), and run at the same time.
 
 Faults are real: a ``sitecustomize.py`` (tests/scripts/faults) changes the real vLLM
 module or class in every process vLLM starts; nothing in vLLM or in this package is
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,29 +35,41 @@ STRICT_MESSAGE = f"xpu-workarounds: strict mode: {CALL_THROUGH} failed: Permissi
 
 
 @pytest.fixture(scope="module")
-def default_run(e2e_python, installed_project, tiny_model, tmp_path_factory) -> EngineRun:
-    return run_engine(e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("default"))
+def engine_runs(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory):
+    """The module's three whole-engine runs, started together when the first is asked for (each
+    spends much of its minute waiting on its own processes); each fixture below waits for its own."""
+    faulty_variables = {"XPU_WORKAROUNDS_MANIFEST": str(own_workarounds.manifest), "XPU_WORKAROUNDS_PLATFORM": "xpu"}
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="engine-run") as pool:
+        yield {
+            "default": pool.submit(run_engine, e2e_python, installed_project, tiny_model,
+                                   tmp_path_factory.mktemp("default")),
+            # Platform forced to xpu and the tests' two workarounds forced: the function's module
+            # refuses the patch (a real PermissionError when the engine sets the attribute), and
+            # ``PPHandler.broadcast`` has grown a keyword, as a later vLLM release might.
+            "faulty": pool.submit(
+                run_engine, e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("faulty"),
+                faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET, "XPU_WORKAROUNDS_TEST_RESHAPE": SYNC_TARGET},
+                ahead=[own_workarounds.site], XPU_WORKAROUNDS_FORCE=f"{CALL_THROUGH},{SYNC}", **faulty_variables),
+            "strict": pool.submit(
+                run_engine, e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("strict"),
+                faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET}, ahead=[own_workarounds.site],
+                XPU_WORKAROUNDS_FORCE=CALL_THROUGH, XPU_WORKAROUNDS_STRICT="1", **faulty_variables),
+        }
 
 
 @pytest.fixture(scope="module")
-def faulty_run(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> EngineRun:
-    """Platform forced to xpu and the tests' two workarounds forced: the function's module
-    refuses the patch (a real PermissionError when the engine sets the attribute), and
-    ``PPHandler.broadcast`` has grown a keyword, as a later vLLM release might."""
-    return run_engine(
-        e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("faulty"),
-        faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET, "XPU_WORKAROUNDS_TEST_RESHAPE": SYNC_TARGET},
-        ahead=[own_workarounds.site], XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest),
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=f"{CALL_THROUGH},{SYNC}")
+def default_run(engine_runs) -> EngineRun:
+    return engine_runs["default"].result()
 
 
 @pytest.fixture(scope="module")
-def strict_run(e2e_python, installed_project, tiny_model, own_workarounds, tmp_path_factory) -> EngineRun:
-    return run_engine(
-        e2e_python, installed_project, tiny_model, tmp_path_factory.mktemp("strict"),
-        faults={"XPU_WORKAROUNDS_TEST_REFUSE": CALL_THROUGH_TARGET},
-        ahead=[own_workarounds.site], XPU_WORKAROUNDS_MANIFEST=str(own_workarounds.manifest),
-        XPU_WORKAROUNDS_PLATFORM="xpu", XPU_WORKAROUNDS_FORCE=CALL_THROUGH, XPU_WORKAROUNDS_STRICT="1")
+def faulty_run(engine_runs) -> EngineRun:
+    return engine_runs["faulty"].result()
+
+
+@pytest.fixture(scope="module")
+def strict_run(engine_runs) -> EngineRun:
+    return engine_runs["strict"].result()
 
 
 # ------------------------------------------------------------------ default

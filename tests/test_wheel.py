@@ -243,13 +243,19 @@ def test_a_base_install_on_a_bare_machine_pulls_no_github_client_and_compiles_on
     assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray"} & set(resolved)
 
 
-def resolution(pip: Path, report: Path, *requirements: str) -> dict[str, tuple[str, str]]:
-    """What pip would install for ``requirements`` into an empty environment: name -> (version, file)."""
-    subprocess.run([str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report),
-                    *requirements], check=True, capture_output=True)
-    return {item["metadata"]["name"].lower().replace("_", "-"):
-            (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
-            for item in json.loads(report.read_text())["install"]}
+def resolutions(pip: Path, directory: Path, *requirement_sets: tuple[str, ...]) -> list[dict[str, tuple[str, str]]]:
+    """What pip would install for each set of requirements into an empty environment: name ->
+    (version, file); the resolutions run at the same time (each waits on the index)."""
+    reports = [directory / f"resolution-{number}.json" for number in range(len(requirement_sets))]
+    running = [subprocess.Popen([str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report),
+                                 *requirements], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+               for report, requirements in zip(reports, requirement_sets, strict=True)]
+    for process in running:
+        _, stderr = process.communicate(timeout=900)
+        assert process.returncode == 0, stderr.decode(errors="replace")[-3000:]
+    return [{item["metadata"]["name"].lower().replace("_", "-"):
+             (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
+             for item in json.loads(report.read_text())["install"]} for report in reports]
 
 
 @pytest.mark.release_matrix
@@ -260,8 +266,7 @@ def test_installing_it_beside_vllm_changes_no_version_vllm_resolved(wheel, tmp_p
     from support.vllm_harness import E2E_TORCH, E2E_VLLM
 
     pip = venv(tmp_path / "venv") / "pip"
-    alone = resolution(pip, tmp_path / "alone.json", E2E_VLLM, E2E_TORCH)
-    beside = resolution(pip, tmp_path / "beside.json", E2E_VLLM, E2E_TORCH, str(wheel))
+    alone, beside = resolutions(pip, tmp_path, (E2E_VLLM, E2E_TORCH), (E2E_VLLM, E2E_TORCH, str(wheel)))
     assert "typer" in alone and "pydantic" in alone  # vLLM itself brings what typer 0.29 needs
     moved = {name: (version, beside.get(name, ("removed",))[0]) for name, (version, _) in alone.items()
              if beside.get(name, ("removed",))[0] != version}

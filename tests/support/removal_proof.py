@@ -35,6 +35,7 @@ from tracker.retire import MANIFEST_PATH, Removal, Snapshot, blob_sha, compute_r
 # The fast part of the README's test command, less this proof (it does not recurse).
 FAST = "not vllm_e2e and not release_matrix and not ray_cluster and not removal_proof"
 AT_ONCE = 2  # copies tested at the same time: the machine has 2 cores
+NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 # Test files whose outcome a removal can change, run on every copy: they read the shipped manifest,
 # a workaround's module or test, the catalogue or README (or run a command that does). A
 # workaround's own test files run there too. Every other test file is shown to read none of it:
@@ -210,7 +211,9 @@ def fast_suite(copy: Path, files: list[str] | tuple[Path, ...], running: set[sub
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")])),
            "XDG_CACHE_HOME": str(copy.parent / "cache"), **(variables or {})}
     present = [str(file) for file in files if (copy / file).is_file()]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", FAST,
+    # At a lower priority than the session's own tests: a copy takes what they leave of the
+    # machine (the slow tests leave a core idle for minutes) instead of slowing them down.
+    command = [*NICE, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", FAST,
                f"--basetemp={copy.parent / 'pytest'}", *present]
     with subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as process:
