@@ -3,6 +3,7 @@ and small real packages on sys.path."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,7 +14,14 @@ from support.fakegithub import FakeGitHub
 from support.package_index import Index
 from support.packages import Package
 
+import tracker
 from tracker.model import reader
+
+# The stand-in GitHub (tests/support/fakegithub.py) has no secondary rate limits: the commands the
+# tests run against it write without the pause GitHub asks of bots between writes (a second by
+# default), which would otherwise be most of those tests' time. Children inherit it; the test of
+# the pause itself (tests/test_retire_github.py) clears it.
+os.environ.setdefault(tracker.GITHUB_WRITE_INTERVAL, "0")
 
 # The markers of the tests that start vLLM, start Ray or download releases (pyproject.toml).
 SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")

@@ -188,6 +188,16 @@ def test_a_github_api_that_is_neither_graphql_nor_rest_is_bad_input(args):
     assert result.stderr == "xpu-workarounds: error: XPU_WORKAROUNDS_GITHUB_API: 'soap' is not graphql or rest\n"
 
 
+@pytest.mark.parametrize("value", ["soon", "-1", "61", "nan", "inf", "1e9"])
+@pytest.mark.parametrize("args", [["retire", "--open-prs", "--repo", "a/b"], ["check", "--pull-request", "1",
+                                                                             "--repo", "a/b"]])
+def test_a_write_interval_that_is_no_number_of_seconds_from_0_to_60_is_bad_input(args, value):
+    result = run(*args, env={"XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL": value})
+    assert result.exit_code == 2
+    assert result.stderr == (f"xpu-workarounds: error: XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL: {value!r} is not a "
+                             "number of seconds from 0 to 60\n")
+
+
 def test_offline_commands_run_without_pygithub_or_ray():
     for args in (["status"], ["explain", reader.load().workarounds[0].id], ["lint"], ["docs"]):
         result = without("github", "ray", args=args)

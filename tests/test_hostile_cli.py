@@ -38,7 +38,8 @@ EXITS = {"status": {0, 2}, "explain": {0, 2}, "lint": {0, 1, 2}, "docs": {0, 2},
          "retire": {0, 2, 3, 4}}
 VARIABLES = ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_STRICT",
              "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
-             "XPU_WORKAROUNDS_REPORT", "XPU_WORKAROUNDS_CACHE_DIR", "XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN")
+             "XPU_WORKAROUNDS_REPORT", "XPU_WORKAROUNDS_CACHE_DIR", "XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN",
+             "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL")
 IDS = reader.load().ids
 
 # Text a person or a script might pass: printable, odd, long, and near-misses of good values.

@@ -28,6 +28,7 @@ from support.fakegithub_git import close_by_person, deny, install, merge_by_pers
 from support.repository import frozen, lint_problems
 from typer.testing import CliRunner
 
+import tracker
 from tracker.commands.app import app
 from tracker.model import reader
 from tracker.model.catalogue import markdown
@@ -724,3 +725,22 @@ def test_a_broken_manifest_on_the_base_branch_exits_4_with_one_line_naming_branc
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"xpu-workarounds: error: {REPOSITORY}@main: {MANIFEST_PATH} ")
     assert "Traceback" not in result.output and writes(scenario.server) == 0
+
+
+@pytest.mark.parametrize(("variable", "at_least"), [(None, 1.0), ("2.5", 2.5)])
+def test_writes_to_github_are_spaced_as_github_asks_of_bots(server, variable, at_least):
+    """Two writes through the product's client: a second apart unless
+    ``XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL`` says otherwise (the tests' own runs set it to 0)."""
+    import time
+
+    from tracker.upstream.client import connect
+
+    install(server)
+    server.add_repo(REPOSITORY)
+    repo = connect(ClientSettings.from_env({"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
+                                            **({tracker.GITHUB_WRITE_INTERVAL: variable} if variable else {})},
+                                           retries=0)).get_repo(REPOSITORY)
+    repo.create_issue("first")
+    started = time.monotonic()
+    repo.create_issue("second")
+    assert time.monotonic() - started >= at_least

@@ -32,6 +32,8 @@ REPORT = "XPU_WORKAROUNDS_REPORT"
 CACHE_DIR = "XPU_WORKAROUNDS_CACHE_DIR"
 GITHUB_TOKEN = "XPU_WORKAROUNDS_GITHUB_TOKEN"
 GITHUB_API = "XPU_WORKAROUNDS_GITHUB_API"  # graphql (default): GraphQL first, REST for the rest; rest: REST only
+# Seconds between two writes to GitHub (default 1, GitHub's guidance against secondary rate limits; 0 to 60).
+GITHUB_WRITE_INTERVAL = "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL"
 # Other tools' variables this one reads: GitHub's (a token, the REST base URL, an Actions step's
 # files), Ray's cluster address, vLLM's metrics directory and the terminal's colour conventions.
 GITHUB_TOKENS = (GITHUB_TOKEN, "GITHUB_TOKEN")  # the first set wins

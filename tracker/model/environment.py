@@ -9,6 +9,7 @@ imports torch or vLLM.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -195,12 +196,32 @@ def _ids(text: str) -> frozenset[str]:
     return frozenset(part.strip() for part in text.split(",") if part.strip())
 
 
+WRITE_INTERVAL = 1.0  # seconds between two writes to GitHub: its guidance for bots, against secondary rate limits
+_WRITE_INTERVAL_LIMIT = 60.0
+
+
+def _write_interval(text: str) -> tuple[float, str | None]:
+    """``XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL``'s seconds (the default when unset), or the default
+    and the problem with it."""
+    if not text.strip():
+        return WRITE_INTERVAL, None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= _WRITE_INTERVAL_LIMIT:  # NaN and infinities too
+        return WRITE_INTERVAL, (f"{tracker.GITHUB_WRITE_INTERVAL}: {text!r} is not a number of seconds "
+                                f"from 0 to {_WRITE_INTERVAL_LIMIT:g}")
+    return seconds, None
+
+
 class OutsideVariables(NamedTuple):
     """What GitHub's and Ray's variables (and this tool's GitHub ones) say. The token is never shown."""
 
     github_token: str | None = None  # XPU_WORKAROUNDS_GITHUB_TOKEN, else GITHUB_TOKEN
     github_api_url: str | None = None  # GITHUB_API_URL, without a trailing slash
     github_api: str = "graphql"  # XPU_WORKAROUNDS_GITHUB_API: graphql | rest
+    github_write_interval: float = WRITE_INTERVAL  # XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL: seconds between writes
     in_actions: bool = False  # GITHUB_ACTIONS=true: a GitHub Actions step
     actions_output: str | None = None  # GITHUB_OUTPUT: the step's outputs file
     actions_summary: str | None = None  # GITHUB_STEP_SUMMARY: the step's summary file
@@ -220,11 +241,15 @@ class OutsideVariables(NamedTuple):
         env = os.environ if environ is None else environ
         token = next((env[name] for name in tracker.GITHUB_TOKENS if env.get(name, "").strip()), None)
         api = env.get(tracker.GITHUB_API, "").strip().lower()
-        problems = (f"{tracker.GITHUB_API}: {api!r} is not graphql or rest",) if api not in ("", "graphql", "rest") else ()
+        interval, interval_problem = _write_interval(env.get(tracker.GITHUB_WRITE_INTERVAL, ""))
+        problems = tuple(problem for problem in (
+            f"{tracker.GITHUB_API}: {api!r} is not graphql or rest" if api not in ("", "graphql", "rest") else None,
+            interval_problem) if problem)
         return cls(
             github_token=token.strip() if token else None,
             github_api_url=(env.get(tracker.GITHUB_API_URL) or "").strip().rstrip("/") or None,
             github_api="rest" if api == "rest" else "graphql",
+            github_write_interval=interval,
             in_actions=env.get(tracker.GITHUB_ACTIONS) == "true",
             actions_output=env.get(tracker.GITHUB_OUTPUT) or None,
             actions_summary=env.get(tracker.GITHUB_STEP_SUMMARY) or None,

@@ -97,10 +97,10 @@ def connect(settings: ClientSettings, *, reads_only: bool = False) -> github.Git
         user_agent=USER_AGENT,
         per_page=100,
         retry=retry,
-        # Reads are sequential and few; writes keep PyGithub's one-second spacing
-        # (GitHub's guidance against secondary rate limits).
+        # Reads are sequential and few; writes are spaced (a second by default: GitHub's guidance
+        # against secondary rate limits; XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL).
         seconds_between_requests=None,
-        seconds_between_writes=None if reads_only else 1.0,
+        seconds_between_writes=None if reads_only or not settings.write_interval else settings.write_interval,
     )
     deadline.install(gh.requester)
     _guard(gh.requester, settings)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from tracker.model.environment import InputError, OutsideVariables
+from tracker.model.environment import WRITE_INTERVAL, InputError, OutsideVariables
 
 DEFAULT_API_URL = "https://api.github.com"
 MAX_PAGES = 100  # of one list: 10,000 items at 100 a page; the longest GitHub list read here has a few
@@ -71,6 +71,7 @@ class ClientSettings:
     # Told "GET /repos/o/r/pulls/1" as each request is sent, "retrying ..." before each retry.
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     deadline: float = 60.0  # seconds for one answer as a whole (retries' attempts too, not their waits)
+    write_interval: float = WRITE_INTERVAL  # seconds between two writes (0: none)
 
     def __post_init__(self) -> None:
         api_url(self.base_url)
@@ -78,7 +79,8 @@ class ClientSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
         variables = OutsideVariables.from_env(environ)
-        return cls(token=variables.github_token, base_url=variables.github_api_url or DEFAULT_API_URL, **overrides)
+        return cls(token=variables.github_token, base_url=variables.github_api_url or DEFAULT_API_URL,
+                   **{"write_interval": variables.github_write_interval, **overrides})
 
     @property
     def host(self) -> str:
