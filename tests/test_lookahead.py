@@ -50,7 +50,8 @@ class World:
         env = {key: value for key, value in os.environ.items()
                if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
         env.update({"GITHUB_API_URL": self.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
-                    "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), **pip_environment(self.index)})
+                    "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), **pip_environment(self.index),
+                    "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL": "0"})  # the stand-in has no secondary rate limits
         self.server.settle()
         self.server.reset_log()
         command = ["retire", "--open-prs", "--repo", REPOSITORY, "--no-refresh", *(["--look-ahead"] * look_ahead)]
