@@ -131,12 +131,13 @@ def _committed(destination: Path, message: str) -> Path:
     return destination
 
 
-def _removal(workaround_id: str, paths: list[str]) -> Removal:
-    """``workaround_id``'s removal from this checkout's working tree, as the bot computes it."""
+def _removals(workaround_ids: list[str], paths: list[str]) -> list[Removal]:
+    """Each of ``workaround_ids``' removals from this checkout's working tree, as the bot computes it."""
     text = (ROOT / MANIFEST_PATH).read_text(encoding="utf-8")
     snapshot = Snapshot("main", "0" * 40, "0" * 40, {p: blob_sha(p) for p in paths}, {}, text,
                         read=lambda path: (ROOT / path).read_text(encoding="utf-8"))
-    return compute_removal(snapshot, reader.load(ROOT / MANIFEST_PATH).get(workaround_id))
+    manifest = reader.load(ROOT / MANIFEST_PATH)
+    return [compute_removal(snapshot, manifest.get(workaround_id)) for workaround_id in workaround_ids]
 
 
 def removed_copy(workaround_id: str, destination: Path, mypy_cache: Path | None = None) -> Path:
@@ -144,7 +145,7 @@ def removed_copy(workaround_id: str, destination: Path, mypy_cache: Path | None 
     applied, committed to a fresh git repository."""
     paths = tracked_paths()
     _copied(destination, paths)
-    removal = _removal(workaround_id, paths)
+    (removal,) = _removals([workaround_id], paths)
     for path in removal.deleted:
         (destination / path).unlink()
     for path, written in removal.written.items():
@@ -172,12 +173,8 @@ def mypy_cache(into: Path) -> Path:
 
 def changed_by_removals() -> set[str]:
     """Every path that some shipped workaround's removal deletes or writes."""
-    paths = tracked_paths()
-    changed: set[str] = set()
-    for workaround_id in reader.load(ROOT / MANIFEST_PATH).ids:
-        removal = _removal(workaround_id, paths)
-        changed |= {*removal.deleted, *removal.written}
-    return changed
+    removals = _removals(list(reader.load(ROOT / MANIFEST_PATH).ids), tracked_paths())
+    return {path for removal in removals for path in (*removal.deleted, *removal.written)}
 
 
 def bare_copy(destination: Path, changed: set[str]) -> Path:

@@ -59,6 +59,11 @@ class Site:
     said: str = field(repr=False, default="")  # every comment and string that made it, whitespace collapsed
     code: str = field(repr=False, default="")  # its lines, whitespace collapsed (where a marker is looked for)
 
+    @property
+    def where(self) -> str:
+        """``file:line``, or ``file:line-end_line`` for a site of several lines."""
+        return f"{self.file}:{self.line}" + (f"-{self.end_line}" if self.end_line != self.line else "")
+
 
 class _Text(NamedTuple):
     """A comment block, a docstring paragraph or a string: its lines and what it says."""

@@ -25,11 +25,10 @@ def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
     rows = []
     for counted in sites:
         site = counted.site
-        where = f"{site.file}:{site.line}" + (f"-{site.end_line}" if site.end_line != site.line else "")
         tracked = counted.tracked or "-"
         if counted.tracked is not None and counted.dead:
             tracked += " (dead)"
-        rows.append((where, tracked, ", ".join(site.references) or "-", site.summary))
+        rows.append((site.where, tracked, ", ".join(site.references) or "-", site.summary))
     return rows
 
 

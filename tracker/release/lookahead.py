@@ -172,10 +172,9 @@ def _sites(found: NextRelease) -> list[str]:
 
 def _site_line(counted: CountedSite) -> str:
     site = counted.site
-    where = f"{site.file}:{site.line}" + (f"-{site.end_line}" if site.end_line != site.line else "")
     refs = f" ({', '.join(markdown_code(ref) for ref in site.references)})" if site.references else ""
     tracked = f", tracked as `{counted.tracked}`" if counted.tracked else ""
-    return f"- {markdown_code(where)}{refs}{tracked}: {markdown_text(site.summary)}"
+    return f"- {markdown_code(site.where)}{refs}{tracked}: {markdown_text(site.summary)}"
 
 
 def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callable[[], Version] = newest_release,
