@@ -155,3 +155,23 @@ def test_docs_prints_no_workflow_command_and_keeps_each_table_row_whole(tmp_path
     assert html.count("<td>Sync | the stream ##[add-mask]secret</td>") == 2
     assert "<code>`RuntimeError` ``` ##\\x5bwarning]forged</code>" in html
     assert "::add-mask::the next line of why" in html and "::stop-commands::token" in html
+
+
+def test_why_an_old_release_could_not_be_compared_is_text_in_the_upgrade_comment(tmp_path):
+    """The reason comes from pip and the package index (their words, a version from the PR's pin):
+    in the pull request's comment it renders as the same text, never as emphasis, a link, HTML or
+    a mention."""
+    from packaging.version import Version
+
+    from tracker.release.compare import ReleaseCheck
+    from tracker.release.pull_request import ReleaseMove, release_text
+
+    path = tmp_path / "workarounds.toml"
+    path.write_text(manifest_text(), encoding="utf-8")
+    forged = "pip said **merged** <img src=x> [ok](https://evil.example) @maintainer `code`"
+    lines = release_text(reader.load(path), ReleaseMove(["requirements.txt"], Version("0.24.0"), Version("0.25.0")),
+                         ReleaseCheck("0.25.0", "sdist", {}, []), None, "workarounds.toml", old_unavailable=forged)
+    (line,) = [line for line in lines if "could not be compared" in line]
+    html = MarkdownIt("commonmark").render(line)
+    assert html.count("<strong>") == 1 and "<img" not in html and "<a " not in html and "<code>" not in html, html
+    assert "@\u200bmaintainer" in html.replace("&#8203;", "\u200b"), html

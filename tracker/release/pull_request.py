@@ -269,7 +269,7 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
              f"{files} {'moves' if len(move.paths) == 1 else 'move'} {was} to **vLLM {move.new}** (its XPU pins: "
              f"{pins}); every workaround in {markdown_code(manifest_path)} was checked against that release's source.", ""]
     if old_unavailable is not None:
-        why = " ".join(old_unavailable.split())
+        why = markdown_text(" ".join(old_unavailable.split()))  # pip's words and the index's: text, never Markdown
         lines += [f"**{was} could not be compared**, so what starts or stops applying is not known: {why}", ""]
     drift = new.problems
     lines += [f"**Drift** ({len(drift)}): the workaround would be left unapplied, or patch something else."
