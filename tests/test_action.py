@@ -12,6 +12,7 @@ API, every change it makes goes through the API.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -314,12 +315,10 @@ def vllm_sdist(links: Path, version: str, params: str, fixed: bool, more: dict[s
         archive.add(root, arcname=root.name)
 
 
-@pytest.fixture
-def upgrade(tmp_path):
-    """A repository pinning vllm==0.24.0, a PR moving it to 0.25.0, and a package index on disk
-    (pip's --find-links) holding those releases and 0.25.1."""
-    from support.manifests import manifest_text, workaround
-
+@contextlib.contextmanager
+def upgrade_pull_request(tmp_path: Path, base: dict[str, str], head: dict[str, str]):
+    """A repository of ``base``'s files, a PR changing ``head``'s, and a package index on disk (pip's
+    --find-links) holding vLLM 0.24.0, 0.25.0 (drifted) and 0.25.1."""
     links = tmp_path / "index"
     good = "self, sampled_token_ids, num_sampled, num_rejected, input_batch"
     vllm_sdist(links, "0.24.0", good, fixed=False)
@@ -328,13 +327,23 @@ def upgrade(tmp_path):
     with FakeGitHub() as running:
         install(running)
         repo = running.add_repo(ADOPTER)
-        repo.commit("A stack pinning vLLM 0.24.0", files={"workarounds.toml": manifest_text(workaround()),
-                                                           "requirements.txt": "vllm==0.24.0\nfastapi\n"})
-        repo.commit("Move vLLM to 0.25.0", branch="bump-vllm", files={"requirements.txt": "vllm==0.25.0\nfastapi\n"})
+        repo.commit("A stack pinning vLLM 0.24.0", files=base)
+        repo.commit("Move vLLM to 0.25.0", branch="bump-vllm", files=head)
         pr = repo.pull("Move vLLM to 0.25.0", head="bump-vllm")
         pr.head_sha = repo.branches["bump-vllm"]
         yield repo, pr, Step(running, tmp_path, ADOPTER), {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links),
                                                             "PULL_REQUEST": str(pr.number), "FAIL_ON_DRIFT": "false"}
+
+
+@pytest.fixture
+def upgrade(tmp_path):
+    """A repository pinning vllm==0.24.0 in its requirements.txt, a PR moving it to 0.25.0."""
+    from support.manifests import manifest_text, workaround
+
+    with upgrade_pull_request(tmp_path, {"workarounds.toml": manifest_text(workaround()),
+                                         "requirements.txt": "vllm==0.24.0\nfastapi\n"},
+                              {"requirements.txt": "vllm==0.25.0\nfastapi\n"}) as world:
+        yield world
 
 
 def comments(step: Step, number: int) -> list[str]:
@@ -823,26 +832,124 @@ def test_every_text_from_the_pr_renders_as_text(upgrade):
     assert not [token for token in tokens if token.type == "text" and ("@team" in token.content or token.content == "now")]
 
 
-def test_only_the_roots_pin_files_and_those_sources_names_count(upgrade):
+def test_only_the_roots_pin_files_count_by_default_and_sources_vllm_pins_is_vllms_tree_not_a_pin_file(upgrade):
+    from support.manifests import manifest_text, workaround
     from test_workflow import check_script
 
     repo, pr, step, env = upgrade
-    repo.commit("Back to the base pin; a tool's own pyproject pins another vLLM", branch="bump-vllm",
+    # [sources.vllm] pins names a file of vLLM's own tree: a file of that name here is not a pin file.
+    sources = '\n[sources.vllm]\nrepository = "vllm-project/vllm"\npins = "requirements/xpu-extra.txt"\n'
+    repo.commit("vLLM's XPU pins elsewhere in its tree", files={"workarounds.toml": manifest_text(workaround()) + sources})
+    repo.commit("Back to the base pin; a tool, a fixture and a folder pin another vLLM", branch="bump-vllm",
                 files={"requirements.txt": "vllm==0.24.0\nfastapi\n",
                        "tools/bench/pyproject.toml": '[project]\nname = "bench"\ndependencies = ["vllm==0.25.0"]\n',
+                       "tests/fixtures/requirements.txt": "vllm==0.25.0\n",
                        "requirements/xpu-extra.txt": "vllm==0.25.0\n"})
     pr.head_sha = repo.branches["bump-vllm"]
     result = step.run(check_script(), **env)
     assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout, result.stdout + result.stderr
-    assert writes(step.server) == 0
-    from support.manifests import manifest_text, workaround
-
-    named = '\n[sources.vllm]\nrepository = "vllm-project/vllm"\npins = "requirements/xpu-extra.txt"\n'
-    repo.commit("The manifest names its pin file", files={"workarounds.toml": manifest_text(workaround()) + named})
+    assert writes(step.server) == 0 and comments(step, pr.number) == []
+    # Each is named in the step summary, with the [layout] pins line that would count it.
+    items = list_items(step.summary.read_text())
+    assert items == [f"`{path}` moves `vllm==0.25.0` and is not a pin file: `[layout]` "
+                     f'`pins = ["pyproject.toml", "requirements*.txt", "{path}"]` would count it.'
+                     for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt",
+                                  "tools/bench/pyproject.toml")]
+    assert [line for line in result.stdout.splitlines() if line.startswith("::notice ")] == [
+        f"::notice title=not a pin file::{path} moves vllm==0.25.0 but is not a pin file: not checked; [layout] "
+        f'pins = ["pyproject.toml", "requirements*.txt", "{path}"] would count it'
+        for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt", "tools/bench/pyproject.toml")]
+    # Declared in [layout] pins, the folder's file is one.
+    layout = '\n[layout]\npins = ["pyproject.toml", "requirements*.txt", "requirements/xpu-extra.txt"]\n'
+    repo.commit("The manifest names its pin files", files={"workarounds.toml": manifest_text(workaround()) + layout})
     moved = step.run(check_script(), **env)
     assert moved.returncode == 0, moved.stdout + moved.stderr
     [body] = comments(step, pr.number)
     assert "`requirements/xpu-extra.txt` moves no vLLM pin to **vLLM 0.25.0**" in body
+    assert "tests/fixtures" not in body and "tools/bench" not in body
+
+
+# ------------------------------------------- a serving repository declares its pin files
+
+SERVING_PINS = '\n[layout]\npins = ["requirements/*.txt"]\n'
+
+
+@pytest.fixture
+def serving(tmp_path):
+    """A serving repository pinning vLLM 0.24.0 in requirements/serving.txt and requirements/batch.txt,
+    declared in [layout] pins (its root requirements.txt is not one), and a PR moving both to 0.25.0."""
+    from support.manifests import manifest_text, workaround
+
+    base = {"workarounds.toml": manifest_text(workaround()) + SERVING_PINS,
+            "requirements/serving.txt": "vllm==0.24.0\nfastapi\n", "requirements/batch.txt": "vllm==0.24.0\nray\n",
+            "requirements.txt": "-r requirements/serving.txt\n"}
+    with upgrade_pull_request(tmp_path, base, {"requirements/serving.txt": "vllm==0.25.0\nfastapi\n",
+                                               "requirements/batch.txt": "vllm==0.25.0\nray\n"}) as world:
+        yield world
+
+
+def test_a_serving_repositorys_upgrade_moving_both_declared_pin_files_gets_one_comment_naming_both(serving):
+    from test_workflow import check_script
+
+    from tracker.release.pull_request import MARKER
+
+    repo, pr, step, env = serving
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)
+    assert "`requirements/batch.txt`, `requirements/serving.txt` move vLLM 0.24.0 to **vLLM 0.25.0**" in body
+    assert "**Drift** (1)" in body and "disagree" not in body and body.endswith(f"{MARKER}\n")
+    assert step.summary.read_text() == body  # no file outside the pin files moved vLLM: no notice
+    assert "::notice" not in result.stdout
+
+
+def test_a_serving_pr_moving_vllm_only_outside_its_pin_files_gets_a_step_summary_notice_and_no_comment(serving):
+    from test_workflow import check_script
+
+    repo, pr, step, env = serving
+    repo.branch("bump-vllm", repo.branches["main"])
+    repo.commit("Pin vLLM in the root file and a deeper one", branch="bump-vllm",
+                files={"requirements.txt": "vllm==0.25.0\n", "requirements/gpu/cuda.txt": "vllm==0.25.1\n",
+                       "constraints.in": "vllm==0.25.0\n", "docs/notes.txt": "vllm==0.25.0 is out\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0 and "does not move the vLLM pin" in result.stdout, result.stdout + result.stderr
+    assert writes(step.server) == 0 and comments(step, pr.number) == []
+    summary = step.summary.read_text()
+    assert summary.startswith("### vLLM moves outside the pin files\n")
+    assert '(`pins = ["requirements/*.txt"]` in the manifest at the PR\'s base)' in summary
+    assert list_items(summary) == [
+        '`constraints.in` moves `vllm==0.25.0` and is not a pin file: `[layout]` '
+        '`pins = ["requirements/*.txt", "constraints.in"]` would count it.',
+        '`requirements.txt` moves `vllm==0.25.0` and is not a pin file: `[layout]` '
+        '`pins = ["requirements/*.txt", "requirements.txt"]` would count it.',
+        '`requirements/gpu/cuda.txt` moves `vllm==0.25.1` and is not a pin file: `[layout]` '
+        '`pins = ["requirements/*.txt", "requirements/gpu/cuda.txt"]` would count it.']
+    assert ('To count them all: `pins = ["requirements/*.txt", "constraints.in", "requirements.txt", '
+            '"requirements/gpu/cuda.txt"]`.') in summary.splitlines()
+    assert "docs/notes.txt" not in summary  # a text file that names vLLM but pins nothing
+    assert "not a pin  requirements.txt moves vllm==0.25.0 but is not a pin file" in result.stdout
+
+
+def test_the_files_read_outside_the_pin_files_are_bounded_and_the_rest_counted(serving):
+    from test_workflow import check_script
+
+    from tracker.release.pin_moves import OTHERS_READ
+
+    repo, pr, step, env = serving
+    notes = {f"docs/notes-{index:02}.txt": f"note {index}\n" for index in range(OTHERS_READ + 1)}
+    repo.commit("Many notes, and vLLM moved in a file past them", branch="bump-vllm",
+                files={**notes, "requirements.txt": "vllm==0.25.1\n"})
+    pr.head_sha = repo.branches["bump-vllm"]
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)  # the declared pin files are checked as ever
+    assert "requirements.txt" not in body
+    summary = step.summary.read_text()
+    assert summary.startswith(body)
+    assert (f"2 more changed files that could pin vLLM (`*.txt`, `*.in`, `pyproject.toml`) not read: the check "
+            f"reads {OTHERS_READ} files that are not pin files.") in summary.splitlines()
+    assert "requirements.txt" not in summary.removeprefix(body)
 
 
 def test_a_pin_file_whose_content_is_not_base64_is_exit_4_in_one_line(upgrade):

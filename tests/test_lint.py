@@ -193,3 +193,30 @@ def test_a_tests_folder_or_catalogue_the_repository_lacks_is_one_problem_at_its_
     else:
         (tmp_path / "xpu" / "test").mkdir()
     assert run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint").returncode == 0
+
+
+def test_pin_files_that_match_nothing_yet_pass_lint(tmp_path):
+    """[layout] pins names files, or globs, that may not exist: unlike a folder [layout] sets, none is required."""
+    adopter(tmp_path)
+    manifest = tmp_path / "xpu" / "workarounds.toml"
+    text = manifest.read_text(encoding="utf-8").replace('docs = ""', 'docs = ""\npins = ["requirements/*.txt"]')
+    manifest.write_text(text, encoding="utf-8")
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    assert (result.returncode, result.stdout) == (0, "xpu/workarounds.toml: ok\n"), result.stderr
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    ("../requirements.txt", "a '.' or '..' segment: paths stay inside the repository, written without them"),
+    ("/srv/requirements.txt", "an absolute path: paths are relative to the repository's root"),
+    ("requirements/**/*.txt", "'**': '*' matches within one folder; name each folder's files "
+                              "(e.g. 'requirements/*.txt')"),
+])
+def test_a_pin_file_leaving_the_repository_is_one_line_at_its_line(tmp_path, entry, why):
+    adopter(tmp_path)
+    manifest = tmp_path / "xpu" / "workarounds.toml"
+    text = manifest.read_text(encoding="utf-8").replace('docs = ""', f'docs = ""\npins = ["pyproject.toml", "{entry}"]')
+    manifest.write_text(text, encoding="utf-8")
+    line = text.splitlines().index(f'pins = ["pyproject.toml", "{entry}"]') + 1
+    result = run_lint(tmp_path, "--manifest", "xpu/workarounds.toml", "lint")
+    assert result.returncode == 1 and result.stderr == ""
+    assert result.stdout == f"xpu/workarounds.toml:{line}: layout.pins: {entry!r}: {why}\n"

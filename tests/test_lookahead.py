@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
 from support.package_index import Index, pip_environment, vllm_sdist
@@ -24,6 +25,7 @@ from support.repository import FROZEN_MANIFEST, frozen
 from test_retire_github import REPOSITORY, TOKEN
 
 from tracker.model import reader
+from tracker.model.manifest import Manifest
 from tracker.release.lookahead import pinned_release
 from tracker.retire import DASHBOARD_LABEL
 
@@ -173,3 +175,38 @@ def test_where_the_pin_files_disagree_the_oldest_pin_is_compared_with():
     files = {"requirements.txt": "vllm==0.99.0\n", "requirements-xpu.txt": "vllm==0.98.1\n",
              "pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm==0.99.0"]\n', "README.md": "vllm==0.1.0\n"}
     assert pin_of(files) == ("0.98.1", "requirements-xpu.txt")
+
+
+def test_the_pin_is_read_from_the_files_layout_pins_names_the_oldest_where_they_disagree(world):
+    """A serving repository that declares its pin files under requirements/: the look-ahead reads them,
+    not the root's requirements.txt, and compares with the oldest of their pins."""
+    older = "0.98.0"
+    declared = FROZEN_MANIFEST.read_text(encoding="utf-8") + '\n[layout]\npins = ["requirements/*.txt"]\n'
+    world.project.commit("Pins under requirements/, declared", files={
+        "workarounds.toml": declared, "requirements/serving.txt": f"vllm=={PINNED}\nfastapi\n",
+        "requirements/batch.txt": f"vllm=={older}\nray\n", "requirements.txt": "vllm==0.1.0\n"})
+    world.index.publish(older, vllm_sdist(older))
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+    result = world.run("--json")
+    assert result.returncode == 0, result.stderr
+    ahead = json.loads(result.stdout)["next_release"]
+    assert (ahead["newest"], ahead["pinned"], ahead["pin_file"], ahead["notes"]) == (NEWEST, older,
+                                                                                      "requirements/batch.txt", [])
+    assert f"this repository pins vLLM {older} (pinned in `requirements/batch.txt`)" in section(world.dashboard())
+    assert f"/files/vllm-{older}.tar.gz" in world.downloads()
+
+
+def manifest_with(tmp_path: Path, layout: str) -> Manifest:
+    path = tmp_path / "workarounds.toml"
+    path.write_text(FROZEN_MANIFEST.read_text(encoding="utf-8") + layout, encoding="utf-8")
+    return reader.load(path)
+
+
+def test_a_declared_glob_reads_one_folder_and_a_glob_that_matches_nothing_finds_no_pin(tmp_path):
+    manifest = manifest_with(tmp_path, '\n[layout]\npins = ["requirements/*.txt", "constraints/*.in"]\n')
+    files = {"requirements/serving.txt": "vllm==0.99.0\n", "requirements/gpu/cuda.txt": "vllm==0.1.0\n",
+             "requirements.txt": "vllm==0.2.0\n", "pyproject.toml": '[project]\ndependencies = ["vllm==0.3.0"]\n'}
+    assert pinned_release(manifest, files, files.__getitem__) == (Version("0.99.0"), "requirements/serving.txt")
+    elsewhere = {"requirements.txt": "vllm==0.2.0\n", "constraints.in": "vllm==0.2.0\n"}
+    assert pinned_release(manifest, elsewhere, elsewhere.__getitem__) == (None, None)
+

@@ -212,6 +212,103 @@ def test_lint_cli_accepts_the_shipped_manifest():
     assert run.returncode == 0 and run.stdout.strip().endswith(": ok")
 
 
+# --- [layout] pins: the repository's own pin files, paths or globs ---------------------------
+
+
+def test_pin_files_default_to_the_roots_pyproject_and_requirements_files(tmp_path):
+    path, problems = lint_text(tmp_path, TEXT)
+    assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt")
+
+
+def test_declared_pin_files_are_read_as_written_and_set_no_path_that_must_exist(tmp_path):
+    text = TEXT + '\n[layout]\npins = ["requirements/*.txt", "constraints/serving-?.in", "pyproject.toml"]\n'
+    path, problems = lint_text(tmp_path, text)
+    assert problems == []
+    layout = reader.load(path).layout
+    assert layout.pins == ("requirements/*.txt", "constraints/serving-?.in", "pyproject.toml")
+    assert layout.written == frozenset()  # a glob may match nothing: no file is required
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('"requirements.txt"', "must be a list of paths or globs relative to the repository's root"),
+    ('["requirements.txt", 3]', "must be a list of paths or globs relative to the repository's root"),
+    ('["../requirements.txt"]', "'../requirements.txt': a '.' or '..' segment"),
+    ('["requirements/../../x.txt"]', "'requirements/../../x.txt': a '.' or '..' segment"),
+    ('["./requirements.txt"]', "'./requirements.txt': a '.' or '..' segment"),
+    ('["/srv/requirements.txt"]', "'/srv/requirements.txt': an absolute path"),
+    ('["requirements//serving.txt"]', "'requirements//serving.txt': an empty path segment"),
+    ('["requirements/"]', "'requirements/': an empty path segment"),
+    ('[""]', "'': an empty path"),
+    ("['requirements\\serving.txt']", "'requirements\\\\serving.txt': a backslash"),
+    ('["requirements/**/*.txt"]', "'requirements/**/*.txt': '**': '*' matches within one folder"),
+    ('["requirements\\u0007.txt"]', "'requirements\\x07.txt': a control character"),
+])
+def test_a_pin_file_entry_that_is_not_a_relative_path_or_glob_is_refused_at_its_line(tmp_path, value, message):
+    text = TEXT + f"\n[layout]\ntests = \"tests\"\npins = {value}\n"
+    _, problems = lint_text(tmp_path, text)
+    assert [(p.field, p.line) for p in problems] == [("layout.pins", line_of(text, "pins = "))], problems
+    assert problems[0].message.startswith(message), problems[0].message
+    assert LINE.match(str(problems[0]))
+
+
+def test_an_empty_list_of_pin_files_is_accepted_and_names_none(tmp_path):
+    from tracker.model.pin_files import is_pin_file
+
+    path, problems = lint_text(tmp_path, TEXT + "\n[layout]\npins = []\n")
+    assert problems == [] and reader.load(path).layout.pins == ()
+    assert not is_pin_file("requirements.txt", ())
+
+
+@pytest.mark.parametrize(("pattern", "path", "matched"), [
+    ("requirements*.txt", "requirements.txt", True),
+    ("requirements*.txt", "requirements-xpu.txt", True),
+    ("requirements*.txt", "requirements/xpu.txt", False),  # '*' never crosses '/' (fnmatch's does)
+    ("requirements*.txt", "tests/fixtures/requirements.txt", False),  # no match from the right (PurePath.match's)
+    ("pyproject.toml", "tools/bench/pyproject.toml", False),
+    ("requirements/*.txt", "requirements/serving.txt", True),
+    ("requirements/*.txt", "requirements/gpu/cuda.txt", False),  # one folder, not its subfolders
+    ("requirements/*.txt", "requirements.txt", False),
+    ("*/requirements.txt", "serving/requirements.txt", True),
+    ("*/requirements.txt", "a/b/requirements.txt", False),
+    ("requirements/serving-?.txt", "requirements/serving-a.txt", True),
+    ("requirements/serving-?.txt", "requirements/serving-ab.txt", False),
+    ("requirements/[sb]*.txt", "requirements/batch.txt", True),
+    ("requirements/[sb]*.txt", "requirements/cuda.txt", False),
+    ("Requirements.txt", "requirements.txt", False),  # case counts, as in git
+    ("x[*]y.txt", "x*y.txt", True),  # a file whose name holds a glob's character, named alone
+    ("x[*]y.txt", "xzy.txt", False),
+])
+def test_a_pin_glob_matches_one_path_segment_at_a_time(pattern, path, matched):
+    from tracker.model.pin_files import is_pin_file, matches
+
+    assert matches(pattern, path) is matched
+    assert is_pin_file(path, [pattern]) is matched
+
+
+@pytest.mark.parametrize("path", ["../requirements.txt", "requirements/../requirements.txt", "./requirements.txt",
+                                  "/requirements.txt", "requirements//x.txt"])
+def test_a_path_leaving_or_bending_the_tree_is_never_a_pin_file(path):
+    from tracker.model.pin_files import is_pin_file
+
+    assert not is_pin_file(path, ["*", "*/*", "*/*/*", "requirements*.txt", "requirements/*.txt"])
+
+
+def test_a_glob_that_matches_nothing_is_no_pin_file_and_no_error():
+    from tracker.model.pin_files import is_pin_file
+
+    assert not [path for path in ("requirements.txt", "pyproject.toml", "setup.cfg")
+                if is_pin_file(path, ["requirements/*.txt", "deps/*.in"])]
+
+
+def test_a_file_is_declared_by_its_name_with_a_globs_characters_escaped():
+    from tracker.model.pin_files import declaring, is_pin_file, pin_glob_problem
+
+    for path in ("requirements/serving.txt", "x*y/req?.txt", "deps/[a].txt"):
+        entry = declaring(path)
+        assert pin_glob_problem(entry) is None and is_pin_file(path, [entry])
+    assert not is_pin_file("xzy/reqa.txt", [declaring("x*y/req?.txt")])
+
+
 # --- generated breakage: whatever is done to the file, lint answers in lines, never raises ------
 
 LINES = TEXT.splitlines()

@@ -128,13 +128,14 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
         fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
     except GitHubError as error:
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    if checked.text is not None:
-        append(SUMMARY_VARIABLE, checked.text)
+    for text in (checked.text, checked.notice):
+        if text is not None:
+            append(SUMMARY_VARIABLE, text)
     if json_output:
         typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
                                "drift": checked.drift, "comment": checked.comment, "detail": checked.note,
                                "warnings": checked.warnings, "unchecked": checked.unchecked,
-                               "disagreement": checked.disagreement}))
+                               "disagreement": checked.disagreement, "not_pin_files": checked.elsewhere}))
     else:
         typer.echo(one_line(checked.note))
         for problem in checked.drift:
@@ -145,6 +146,8 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
             typer.echo(one_line(f"unchecked  {line}"))
         for warning in checked.warnings:
             typer.echo(one_line(f"warning    {warning}"))
+        for line in checked.elsewhere:
+            typer.echo(one_line(f"not a pin  {line}"))
     if in_actions():
         level = "error" if fail_on_drift else "warning"
         for problem in checked.drift:
@@ -155,6 +158,8 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
             typer.echo(annotation("error", line, title="vLLM requirement not checked"), err=json_output)
         for warning in checked.warnings:
             typer.echo(annotation("warning", warning, title="not compared"), err=json_output)
+        for line in checked.elsewhere:
+            typer.echo(annotation("notice", line, title="not a pin file"), err=json_output)
     if checked.unchecked:  # a requirement nothing vouches for fails the step
         raise typer.Exit(ExitCode.FINDING if fail_on_drift else ExitCode.OUTSIDE_SERVICE)
     if (checked.drift or checked.disagreement is not None) and fail_on_drift:

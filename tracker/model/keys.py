@@ -13,7 +13,7 @@ import re
 # Top level: [support] (with [support.policy]), [[workaround]], [[tracked]], [layout], [sources.COMPONENT].
 TOP_KEYS = frozenset({"schema", "support", "workaround", "tracked", "layout", "sources"})
 POLICY_KEYS = ("vllm-minors", "xpu-pins")
-LAYOUT_KEYS = ("workarounds", "tests", "docs")
+LAYOUT_KEYS = ("workarounds", "tests", "docs", "pins")
 SOURCE_KEYS = ("repository", "tag", "pins")
 
 # [[workaround]] and its tables: targets, affected windows (component = specifier), upstream references.
@@ -44,5 +44,8 @@ TARGET_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 RELEASED_IN = re.compile(r"^(?P<component>[a-z][a-z0-9-]*)>=(?P<version>\S+)$")
 SHA = re.compile(r"^[0-9a-f]{40}$")
 RELATIVE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[A-Za-z0-9_./-]+(?<!/)$")  # no leading '/', no '..'
+# A [layout] pins entry: a path or glob relative to the root, '/' between non-empty segments, no '.' or '..'
+# segment, no backslash or control character, no '**' (tracker.model.pin_files says why, part by part).
+PIN_GLOB = re.compile(r"^(?!/)(?!.*//)(?!.*/(?!\n)$)(?!(?:.*/)?\.\.?(?:/|$))(?!.*\*\*)[^\\\x00-\x1f\x7f]+(?!\n)$")
 TRACKED_FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
 MARKER_LIMIT = 512  # characters of an inline fix's marker

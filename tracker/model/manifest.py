@@ -162,18 +162,22 @@ class Layout(NamedTuple):
 
     ``workarounds``: the package folder of workaround modules; ``tests``: the tests folder;
     ``docs``: the generated catalogue (None: the repository keeps none). ``written`` names the
-    keys the manifest sets: a path it sets must exist, a default one may be absent.
+    keys the manifest sets: a path it sets must exist, a default one may be absent. ``pins``: the
+    repository's own files that pin vLLM, paths or globs (``tracker.model.pin_files``), which may
+    match nothing.
     """
 
     workarounds: str = "workarounds"
     tests: str = "tests"
     docs: str | None = "docs/workarounds.md"
     written: frozenset[str] = frozenset()
+    pins: tuple[str, ...] = ("pyproject.toml", "requirements*.txt")  # the root's
 
 
 class Source(NamedTuple):
     """``[sources.COMPONENT]``: the repository that releases a component, how its release tags
-    are named (``{version}`` in ``tag``) and, for vLLM, the file of its tree holding the XPU pins."""
+    are named (``{version}`` in ``tag``) and, for vLLM, the file of its tree holding the XPU pins
+    (vLLM's tree, never the adopter's: the adopter's pin files are ``Layout.pins``)."""
 
     component: str
     repository: str

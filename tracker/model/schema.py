@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.model import keys
+from tracker.model.manifest import Layout
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
     PARTIAL_ROLES,
@@ -189,7 +190,11 @@ def _layout() -> dict[str, Any]:
         "tests": {**path("the tests folder"), "default": "tests"},
         "docs": {"description": "the generated catalogue, a .md file; \"\": none", "default": "docs/workarounds.md",
                  "anyOf": [{"const": ""}, {"type": "string", "pattern": keys.RELATIVE.pattern[:-1] + r"\.md$"}]},
-    }, "[layout]: where a repository keeps its workaround modules, tests and catalogue")
+        "pins": {"type": "array", "default": list(Layout().pins),
+                 "items": {"type": "string", "pattern": keys.PIN_GLOB.pattern},
+                 "description": "the repository's own files that pin vLLM (the upgrade check and the look-ahead "
+                                "read them): paths or globs relative to the root, '*' within one folder"},
+    }, "[layout]: where a repository keeps its workaround modules, tests, catalogue and pin files")
 
 
 def _sources() -> dict[str, Any]:
@@ -200,7 +205,8 @@ def _sources() -> dict[str, Any]:
             "tag": {"type": "string", "pattern": r"^(?!/)[A-Za-z0-9_./-]*\{version\}[A-Za-z0-9_./-]*$",
                     "default": "v{version}", "description": "its release tags, {version} standing for the version"},
             "pins": {"type": "string", "pattern": keys.RELATIVE.pattern,
-                     "description": "vllm only: the file of its tree that pins torch and vllm-xpu-kernels for XPU"},
+                     "description": "vllm only: the file of vLLM's own tree that pins torch and "
+                                    "vllm-xpu-kernels for XPU (the repository's own pin files: [layout] pins)"},
         }, f"[sources.{component}]: where {component} is released")
         return table if component == "vllm" else {**table, "not": {"required": ["pins"]}}
 

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from tracker.model.keys import LAYOUT_KEYS, POLICY_KEYS, RELATIVE, RELEASED_IN, REPOSITORY, SOURCE_KEYS
 from tracker.model.manifest import DEFAULT_SOURCES, Layout, Problem, Release, Source, SupportPolicy
+from tracker.model.pin_files import pin_glob_problem
 from tracker.model.specifiers import satisfiable, specifier_set, version
 from tracker.model.versions import COMPONENTS
 
@@ -132,19 +133,23 @@ class TableValidator:
 
     # [layout] and [sources] -------------------------------------------------------
     def read_layout(self, table: Any) -> Layout:
-        """``[layout]``: workarounds, tests, docs: paths relative to the repository's root ("" docs: none)."""
+        """``[layout]``: workarounds, tests, docs: paths relative to the repository's root ("" docs: none);
+        pins: the repository's pin files, paths or globs (``tracker.model.pin_files``)."""
         if table is None:
             return Layout()
         if not isinstance(table, dict):
             self.problem(lambda: self.lines.of(key="layout"), "layout", "must be a table ([layout])")
             return Layout()
         values: dict[str, str | None] = {}
+        pins = Layout().pins
         for key, value in table.items():
             def at(key: str = key) -> int:
                 return self.lines.of("layout", 0, key)
 
             if key not in LAYOUT_KEYS:
                 self.problem(at, f"layout.{key}", f"unknown key (known: {', '.join(LAYOUT_KEYS)})")
+            elif key == "pins":
+                pins = self.read_pin_files(value, at)
             elif key == "docs" and value == "":
                 values[key] = None
             elif not isinstance(value, str) or not RELATIVE.fullmatch(value):
@@ -156,7 +161,20 @@ class TableValidator:
                 values[key] = value
         defaults = Layout()
         return Layout(str(values.get("workarounds", defaults.workarounds)), str(values.get("tests", defaults.tests)),
-                      values["docs"] if "docs" in values else defaults.docs, frozenset(values))
+                      values["docs"] if "docs" in values else defaults.docs, frozenset(values), pins)
+
+    def read_pin_files(self, value: Any, at: Where) -> tuple[str, ...]:
+        """``[layout] pins``: a list of paths or globs relative to the root; the default where it is not one."""
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            self.problem(at, "layout.pins", "must be a list of paths or globs relative to the repository's root, "
+                                            "such as [\"pyproject.toml\", \"requirements/*.txt\"]")
+            return Layout().pins
+        found = len(self.problems)
+        for item in value:
+            why = pin_glob_problem(item)
+            if why is not None:
+                self.problem(at, "layout.pins", f"{item!r}: {why}")
+        return tuple(value) if len(self.problems) == found else Layout().pins
 
     def read_sources(self, table: Any) -> dict[str, Source]:
         """``[sources.COMPONENT]``: repository (OWNER/NAME), tag (default "v{version}"), pins (vllm only)."""

@@ -2,9 +2,9 @@
 
 The weekly run asks pip for the newest vLLM release on the index (``PIP_INDEX_URL`` and pip's
 other settings honoured, as ``check vllm==X`` fetches one), finds the release the repository pins
-in its pin files (as the upgrade check reads them: ``requirements*.txt``, ``requirements/**.txt``,
-``pyproject.toml``, at the base branch), and when the newest is ahead of the pin checks it against
-the manifest (``compare.check``) and takes its census since the pinned one (``census``). The
+in its pin files (``[layout] pins``, as the upgrade check reads them, at the base branch), and
+when the newest is ahead of the pin checks it against the manifest (``compare.check``) and takes
+its census since the pinned one (``census``). The
 answer is one section of the dashboard issue, written only from what was read, so that a week
 with no new release writes the same text again (and the dashboard is not edited). An index that
 cannot be reached, or a release it gives that cannot be read, is said in the section and as the
@@ -22,11 +22,13 @@ from packaging.version import Version
 from tracker.census.count import Census, CountedSite
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
+from tracker.model.pin_files import is_pin_file
 from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
-from tracker.release.pull_request import ReleaseMove, pin_file, pin_files, verdicts, vllm_requirements
+from tracker.release.pin_moves import vllm_requirements
+from tracker.release.pull_request import ReleaseMove, verdicts
 from tracker.retire.failures import StepFailed
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import NextRelease as Section
@@ -39,13 +41,12 @@ def pinned_release(manifest: Manifest, paths: Iterable[str],
                    read: Callable[[str], str]) -> tuple[Version | None, str | None]:
     """The vLLM release the repository pins and the pin file that names it; (None, None) when none does.
 
-    The pin files are the upgrade check's (``pull_request.pin_file``): the root's ``pyproject.toml``
-    and ``requirements*.txt``, and the file ``[sources.vllm] pins`` names; a file deeper in the
-    tree is another project's (a test fixture, a vendored package). Where they pin different
-    releases, the oldest is the one the next upgrade starts from."""
-    named = pin_files(manifest)
+    The pin files are the upgrade check's: those ``[layout] pins`` names (by default the root's
+    ``pyproject.toml`` and ``requirements*.txt``; a file of that name deeper in the tree is another
+    project's, a test fixture or a vendored package). Where they pin different releases, the
+    oldest is the one the next upgrade starts from."""
     found: list[tuple[Version, str]] = []
-    for path in sorted(p for p in paths if pin_file(p, named)):
+    for path in sorted(p for p in paths if is_pin_file(p, manifest.layout.pins)):
         found += [(requirement.release, path) for requirement in vllm_requirements(path, read(path))
                   if requirement.release is not None]
     return min(found) if found else (None, None)

@@ -2,9 +2,9 @@
 
 The check believes only itself. What the pull request changes is read as data through the API:
 its list of files, then each pin file at its base and head commits; nothing of it is checked out
-or run. Pin files are the root's ``pyproject.toml`` and ``requirements*.txt`` and the file
-``[sources.vllm] pins`` names (the base commit's manifest); a file of that name elsewhere is not
-one. Every pin file whose vLLM requirement changes is read, and every release they move to is
+or run. Pin files are those ``[layout] pins`` names in the base commit's manifest (by default the
+root's ``pyproject.toml`` and ``requirements*.txt``; ``pin_moves``). Every pin file whose vLLM
+requirement changes is read, and every release they move to is
 checked once, as ``check vllm==X`` checks one (source distributions fetched with pip, never
 installed or run); pin files that move to different releases disagree, which the comment says
 and ``--fail-on-drift`` fails on. A requirement that names no release the index can give (a URL,
@@ -18,57 +18,35 @@ census since the old one). It is the comment the token's own user wrote with the
 stranger's comment carrying the marker is not it): a later push edits it, never adds a second.
 Every name and text taken from the PR is quoted as a Markdown code span, so that it renders as
 text. A PR from a fork gets a read-only token from GitHub: the same text then goes to the step
-summary only.
+summary only. A changed file that is not a pin file but moves vLLM gets no comment: the step
+summary names it, with the ``[layout] pins`` line that would count it.
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from tracker.census.count import Census
 from tracker.escape import markdown_code, markdown_text
-from tracker.model.manifest import DEFAULT_SOURCES, Manifest
+from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
-from tracker.upstream.fields import as_base64
+from tracker.release.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
 from tracker.upstream.identity import token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
     from github import Github
-    from github.PullRequest import PullRequest
-    from github.Repository import Repository
 
     from tracker.upstream.settings import ClientSettings
 
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
-_ROOT_PINS = re.compile(r"pyproject\.toml|requirements[A-Za-z0-9_.-]*\.txt")
-# What a path or URL installs: its #egg= name, else its last part less a version and a suffix
-# (vllm-0.25.1-py3-none-any.whl, vllm-0.25.1.tar.gz, .../vllm.git@v0.25.1, ./vendor/vllm).
-_EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
-_INSTALLED_NAME = re.compile(r"([A-Za-z0-9._]+?)(?:-\d[^/]*|\.git|\.whl|\.tar\.gz|\.zip)?")
-
-
-def _names_vllm(text: str) -> bool:
-    """Whether a path or URL (a requirement pip reads by location) installs vLLM, not another package
-    whose location mentions it (``vllm-project/vllm-xpu-kernels``)."""
-    egg = _EGG.search(text)
-    if egg is not None:
-        return canonicalize_name(egg[1]) == "vllm"
-    last = re.split(r"[/\\]", text.split("#")[0].rstrip("/\\"))[-1].split("@")[0]
-    found = _INSTALLED_NAME.fullmatch(last)
-    return found is not None and canonicalize_name(found[1]) == "vllm"
 
 
 class UpgradeError(Exception):
@@ -77,130 +55,6 @@ class UpgradeError(Exception):
     def __init__(self, message: str, code: ExitCode = ExitCode.OUTSIDE_SERVICE) -> None:
         super().__init__(message)
         self.code = code
-
-
-def pin_files(manifest: Manifest) -> frozenset[str]:
-    """The pin files besides the root's ``pyproject.toml`` and ``requirements*.txt``: what ``[sources]`` names."""
-    source = manifest.sources.get("vllm") or DEFAULT_SOURCES["vllm"]
-    return frozenset({source.pins} if source.pins else ())
-
-
-def pin_file(path: str, named: frozenset[str] = frozenset()) -> bool:
-    """Whether ``path`` (as the PR names it) is a pin file: at the root, or named by ``[sources]``."""
-    return (path in named or bool(_ROOT_PINS.fullmatch(path))) and ".." not in PurePosixPath(path).parts
-
-
-@dataclass(frozen=True)
-class VllmRequirement:
-    """One requirement on vLLM as a pin file writes it: the release it pins, or why it names none."""
-
-    text: str
-    release: Version | None
-    why: str | None = None  # why no release the index can give: never checked as another
-
-
-def _judged(text: str) -> VllmRequirement | None:
-    """``text`` (one requirement) as a vLLM requirement; None: it is not about vLLM."""
-    try:
-        requirement = Requirement(text)
-    except InvalidRequirement:
-        if _names_vllm(text):
-            return VllmRequirement(text, None, "not a requirement by name and version (a path or a URL): the "
-                                               "check fetches releases from the package index by version only")
-        return None
-    if canonicalize_name(requirement.name) != "vllm":
-        return None
-    if requirement.url:
-        return VllmRequirement(text, None, "a URL: the check fetches releases from the package index by version "
-                                           "only, and cannot tell what this one holds")
-    clauses = list(requirement.specifier)
-    if len(clauses) != 1 or clauses[0].operator not in ("==", "==="):
-        return VllmRequirement(text, None, "not one release (no version, or a range): nothing to check")
-    operator, version = clauses[0].operator, clauses[0].version
-    if operator == "===":
-        return VllmRequirement(text, None, "arbitrary equality (===): not a version the index gives")
-    if "*" in version:
-        return VllmRequirement(text, None, "a wildcard: not one release")
-    try:
-        return VllmRequirement(text, Version(version))
-    except (InvalidVersion, ValueError):  # ValueError: a number Python will not convert
-        return VllmRequirement(text, None, "not a version")
-
-
-def vllm_requirements(path: str, text: str) -> tuple[VllmRequirement, ...]:
-    """Every requirement on vLLM in a pin file: a requirements file's lines (``-e`` paths too), or a
-    ``pyproject.toml``'s dependencies and optional dependencies."""
-    if path.endswith(".toml"):
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return ()
-        project: Any = data.get("project")
-        project = project if isinstance(project, dict) else {}
-        items: list[Any] = list(project.get("dependencies") or []) if isinstance(project.get("dependencies"), list) \
-            else []
-        optional: Any = project.get("optional-dependencies")
-        for extra in (optional.values() if isinstance(optional, dict) else ()):
-            items += extra if isinstance(extra, list) else []
-        lines = [item for item in items if isinstance(item, str)]
-    else:
-        lines = []
-        for raw in text.splitlines():
-            line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
-            editable = re.fullmatch(r"(?:-e|--editable)(?:\s+|=)(\S.*)", line)
-            if editable:
-                lines.append(editable[1])
-            elif line and not line.startswith("-"):
-                lines.append(line)
-    found = (_judged(" ".join(line.split())) for line in lines)
-    return tuple(requirement for requirement in found if requirement is not None)
-
-
-@dataclass
-class PinMove:
-    """A pin file whose vLLM requirement changes: the release it pinned, and what it requires now."""
-
-    path: str
-    old: Version | None
-    requirement: VllmRequirement
-
-    @property
-    def new(self) -> Version | None:
-        return self.requirement.release
-
-
-def _text(repo: Repository, path: str, ref: str) -> str | None:
-    from github import GithubException
-
-    try:
-        content = repo.get_contents(path, ref=ref)
-    except GithubException as error:
-        if error.status == 404:
-            return None
-        raise
-    if isinstance(content, list):
-        return None
-    return as_base64(content.raw_data, f"{path} at {ref[:12]}").decode("utf-8", "replace")
-
-
-def pin_moves(repo: Repository, pr: PullRequest, named: frozenset[str] = frozenset()) -> list[PinMove]:
-    """Every pin file the PR changes whose vLLM requirements change (base commit -> head commit), one
-    move per requirement at the head."""
-    moves = []
-    for changed in pr.get_files():
-        if not pin_file(changed.filename, named):
-            continue
-        head_text = _text(repo, changed.filename, pr.head.sha)
-        head = vllm_requirements(changed.filename, head_text) if head_text is not None else ()
-        if not head:
-            continue
-        base_text = _text(repo, changed.filename, pr.base.sha)
-        base = vllm_requirements(changed.filename, base_text) if base_text is not None else ()
-        if [r.text for r in head] == [r.text for r in base]:
-            continue
-        old = next((r.release for r in base if r.release is not None), None)
-        moves += [PinMove(changed.filename, old, requirement) for requirement in head]
-    return moves
 
 
 # ------------------------------------------------------------------------------ the text
@@ -361,6 +215,8 @@ class Checked:
     warnings: list[str] = field(default_factory=list)  # worth a line, not a failure (the old release unfetched)
     unchecked: list[str] = field(default_factory=list)  # requirements that name no release: the step fails
     disagreement: str | None = None  # the pin files move to different releases
+    elsewhere: list[str] = field(default_factory=list)  # files that move vLLM and are not pin files: a notice
+    notice: str | None = None  # the step summary's text about them (Markdown)
 
 
 def check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
@@ -373,13 +229,16 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
     repo = gh.get_repo(repository)
     pr = repo.get_pull(number)
-    base_text = _text(repo, manifest_path, pr.base.sha)
+    base_text = file_text(repo, manifest_path, pr.base.sha)
     if base_text is None:
         raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ExitCode.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
-    moves = pin_moves(repo, pr, pin_files(manifest))
+    pins = manifest.layout.pins
+    found = pin_moves(repo, pr, pins)
+    moves, elsewhere, notice = found.pins, elsewhere_lines(found, pins), elsewhere_text(found, pins)
     if not moves:
-        return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check")
+        return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check",
+                       elsewhere=elsewhere, notice=notice)
     releases = release_moves(moves)
     results: dict[Version, ReleaseCheck | NotFetchable] = {}
 
@@ -419,7 +278,7 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
     unchecked, disagree = unchecked_lines(moves), disagreement(releases)
 
     def outcome(comment: str, note: str) -> Checked:
-        return Checked(text, drift, comment, note, warnings, unchecked, disagree)
+        return Checked(text, drift, comment, note, warnings, unchecked, disagree, elsewhere, notice)
 
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:
@@ -441,6 +300,5 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
         return outcome("summary only", "the token may not comment (403): the text is in the step summary")
 
 
-__all__ = ["MARKER", "Checked", "PinMove", "ReleaseMove", "UpgradeError", "VllmRequirement", "check_pull_request",
-           "comment_text", "inline_lines", "pin_file", "pin_moves", "release_text", "verdicts",
-           "vllm_requirements"]
+__all__ = ["MARKER", "Checked", "ReleaseMove", "UpgradeError", "check_pull_request", "comment_text", "inline_lines",
+           "release_text", "verdicts"]

@@ -26,7 +26,7 @@ from github.GitCommit import GitCommit
 from github.GitTree import GitTree
 from github.Repository import Repository
 
-from tracker.model.manifest import Layout, Manifest, Workaround
+from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import DASHBOARD_MARKER, dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
@@ -200,8 +200,7 @@ class Retirer:
                 raise ConfigurationError(f"{where} has no {layout.docs} (the catalogue: [layout] docs in "
                                          f"{snapshot.manifest_path}, or --docs; \"\" for none)")
             layout = layout._replace(docs=None)  # the default catalogue, which this repository does not keep
-        return dataclasses.replace(snapshot, layout=Layout(layout.workarounds, layout.tests, layout.docs,
-                                                           frozenset(written)))
+        return dataclasses.replace(snapshot, layout=layout._replace(written=frozenset(written)))
 
     def learn(self, manifest: Manifest) -> tuple[Fresh | None, str | None]:
         """Fresh facts and floors, or None and why GitHub could not give them."""
