@@ -214,6 +214,8 @@ DIGEST = "#sha256=880f823a5273e6bbecebb9e5959347fb7d951493f20e2e8491f942783522a4
     (f"https://user:{TOKEN[:6]}/{TOKEN[7:]}@{HOST}/simple/", "https:///..."),
     ("http://[::1]:8080/t/x/" + SDIST + ", https://" + HOST + ", https://" + HOST + "/",
      "http://[::1]:8080/.../" + SDIST + ", https://" + HOST + ", https://" + HOST + "/"),
+    # A scheme that is no scheme still opens an address.
+    (f"[1://{HOST}/t/{TOKEN}/simple/]", f"[1://{HOST}/...]"),
     # A file name that is not a distribution's is part of the path.
     (f"https://{HOST}/t/{TOKEN}", f"https://{HOST}/..."),
     (f"https://{HOST}/files/{TOKEN}.tar.gz.asc", f"https://{HOST}/..."),

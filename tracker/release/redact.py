@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 
-# A URL of any scheme (https, file, git+https ...) up to the next white space, or a path from the
-# root (a request's path as urllib3 names it, a local file) that follows no word, dot or slash.
-_ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*|(?<![\w./~-])/[^\s/]\S*")
+# A URL of any scheme (https, file, git+https ..., or none before its ``://``) up to the next white
+# space, or a path from the root (a request's path as urllib3 names it, a local file) that follows
+# no word, dot or slash. A scheme starts a word and is bounded: a long word is read once.
+_ADDRESS = re.compile(r"(?:(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31})?://\S*|(?<![\w./~-])/[^\s/]\S*")
 # What the text around an address puts right after it: quotes, brackets, punctuation.
 _CLOSING = ")]}>'\",.;:!?"
 # A host as it may be shown: a name or an IPv4 or IPv6 address, and a port; none (``file:///``).
