@@ -138,6 +138,8 @@ FROZEN = {
                                      "against answers that are not GitHub's", "shutil.copyfile(FROZEN_MANIFEST, "),
     "tests/test_lookahead.py": ("the bot's look-ahead on the frozen repository, pins read with the frozen manifest",
                                 "files={**frozen(), "),
+    "tests/test_index_address.py": ("the look-ahead on the frozen repository, check with the frozen manifest",
+                                    "files={**frozen(), "),
 }
 
 

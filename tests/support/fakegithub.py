@@ -488,6 +488,7 @@ class FakeGitHub:
         self.corruptions: list[Corruption] = []  # see ``corrupt``
         self.corrupted: list[str] = []  # the rule of every answer a corruption changed
         self.bodies: list[tuple[str, Any]] | None = None  # a list: (rule, JSON body) of every answer is kept
+        self.received: list[bytes] | None = None  # a list: every request as it came (line, headers, body) is kept
         self._own_routes: list[tuple[str, str, Callable[..., Any]]] = []
         self._map: Map | None = None
         self._handlers: list[Callable[..., Any]] = []
@@ -677,6 +678,9 @@ class FakeGitHub:
         return response(environ, start_response)
 
     def _answer(self, request: Request) -> Response:
+        if self.received is not None:
+            head = f"{request.method} {request.full_path}\n{request.headers}\n"
+            self.received.append(head.encode() + request.get_data())
         path = request.path
         rule_text = "?"
         token = _token(request.headers.get("Authorization"))

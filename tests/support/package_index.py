@@ -1,13 +1,19 @@
 """A package index on loopback (PEP 503 simple, the sdist's sha256 in its link as PyPI gives it)
 serving small vLLM-shaped source distributions (one by default; ``publish`` adds a release, as
 vLLM's maintainers do), for ``check vllm==X`` and the look-ahead with real pip; its log of
-requests says what pip asked for."""
+requests says what pip asked for.
+
+Like a private index, it can want a token in its address (``Index(prefix=..., userinfo=...,
+query=...)``: in the path, as credentials, in a query), which its links carry too, and can
+refuse a download (``refuse``)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import threading
+from urllib.parse import unquote
 
 from support.packages import sdist_bytes
 
@@ -30,27 +36,35 @@ def vllm_sdist(version: str = VERSION, files: dict[str, str] | None = None,
 
 
 class Index:
-    """A simple index on 127.0.0.1 serving releases of vllm; ``requests`` lists the paths asked for."""
+    """A simple index on 127.0.0.1 serving releases of vllm; ``requests`` lists the paths asked for.
 
-    def __init__(self, digest: str | None = None, *, version: str = VERSION) -> None:
+    A token in its address, as private indexes take one: ``prefix`` (``/t/TOKEN``) before every
+    path, ``userinfo`` (``TOKEN:``, Basic credentials every request must carry: 401 otherwise) or
+    ``query`` (``token=TOKEN``, on every request: 403 otherwise; pip asks for the project's page
+    at ``/simple/?QUERY/vllm/``, its name joined after the query). ``url`` is the address to give
+    pip; the page's links carry the same token (absolute, with the credentials, for ``userinfo``)."""
+
+    def __init__(self, digest: str | None = None, *, version: str = VERSION, prefix: str = "", userinfo: str = "",
+                 query: str = "") -> None:
         self.sdist = vllm_sdist(version)
         self.requests: list[str] = []
         name = f"vllm-{version}.tar.gz"
         self.releases: dict[str, bytes] = {name: self.sdist}  # file name -> bytes
         self.digests: dict[str, str] = {name: digest or hashlib.sha256(self.sdist).hexdigest()}
+        self.refused: dict[str, int] = {}  # file name -> the HTTP status answered instead of it
+        self.prefix, self.query = prefix, query
+        self.credentials = f"Basic {base64.b64encode(unquote(userinfo).encode()).decode()}" if userinfo else None
         index = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 index.requests.append(self.path)
-                body = index.page() if self.path == "/simple/vllm/" else \
-                    index.releases.get(self.path.removeprefix("/files/"))
+                status, body = index.answer(self.path, self.headers.get("Authorization"))
                 if body is None:
-                    self.send_error(404)
+                    self.send_error(status)
                     return
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html" if self.path.startswith("/simple") else
-                                 "application/octet-stream")
+                self.send_header("Content-Type", "text/html" if "/simple/" in self.path else "application/octet-stream")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -59,12 +73,39 @@ class Index:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        self.base = f"http://{userinfo}@{self.host}" if userinfo else f"http://{self.host}"
+        self.url = f"{self.base}{prefix}/simple/" + (f"?{query}" if query else "")
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def answer(self, target: str, authorization: str | None) -> tuple[int, bytes | None]:
+        """The status and body (None: an error) for a request of ``target`` (its path and query)."""
+        if self.credentials is not None and authorization != self.credentials:
+            return 401, None
+        path, _, query = target.partition("?")
+        if self.query and not query.startswith(self.query):
+            return 403, None
+        if not path.startswith(f"{self.prefix}/"):
+            return 404, None
+        path = path.removeprefix(self.prefix)
+        if path == "/simple/vllm/" or (self.query and path == "/simple/" and query == f"{self.query}/vllm/"):
+            return 200, self.page()
+        name = path.removeprefix("/files/")
+        if name in self.refused:
+            return self.refused[name], None
+        body = self.releases.get(name)
+        return (404, None) if body is None else (200, body)
+
     def page(self) -> bytes:
-        links = "".join(f'<a href="/files/{name}#sha256={self.digests[name]}">{name}</a>' for name in self.releases)
+        where = f"{self.base if self.credentials else ''}{self.prefix}/files"
+        query = f"?{self.query}" if self.query else ""
+        links = "".join(f'<a href="{where}/{name}{query}#sha256={self.digests[name]}">{name}</a>'
+                        for name in self.releases)
         return f"<html><body>{links}</body></html>".encode()
+
+    def refuse(self, version: str, status: int) -> None:
+        """Answer ``status`` (403, 404 ...) for ``vllm-VERSION.tar.gz`` from now on, its page unchanged."""
+        self.refused[f"vllm-{version}.tar.gz"] = status
 
     def publish(self, version: str, sdist: bytes) -> None:
         """A new release of vLLM on the index."""

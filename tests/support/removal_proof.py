@@ -57,7 +57,8 @@ READS_SHIPPED = (
 # which no removal touches: shown by their text (tests/test_removal_proof.py), run neither on
 # the copies nor on the bare copy. Together over half of the fast suite's time.
 FROZEN_ONLY = ("tests/test_action.py", "tests/test_retire_github.py", "tests/test_lifecycle.py",
-               "tests/test_upstream_cli.py", "tests/test_hostile_github.py", "tests/test_lookahead.py")
+               "tests/test_upstream_cli.py", "tests/test_hostile_github.py", "tests/test_lookahead.py",
+               "tests/test_index_address.py")
 # What reads the shipped manifest or this checkout's own workarounds: none of it in those files.
 SHIPPED_READERS = ("default_path(", "reader.load()", "ROOT / MANIFEST_PATH", "checkout()", "SHIPPED",
                    "from workarounds", "import workarounds")

@@ -3,7 +3,8 @@
 Nothing of a release is installed, imported or executed: it is read as data.
 
 - ``fetch``: getting a release's source (``vllm==X`` from the package index with pip, kept in
-  the per-user ``cache``; a wheel or sdist on disk; a source tree), ``source_tree`` for all four.
+  the per-user ``cache``; a wheel or sdist on disk; a source tree), ``source_tree`` for all four;
+  what of pip's words is kept (``redact``: every address cut to its host and a file's name).
 - ``archive``: unpacking the files wanted from a wheel or sdist within bounds, and the version a
   source tree declares.
 - ``compare``: the manifest's workarounds checked against a source tree (``check_tree``).

@@ -5,6 +5,9 @@ step is given a stand-in build backend that only reads the sdist's ``PKG-INFO``,
 ``setup.py`` never runs; it is kept in the per-user cache for the next time (``cache``).
 ``source_tree`` turns any of the four into a source tree holding the files wanted;
 ``newest_release`` asks the index (``pip index versions``) which release is the newest.
+What pip says when it fails is kept only with every address in it reduced to a host and a file
+name (``redact``): a private index's token in its URL is never shown. pip never asks for a
+password (``--no-input``): an index's refusal is an answer, never a wait.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 from tracker.release import cache
 from tracker.release.archive import unpack
 from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.redact import without_addresses
 
 REQUIREMENT = re.compile(r"^vllm==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 # pip's metadata step for an sdist runs its build backend; this one only copies PKG-INFO.
@@ -53,11 +57,25 @@ _RETRIED = re.compile(r"^WARNING: Retrying \(.*\) after connection broken by .*?
 def pip_failure(stderr: str, otherwise: str) -> str:
     """Why pip failed, from its stderr: its last error line (``otherwise`` when there is none) and,
     when it had to retry the index, why it could not reach it: pip's last line then says only
-    that no version was found, as if the release did not exist."""
+    that no version was found, as if the release did not exist. Every address in it is reduced
+    (``redact.without_addresses``): this is where pip's words enter the tool's text."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING:")]
     why = lines[-1] if lines else otherwise
     retried = _RETRIED.findall(stderr)
-    return f"{why} (the package index could not be reached: {retried[-1].strip()})" if retried else why
+    return without_addresses(f"{why} (the package index could not be reached: {retried[-1].strip()})" if retried
+                             else why)
+
+
+def _pip(what: str, arguments: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``pip ARGUMENTS``, its output kept, never asking for a password (a refusal is an answer, not a
+    wait on a terminal). ``NotFetchable`` naming ``what``, with the error's addresses reduced as
+    pip's are, when pip cannot be run or does not end within ``timeout`` seconds."""
+    command = [sys.executable, "-m", "pip", "--no-input", *arguments]
+    try:
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"{what}: {without_addresses(str(error))}") from None
 
 
 def silent(text: str) -> None:
@@ -71,12 +89,9 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
     (backend / "setuptools" / "__init__.py").write_text("")
     (backend / "setuptools" / "build_meta.py").write_text(_BACKEND)
     env = {**os.environ, "PYTHONPATH": str(backend), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary=:all:",
-               "--no-build-isolation", f"vllm=={version}", "-d", str(into)]
-    try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotFetchable(f"pip download vllm=={version}: {error}") from None
+    done = _pip(f"pip download vllm=={version}", ["download", "--quiet", "--no-deps", "--no-binary=:all:",
+                                                   "--no-build-isolation", f"vllm=={version}", "-d", str(into)],
+                env, timeout)
     found = sorted(into.glob("vllm-*.tar.gz"))
     if done.returncode != 0 or not found:
         raise NotFetchable(f"pip download vllm=={version} failed: {pip_failure(done.stderr, 'no sdist')}")
@@ -91,11 +106,7 @@ def newest_release(*, timeout: float = 120) -> Version:
     (pip's configuration honoured: ``PIP_INDEX_URL`` and the rest). ``NotFetchable`` when the index
     cannot be reached or names none."""
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    command = [sys.executable, "-m", "pip", "index", "versions", "vllm"]
-    try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    done = _pip("pip index versions vllm", ["index", "versions", "vllm"], env, timeout)
     found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
     if found is None:
         raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release named')}")
