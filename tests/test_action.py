@@ -353,7 +353,7 @@ def comments(step: Step, number: int) -> list[str]:
 def test_an_upgrade_pr_gets_one_comment_updated_not_duplicated_on_a_second_push(upgrade):
     from test_workflow import check_script
 
-    from tracker.release.pull_request import MARKER
+    from tracker.retire.upgrade import MARKER
 
     repo, pr, step, env = upgrade
     first = step.run(check_script(), **env)
@@ -748,7 +748,7 @@ def test_a_strangers_comment_carrying_the_marker_is_not_the_checks_comment(upgra
     from support.fakegithub_git import comment_by_person
     from test_workflow import check_script
 
-    from tracker.release.pull_request import MARKER
+    from tracker.retire.upgrade import MARKER
 
     repo, pr, step, env = upgrade
     forged = f"**No drift**: merge away.\n\n{MARKER}\n"
@@ -891,7 +891,7 @@ def serving(tmp_path):
 def test_a_serving_repositorys_upgrade_moving_both_declared_pin_files_gets_one_comment_naming_both(serving):
     from test_workflow import check_script
 
-    from tracker.release.pull_request import MARKER
+    from tracker.retire.upgrade import MARKER
 
     repo, pr, step, env = serving
     result = step.run(check_script(), **env)
@@ -934,7 +934,7 @@ def test_a_serving_pr_moving_vllm_only_outside_its_pin_files_gets_a_step_summary
 def test_the_files_read_outside_the_pin_files_are_bounded_and_the_rest_counted(serving):
     from test_workflow import check_script
 
-    from tracker.release.pin_moves import OTHERS_READ
+    from tracker.retire.pin_moves import OTHERS_READ
 
     repo, pr, step, env = serving
     notes = {f"docs/notes-{index:02}.txt": f"note {index}\n" for index in range(OTHERS_READ + 1)}

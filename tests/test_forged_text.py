@@ -164,7 +164,7 @@ def test_why_an_old_release_could_not_be_compared_is_text_in_the_upgrade_comment
     from packaging.version import Version
 
     from tracker.release.compare import ReleaseCheck
-    from tracker.release.pull_request import ReleaseMove, release_text
+    from tracker.retire.upgrade import ReleaseMove, release_text
 
     path = tmp_path / "workarounds.toml"
     path.write_text(manifest_text(), encoding="utf-8")

@@ -31,9 +31,9 @@ from test_lookahead import NEWEST, PINNED
 from test_workflow import check_script, retire_script
 
 from tracker.release.fetch import pip_failure
-from tracker.release.lookahead import TITLE
 from tracker.release.redact import without_addresses
 from tracker.retire import DASHBOARD_LABEL
+from tracker.retire.lookahead import TITLE
 
 TOKEN = "SECRET-TOKEN-5f1c9a"
 # Where a private index takes its token: the stand-in index's arguments for each.

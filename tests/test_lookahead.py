@@ -26,8 +26,8 @@ from test_retire_github import REPOSITORY, TOKEN
 
 from tracker.model import reader
 from tracker.model.manifest import Manifest
-from tracker.release.lookahead import pinned_release
 from tracker.retire import DASHBOARD_LABEL
+from tracker.retire.lookahead import pinned_release
 
 PINNED = "0.99.0"
 NEWEST = "0.100.0"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -165,14 +164,9 @@ def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dr
         if base is not None:
             check_branch(base)
         with progress(quiet) as shown:
-            section = None
-            if ahead:
-                from tracker.release.lookahead import dashboard_section
-
-                section = partial(dashboard_section, progress=shown.step, warn=warn)
             outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
                                refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
-                               settings=replace(settings, progress=shown.request), look_ahead=section)
+                               settings=replace(settings, progress=shown.request), look_ahead=ahead, warn=warn)
     except (ValueError, ConfigurationError) as error:
         fail(str(error))
     except ManifestInvalid as error:

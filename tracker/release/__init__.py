@@ -8,7 +8,9 @@ Nothing of a release is installed, imported or executed: it is read as data.
 - ``archive``: unpacking the files wanted from a wheel or sdist within bounds, and the version a
   source tree declares.
 - ``compare``: the manifest's workarounds checked against a source tree (``check_tree``).
-- ``pull_request``: a pull request that moves the vLLM pin, both releases compared, one comment.
+- ``census``: a release's census (``tracker.census``), its source got as ``check`` gets it.
 
-The command line (``check``) and the bot use this package; it renders nothing for a terminal.
+It knows nothing of GitHub, the bot or exit codes (an import contract holds it): the command line
+(``check``, ``census``) and the GitHub flows above it (``tracker.retire``: the upgrade check, the
+look-ahead) use it; it renders nothing for a terminal.
 """

@@ -33,6 +33,7 @@ from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.inline import InlineIssues, pins_path, tracked_only
 from tracker.retire.inline import dashboard_body as inline_dashboard
 from tracker.retire.inline import states as inline_states
+from tracker.retire.lookahead import dashboard_section
 from tracker.retire.proposal import LABEL, Proposal, Proposer
 from tracker.retire.removal import (
     MANIFEST_PATH,
@@ -49,7 +50,6 @@ from tracker.retire.results import (
     Action,
     ActionKind,
     FactsResult,
-    NextRelease,
     RetireResult,
     describe,
     describe_dashboard,
@@ -117,9 +117,10 @@ class Retirer:
                  dry_run: bool = False, echo: Callable[[str], None] | None = None, refresh: bool = False,
                  cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None,
                  progress: Callable[[str], None] | None = None,
-                 look_ahead: Callable[[Manifest, Snapshot], NextRelease] | None = None) -> None:
+                 look_ahead: bool = False, warn: Callable[[str], None] | None = None) -> None:
         self.gh = gh
-        self.look_ahead = look_ahead  # the dashboard's section about the newest vLLM release (None: not looked for)
+        self.look_ahead = look_ahead  # the dashboard gets a section about the newest vLLM release
+        self.warn: Callable[[str], None] = warn or (lambda line: None)  # what the look-ahead could not use
         self.manifest_path = manifest_path
         self.docs = docs  # None: the manifest's [layout] docs; "": no catalogue; else this path
         self.settings = settings
@@ -270,8 +271,8 @@ class Retirer:
         for action in self.orphans(proposer, manifest):
             outcome.actions.append(action)
             self.echo(describe(action, self.dry_run))
-        if self.look_ahead is not None:
-            outcome.next_release = self.look_ahead(manifest, snapshot)
+        if self.look_ahead:
+            outcome.next_release = dashboard_section(manifest, snapshot, progress=self.progress, warn=self.warn)
             if outcome.next_release.failure is not None:
                 self.echo(f"{'dry run: ' if self.dry_run else ''}{'failed':<11} next vLLM release: "
                           f"{outcome.next_release.failure}")

@@ -67,8 +67,8 @@ class FactsResult:
 
 
 @dataclass(frozen=True)
-class NextRelease:
-    """The dashboard's section about the newest vLLM release (the look-ahead, ``tracker.release.lookahead``):
+class LookAheadSection:
+    """The dashboard's section about the newest vLLM release (the look-ahead, ``tracker.retire.lookahead``):
     the Markdown, why it could not look (None: it did), and what it found, for ``--json``."""
 
     section: str
@@ -95,7 +95,7 @@ class RetireResult:
     halted: str | None = None  # why nothing was written (the refresh could not reach GitHub)
     html_url: str | None = None  # the repository's web address (for links to its PRs)
     issues: list[Action] = field(default_factory=list)  # tracked-only: the dead inline workarounds' issues
-    next_release: NextRelease | None = None  # the look-ahead's section (None: it was not asked for)
+    next_release: LookAheadSection | None = None  # the look-ahead's section (None: it was not asked for)
 
     @property
     def failed(self) -> bool:

@@ -38,7 +38,7 @@ from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
-from tracker.release.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
+from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
 from tracker.upstream.identity import token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked

@@ -27,11 +27,11 @@ from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
-from tracker.release.pin_moves import vllm_requirements
-from tracker.release.pull_request import ReleaseMove, verdicts
 from tracker.retire.failures import StepFailed
+from tracker.retire.pin_moves import vllm_requirements
 from tracker.retire.removal import Snapshot
-from tracker.retire.results import NextRelease as Section
+from tracker.retire.results import LookAheadSection as Section
+from tracker.retire.upgrade import ReleaseMove, verdicts
 
 TITLE = "### Next vLLM release"
 SITES_SHOWN = 20  # sites listed per kind (new, gone); the rest are counted
