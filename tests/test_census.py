@@ -9,11 +9,14 @@ release pip cannot fetch (exit 4) in tests/test_check.py, beside check's. Nothin
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import zipfile
 from pathlib import Path
 
+from support import terminal
 from support.manifests import write_manifest
+from support.package_index import VERSION, pip_environment
 from support.packages import sdist_bytes
 from typer.testing import CliRunner
 
@@ -329,14 +332,18 @@ def test_the_words_of_a_temporary_measure_are_told_from_those_of_a_wait():
 # ------------------------------------------------------------------ the census of a tree
 
 
+EVENT_RUNNER = '''\
+    def wrapper():
+        # torch.xpu.Event does not accept the blocking kwarg, so drop it here.
+        def _xpu_event(*args, blocking=None, **kwargs):
+            return torch.xpu.Event(*args, **kwargs)
+    '''
+
+
 def test_a_covered_site_names_its_entry_and_whether_it_is_dead_at_the_release_s_pins(tmp_path):
     manifest = reader.load(manifest_with(tmp_path, STATIC_LAUNCHER, EVENT_KEYWORDS))
-    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/v1/worker/xpu_model_runner.py": '''\
-        def wrapper():
-            # torch.xpu.Event does not accept the blocking kwarg, so drop it here.
-            def _xpu_event(*args, blocking=None, **kwargs):
-                return torch.xpu.Event(*args, **kwargs)
-        '''})
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM,
+                                          "vllm/v1/worker/xpu_model_runner.py": EVENT_RUNNER})
     taken = census_tree(manifest, tree)
     assert taken.release == "0.99.0" and {k: str(v) for k, v in taken.pins.items()} == {
         "torch": "2.15.0", "vllm-xpu-kernels": "0.1.17"}
@@ -435,7 +442,30 @@ def test_json_is_one_object_of_the_documented_shape(tmp_path):
     assert json.loads(result.stdout) == {"schema": 1, "release": "0.99.0", "sites": [{
         "file": "vllm/platforms/xpu.py", "line": 6, "end_line": 12,
         "summary": "Remove once the released torch contains pytorch/pytorch#188240.",
-        "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True}]}
+        "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True,
+        "partly_dead": False, "dead_since": "vLLM 0.99.0 carries code dead since its XPU pins reached torch 2.14.0"}]}
+
+
+def test_json_says_of_each_site_what_the_table_says_dead_partly_dead_or_neither(tmp_path):
+    manifest = manifest_with(tmp_path, STATIC_LAUNCHER, EVENT_KEYWORDS)
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": HANG,
+                                          "vllm/v1/worker/xpu_model_runner.py": EVENT_RUNNER})
+    table = run("--manifest", str(manifest), "census", str(tree)).stdout
+    shown = {site["file"]: (site["tracked"], site["dead"], site["partly_dead"], site["dead_since"])
+             for site in json.loads(run("--manifest", str(manifest), "census", "--json", str(tree)).stdout)["sites"]}
+    dead_since = "vLLM 0.99.0 carries code dead since its XPU pins reached torch 2.14.0"
+    partly = ("partly dead: vLLM 0.99.0 pins torch 2.15.0 for XPU (torch>=2.15.0), but torch.xpu.Event in torch "
+              "2.15.0 still rejects the external keyword")
+    assert shown == {"vllm/platforms/xpu.py": ("vllm-static-launcher-off", True, False, dead_since),
+                     "vllm/v1/worker/xpu_model_runner.py": ("vllm-xpu-event-keywords", False, True, partly),
+                     "vllm/engine.py": (None, None, False, None)}
+    # Each text the JSON carries is the one the table shows.
+    assert f"vllm-static-launcher-off: {dead_since}\n" in table and f"vllm-xpu-event-keywords: {partly}\n" in table
+    assert "vllm-static-launcher-off (dead)" in table and "vllm-xpu-event-keywords (partly dead)" in table
+    # At older pins the entry is alive: dead false, and no "dead since".
+    older = write_tree(tmp_path / "older", {"vllm/platforms/xpu.py": PLATFORM}, pins="torch==2.13.0+xpu\n")
+    (alive,) = json.loads(run("--manifest", str(manifest), "census", "--json", str(older)).stdout)["sites"]
+    assert (alive["dead"], alive["partly_dead"], alive["dead_since"]) == (False, False, None)
 
 
 def test_since_adds_new_and_gone_in_the_same_shape(tmp_path):
@@ -450,6 +480,68 @@ def test_since_adds_new_and_gone_in_the_same_shape(tmp_path):
     assert document["gone"][0]["tracked"] is None and set(document["gone"][0]) == set(document["sites"][0])
     text = run("--manifest", str(manifest), "census", str(new), "--since", str(old)).stdout
     assert "new since 0.99.0: 1" in text and "gone since 0.99.0: 1" in text and "vllm/engine.py:1-3" in text
+
+
+WIDE = '''\
+if current_platform.is_xpu():
+    # Workaround: oneCCL hangs at shutdown on the second start on the same devices unless the timeout is set
+    # before the process group is created, see intel/torch-ccl#123.
+    shutdown_timeout = 5
+'''
+
+
+def table_lines(text: str) -> list[str]:
+    """The census table's lines (header and rows), escapes of colour removed."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r\n", "\n")
+    return plain.split("\n\n")[1].splitlines()
+
+
+def test_the_table_fits_columns_cutting_with_an_ellipsis_and_piped_output_is_never_cut(tmp_path):
+    manifest = manifest_with(tmp_path, STATIC_LAUNCHER)
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": WIDE})
+    args = ["--manifest", str(manifest), "census", str(tree)]
+    sites = json.loads(CliRunner().invoke(app, [*args, "--json"], env={"COLUMNS": "60"}).stdout)["sites"]
+    assert any(len(site["summary"]) > 80 for site in sites)  # the JSON is never cut
+    whole = CliRunner().invoke(app, args, env={"XPU_WORKAROUNDS_MANIFEST": None, "COLUMNS": None})
+    assert whole.exit_code == 0, whole.output
+    # Neither COLUMNS nor a terminal: nothing cut, as a script reads it.
+    assert all(site["summary"] in whole.stdout for site in sites) and "…" not in whole.stdout
+    fitted = CliRunner().invoke(app, args, env={"XPU_WORKAROUNDS_MANIFEST": None, "COLUMNS": "100"})
+    assert fitted.exit_code == 0, fitted.output
+    lines = table_lines(fitted.stdout)
+    assert lines[0].split() == ["SITE", "TRACKED", "REFERENCES", "SUMMARY"]
+    assert all(len(line) <= 100 for line in lines[1:]) and any(line.endswith("…") for line in lines[1:])
+    for line, site in zip(lines[1:], sites, strict=True):
+        where, tracked, _, summary = re.split(r"\s{2,}", line)
+        assert f"{site['file']}:{site['line']}-{site['end_line']}".endswith(where.removeprefix("…"))  # file, lines kept
+        assert tracked == ("vllm-static-launcher-off (dead)" if site["tracked"] else "-")  # never cut
+        assert site["summary"].startswith(summary.removesuffix("…"))
+
+
+def test_on_a_terminal_the_table_fits_the_window(tmp_path):
+    manifest = manifest_with(tmp_path, STATIC_LAUNCHER)
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": WIDE})
+    code, screen = terminal.on_terminal(["--manifest", str(manifest), "census", str(tree)],
+                                        terminal.terminal_env(COLUMNS=None), columns=90)
+    assert code == 0, screen
+    lines = table_lines(screen)
+    assert len(lines) == 3 and all(len(line) <= 90 for line in lines) and lines[-1].endswith("…")
+    # COLUMNS, when set, is the width asked for, whatever the window's.
+    code, screen = terminal.on_terminal(["--manifest", str(manifest), "census", str(tree)],
+                                        terminal.terminal_env(COLUMNS="140"), columns=90)
+    assert code == 0 and max(map(len, table_lines(screen))) > 90
+    assert all(len(line) <= 140 for line in table_lines(screen))
+
+
+def test_a_since_that_names_no_release_is_refused_before_any_release_is_fetched(tmp_path, index):
+    env = {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache"),
+           "XPU_WORKAROUNDS_MANIFEST": None}
+    result = CliRunner().invoke(app, ["--manifest", str(manifest_with(tmp_path)), "census", f"vllm=={VERSION}",
+                                      "--since", "0.98.0"], env=env)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("xpu-workarounds: error: --since '0.98.0' is neither vllm==VERSION nor an existing "
+                             "wheel, sdist or source tree; did you mean --since vllm==0.98.0?\n")
+    assert result.stdout == "" and index.requests == [] and not (tmp_path / "cache").exists()
 
 
 def test_check_exits_3_only_when_an_untracked_site_names_a_reference(tmp_path):

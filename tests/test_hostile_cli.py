@@ -168,6 +168,63 @@ def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable)
     assert code == 2 and err.count("\n") == 1 and "\\n" in err, err
 
 
+# ------------------------------------------------- a value of 100,000 characters, echoed shortened
+
+LONG = "x" * 100_000
+
+
+@pytest.mark.parametrize("variable, args, code", [
+    ("XPU_WORKAROUNDS", ["status"], 2),
+    ("XPU_WORKAROUNDS_DISABLE", ["status"], 2),
+    ("XPU_WORKAROUNDS_FORCE", ["status"], 2),
+    ("XPU_WORKAROUNDS_STRICT", ["status"], 2),
+    ("XPU_WORKAROUNDS_PLATFORM", ["status"], 2),
+    ("XPU_WORKAROUNDS_ASSUME", ["status"], 2),
+    ("XPU_WORKAROUNDS_MANIFEST", ["status"], 2),
+    ("XPU_WORKAROUNDS_CACHE_DIR", ["upstream", "--offline"], 4),
+    ("XPU_WORKAROUNDS_GITHUB_API", ["upstream", "--offline"], 2),
+    ("XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL", ["upstream", "--offline"], 2),
+    ("RAY_ADDRESS", ["status", "--cluster"], 2),
+])
+def test_a_variable_of_100000_characters_is_echoed_shortened_in_its_one_line_error(variable, args, code):
+    got, out, err = invoke(args, {variable: LONG})
+    assert got == code and out == "", err[:300]
+    assert err.count("\n") == 1 and len(err) < 600, err[:300]
+    assert err.startswith("xpu-workarounds: error: ") and "… (100,0" in err and " characters)" in err, err
+    assert "x" * 256 not in err
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_API_URL", "XPU_WORKAROUNDS_GITHUB_TOKEN"])
+def test_a_github_url_or_token_of_100000_characters_is_never_echoed(variable):
+    got, _, err = invoke(["upstream", "--offline"], {variable: LONG})
+    assert "x" * 20 not in err and err.count("\n") <= 1, err[:300]
+    assert got in (0, 2, 4)
+
+
+@pytest.mark.parametrize("args", [
+    ["explain", LONG], ["status", "--platform", LONG], ["status", "--assume", LONG], ["check", LONG],
+    ["census", LONG], ["census", ".", "--since", LONG], ["status", "--cluster", "--address", LONG],
+    ["status", "--reports", LONG], ["lint", LONG], ["docs", "--output", f"missing/{LONG}"],
+    ["retire", "--open-prs", "--repo", LONG], ["retire", "--open-prs", "--repo", "o/r", "--base", LONG + ".."],
+    ["retire", "--open-prs", "--repo", "o/r", "--docs", "/" + LONG],
+])
+def test_an_argument_of_100000_characters_is_echoed_shortened_in_its_one_line_error(args):
+    got, out, err = invoke(args, {})
+    assert got == 2 and out == "", err[:300]
+    assert err.count("\n") == 1 and len(err) < 800, err[:300]
+    assert "x" * 256 not in err and "../" * 100 not in err
+
+
+def test_a_manifest_value_as_long_as_a_line_may_be_is_echoed_shortened_by_lint(tmp_path):
+    # A manifest's line is at most 16,384 characters (a longer one is refused as such).
+    manifest = tmp_path / "workarounds.toml"
+    manifest.write_text(FROZEN_MANIFEST.read_text().replace('platform = "xpu"', f'platform = "{"x" * 16_000}"', 1))
+    result = CliRunner().invoke(app, ["lint", str(manifest)], env={"XPU_WORKAROUNDS_MANIFEST": None})
+    assert result.exit_code == 1
+    (line,) = [line for line in result.stdout.splitlines() if ".platform: " in line]
+    assert line.endswith("… (16,000 characters) is not one of xpu, cuda, rocm, cpu") and len(line) < 300, line[:300]
+
+
 # ------------------------------------------------------------------------------ --repo
 
 

@@ -68,6 +68,47 @@ def test_a_manifest_above_the_repository_is_never_read(tmp_path):
     assert cli("lint", cwd=plain).stdout == f"{SHIPPED}: ok\n"
 
 
+def test_a_manifest_in_a_directory_outside_any_repository_is_not_read_and_the_command_says_so(tmp_path):
+    plain = tmp_path / "not-a-repository"
+    plain.mkdir()
+    (plain / "workarounds.toml").write_text(renamed("Not A Valid Id"))
+    note = (f"xpu-workarounds: note: {plain / 'workarounds.toml'} is not read outside a git repository; reading the "
+            f"shipped manifest (--manifest workarounds.toml to read it)\n")
+    linted = cli("lint", cwd=plain)
+    assert linted.returncode == 0 and linted.stdout == f"{SHIPPED}: ok\n"  # the shipped one, as documented
+    assert linted.stderr == note
+    explained = cli("explain", reader.load().ids[0], "--json", cwd=plain)
+    assert explained.returncode == 0 and json.loads(explained.stdout)["tool"]["manifest"] == str(SHIPPED)
+    assert explained.stderr == note
+    # Named, it is read; and status, which always decides with the shipped one, has nothing to say.
+    named = cli("--manifest", "workarounds.toml", "lint", cwd=plain)
+    assert named.returncode == 1 and named.stderr == ""
+    assert cli("status", "--platform", "cpu", cwd=plain).stderr == ""
+
+
+def test_a_repository_manifest_that_links_out_of_the_repository_is_refused_in_one_line(tmp_path):
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text(renamed("planted-elsewhere"))
+    repo = repository(tmp_path / "repo", None)
+    (repo / "workarounds.toml").symlink_to(elsewhere)
+    for args in (["lint"], ["docs"], ["explain", "planted-elsewhere"], ["retire", "--json"]):
+        result = cli(*args, cwd=repo / "src")
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stdout == "" and "planted-elsewhere" not in result.stderr
+        assert result.stderr == (f"xpu-workarounds: error: {repo / 'workarounds.toml'} links to {elsewhere}, outside "
+                                 "the repository: not read (--manifest PATH to read a manifest by name)\n")
+    # status never reads the repository's manifest, and does not follow the link to compare it.
+    status = cli("status", "--platform", "cpu", cwd=repo)
+    assert status.returncode == 0 and status.stderr == ""
+    # A link that stays inside the repository is the repository's manifest.
+    (repo / "workarounds.toml").unlink()
+    (repo / "config").mkdir()
+    (repo / "config" / "workarounds.toml").write_text(renamed("kept-inside"))
+    (repo / "workarounds.toml").symlink_to(Path("config") / "workarounds.toml")
+    inside = cli("docs", cwd=repo / "src")
+    assert inside.returncode == 0 and "kept-inside" in inside.stdout
+
+
 def test_the_commands_read_the_repositorys_manifest_and_say_which_they_read(tmp_path):
     repo = repository(tmp_path / "repo", renamed("renamed-here"))
     found = repo / "workarounds.toml"

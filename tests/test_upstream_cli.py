@@ -7,6 +7,7 @@ file finds: the removal proof's copies skip it (tests/support/removal_proof.py `
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -174,23 +175,29 @@ def test_offline_works_from_the_cache_and_says_how_old_it_is(github, tmp_path):
     assert github.count() == 0
 
 
-def test_offline_answers_from_the_cache_without_pygithub_or_requests(github, tmp_path):
-    """What a base install (no [github] extra) can do: read the facts a run with the extra cached."""
+def on_a_base_install(server: FakeGitHub, cache_dir, *args: str):
+    """``upstream ARGS`` as a base install (no [github] extra) runs it: PyGithub and its HTTP stack
+    cannot be imported in that process."""
     import os
     import subprocess
     import sys
 
-    live = run(github, tmp_path, "--json", "--refresh")
-    assert live.exit_code == 0, live.output
-    github.reset_log()
     code = ("import sys\n"
             "for name in ('github', 'requests', 'urllib3'): sys.modules[name] = None\n"
             "from tracker.commands.app import main\n"
-            f"sys.argv = ['xpu-workarounds', '--manifest', {str(FROZEN_MANIFEST)!r}, 'upstream', '--offline', '--json']\n"
+            f"sys.argv = ['xpu-workarounds', '--manifest', {str(FROZEN_MANIFEST)!r}, 'upstream', *{list(args)!r}]\n"
             "main()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "GITHUB_"))}
-    env.update({"GITHUB_API_URL": github.base_url, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path)})
-    offline = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    env.update({"GITHUB_API_URL": server.base_url, "XPU_WORKAROUNDS_CACHE_DIR": str(cache_dir)})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_offline_answers_from_the_cache_without_pygithub_or_requests(github, tmp_path):
+    """What a base install (no [github] extra) can do: read the facts a run with the extra cached."""
+    live = run(github, tmp_path, "--json", "--refresh")
+    assert live.exit_code == 0, live.output
+    github.reset_log()
+    offline = on_a_base_install(github, tmp_path, "--offline", "--json")
     assert offline.returncode == 0, offline.stderr
     assert json.loads(offline.stdout)["references"] == json.loads(live.stdout)["references"]
     assert github.count() == 0
@@ -200,8 +207,19 @@ def test_offline_without_a_cache_exits_4_with_one_line(github, tmp_path):
     result = run(github, tmp_path, "--offline")
 
     assert result.exit_code == 4
-    assert result.stderr.count("\n") == 1 and "no cached upstream facts" in result.stderr
+    assert re.fullmatch(rf"xpu-workarounds: error: no cached upstream facts in {re.escape(str(tmp_path))}/\S+\.json "
+                        r"yet: run `xpu-workarounds upstream` once, where GitHub is reachable\n", result.stderr)
     assert "Traceback" not in result.output
+
+
+def test_offline_without_a_cache_on_a_base_install_says_what_to_run_and_what_to_install_for_it(github, tmp_path):
+    """A base install (no [github] extra: PyGithub cannot be imported) that never learned the facts."""
+    offline = on_a_base_install(github, tmp_path, "--offline")
+    assert offline.returncode == 4 and offline.stdout == ""
+    assert re.fullmatch(rf"xpu-workarounds: error: no cached upstream facts in {re.escape(str(tmp_path))}/\S+\.json "
+                        r"yet: run `xpu-workarounds upstream` once \(needs `pip install 'xpu-workarounds\[github\]'`\)\n",
+                        offline.stderr), offline.stderr
+    assert github.count() == 0
 
 
 def test_unreachable_github_without_a_cache_exits_4_with_one_line_and_writes_nothing(github, tmp_path):

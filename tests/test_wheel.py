@@ -159,6 +159,23 @@ def test_the_pypi_description_links_nowhere_relative_and_names_files_the_sdist_h
     assert {name for name in named if not name.endswith("/")} <= files
 
 
+def test_the_pypi_description_is_for_a_stranger_no_placeholder_installs_by_name_and_no_action_without_a_home(wheel):
+    """The PyPI page as a stranger reads it, before the repository has a public home: no
+    placeholder for that home (the Action's section, whose `uses:` line needs it, is left out,
+    as is an install from the repository), and it says how to install the package by name."""
+    _, description = metadata(wheel).split("\n\n", 1)
+    for placeholder in ("OWNER/xpu-workarounds", "FULL_COMMIT_SHA", "git+"):
+        assert placeholder not in description, placeholder
+    assert "\npip install xpu-workarounds " in description  # the install by name, first in its block
+    assert "uses:" not in description and "## The GitHub Action" not in description
+    assert "<!--" not in description  # the markers that leave the Action out are not shown either
+    # The rest of the README is all there: the sections around the one left out.
+    sections = re.findall(r"^## .+$", description, flags=re.M)
+    readme = [line for line in re.findall(r"^## .+$", (ROOT / "README.md").read_text(), flags=re.M)
+              if line != "## The GitHub Action"]
+    assert sections == readme
+
+
 def test_the_typed_package_says_so(wheel):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
@@ -319,4 +336,8 @@ def test_a_base_install_plans_the_retirement_and_reads_upstream_offline(installe
     assert {item["id"] for item in judged["retirable"] + judged["kept"]} == set(reader.load().ids)
     env = {**CLEAN_ENV, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}
     offline = subprocess.run([cli, "upstream", "--offline"], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert offline.returncode == 4 and "no cached upstream facts in " in offline.stderr  # not a missing extra
+    # Not a missing extra: what to run first, and what to install for it.
+    assert offline.returncode == 4 and offline.stderr.count("\n") == 1
+    assert offline.stderr.startswith("xpu-workarounds: error: no cached upstream facts in ")
+    assert offline.stderr.endswith(" yet: run `xpu-workarounds upstream` once (needs `pip install "
+                                   "'xpu-workarounds[github]'`)\n")

@@ -2,8 +2,9 @@
 
 The package's top holds one thing more: the names of the environment variables this tool
 reads (``XPU_WORKAROUNDS*``, docs/commands.md, "Environment variables"; and GitHub's and Ray's) and the readings the
-plugin's two paths share, and the rule that keeps a line written to a terminal or a log one line
-(``one_line``). They are here rather than in a module of their own because every
+plugin's two paths share, the rule that keeps a line written to a terminal or a log one line
+(``one_line``) and the one that shortens a value an error quotes back (``echoed``: the plugin
+warns about malformed variables too). They are here rather than in a module of their own because every
 vLLM process imports this package, and pays for each module its replay imports
 (``tracker.plugin``). Every variable is read and parsed by ``tracker.model.environment``
 (``Settings``, ``OutsideVariables``), except on the fast path, which reads without importing
@@ -50,6 +51,7 @@ COMPLETION_WORD = "COMP_CWORD"
 NO_COLOR = "NO_COLOR"
 FORCE_COLOR = "FORCE_COLOR"
 TERM = "TERM"
+COLUMNS = "COLUMNS"  # the width a table fits (the census's), as shells and gh take it
 
 # Every variable an activation's decisions read (not the token, the cache or the report directory;
 # tests/test_fastpath.py checks the list against what an activation asks for).
@@ -79,6 +81,23 @@ def short_digest(sha256: str | None) -> str:
     """A manifest's sha256 as every printer shortens it (``--version``, the plugin's log line,
     a cluster node's answer): its first 12 hex digits, as ``git`` shortens a commit, or ``unreadable``."""
     return sha256[:12] if sha256 else "unreadable"
+
+
+ECHO_LIMIT = 80  # characters of a value an error message quotes back
+PATH_ECHO_LIMIT = 255  # of a path (as long as one file name may be): a real one is kept whole
+
+
+def echoed(value: object, limit: int = ECHO_LIMIT, *, quoted: bool = True) -> str:
+    """A value someone gave (an environment variable, a command-line argument, a manifest's field),
+    for the message that refuses it: as Python writes it (``repr``; not ``quoted``: a string as it
+    is, such as a list of ids already joined), and when longer than ``limit`` characters, its first
+    ``limit`` then an ellipsis and its length, so that a message about a 100,000-character value
+    stays a line a person reads. Every error that repeats what it was given goes through this one
+    helper; ``one_line`` then keeps the line one line."""
+    if isinstance(value, str) and quoted:
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
+    shown = value if isinstance(value, str) else repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(shown):,} characters)"
 
 
 def one_line(text: str) -> str:

@@ -25,11 +25,19 @@ def terminal_env(**variables: str | None) -> dict[str, str]:
     return env
 
 
-def on_terminal(args: list[str], env: Mapping[str, str], timeout: float = 120) -> tuple[int, str]:
-    """``xpu-workarounds ARGS`` with stdin, stdout and stderr on a pseudo-terminal: (exit code, what it got)."""
+def on_terminal(args: list[str], env: Mapping[str, str], timeout: float = 120,
+                columns: int | None = None) -> tuple[int, str]:
+    """``xpu-workarounds ARGS`` with stdin, stdout and stderr on a pseudo-terminal (``columns`` wide,
+    as a window the user resized, when given): (exit code, what it got)."""
     import pty
 
     master, slave = pty.openpty()
+    if columns is not None:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     process = subprocess.Popen([str(SCRIPT), *args], stdin=slave, stdout=slave, stderr=slave, env=dict(env))
     os.close(slave)
     return process.wait(timeout=timeout), _drain(master)

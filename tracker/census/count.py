@@ -34,12 +34,19 @@ class CountedSite:
     site: Site
     tracked: str | None = None  # the id of the [[tracked]] entry that covers it
     dead: bool | None = None  # covered: dead at the release's own XPU pins (None: cannot be told)
-    dead_detail: str | None = None
+    dead_detail: str | None = None  # covered: the sentence why, as the table prints it below itself
+    partly_dead: bool = False  # covered: the pins reach its dead_when, but its `remaining` part is needed
+
+    @property
+    def dead_since(self) -> str | None:
+        """What the table says of a dead or partly dead site (``dead_detail``); None for any other."""
+        return self.dead_detail if self.dead or self.partly_dead else None
 
     def as_json(self) -> dict[str, Any]:
         site = self.site
         return {"file": site.file, "line": site.line, "end_line": site.end_line, "summary": site.summary,
-                "references": list(site.references), "tracked": self.tracked, "dead": self.dead}
+                "references": list(site.references), "tracked": self.tracked, "dead": self.dead,
+                "partly_dead": self.partly_dead, "dead_since": self.dead_since}
 
 
 @dataclass
@@ -95,8 +102,8 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
             if cover is None:
                 counted.append(CountedSite(site))
             else:
-                dead, detail = dead_at(cover, pins, label)
-                counted.append(CountedSite(site, cover.id, dead, detail))
+                verdict = dead_at(cover, pins, label)
+                counted.append(CountedSite(site, cover.id, verdict.dead, verdict.detail, verdict.partly))
     unplaced += [f"{inline.id}: {inline.file} is not in this release" for entries in by_file.values()
                  for inline in entries]
     version = _version(release)

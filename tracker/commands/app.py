@@ -118,7 +118,7 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
     typer.echo(tracker.one_line(f"xpu-workarounds {tracker.__version__} (manifest {path}, "
                                 f"sha256 {tracker.short_digest(sha256)})"))
     if sha256 is None:
-        context.fail(f"cannot read the manifest {path}")
+        context.fail(f"cannot read the manifest {tracker.echoed(path, tracker.PATH_ECHO_LIMIT, quoted=False)}")
     raise typer.Exit(ExitCode.FINE)
 
 

@@ -7,18 +7,22 @@ it, as ``check`` does); this module renders the answer and maps errors to exit c
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from tracker import one_line
 from tracker.census.count import Census, CountedSite
-from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest
+from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest, must_name_a_release
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table, warn
+from tracker.commands.output import table, table_width, warn
 from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
 from tracker.release.errors import CheckInputError, NotFetchable
+
+HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
+# Cut to the width (a site from its start: its file name and lines stay); the entry never is.
+CUT: dict[int, Literal["start", "end"]] = {0: "start", 2: "end", 3: "end"}
 
 
 def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
@@ -26,17 +30,20 @@ def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
     for counted in sites:
         site = counted.site
         tracked = counted.tracked or "-"
-        if counted.tracked is not None and counted.dead:
-            tracked += " (dead)"
+        if counted.tracked is not None and (counted.dead or counted.partly_dead):
+            tracked += " (dead)" if counted.dead else " (partly dead)"
         rows.append((site.where, tracked, ", ".join(site.references) or "-", site.summary))
     return rows
 
 
-def render(result: Census) -> str:
+def render(result: Census, width: int | None = None) -> str:
+    """The census as a person reads it; each table's sites, references and summaries cut to ``width``
+    (None: not cut)."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
     lines = [one_line(f"vLLM {result.release or 'of unknown version'} ({result.source}); XPU pins: {pins}"), ""]
-    headers = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
-    lines.append(table(headers, site_rows(result.sites)) if result.sites else "no inline XPU workaround found")
+    headers = HEADERS
+    lines.append(table(headers, site_rows(result.sites), cut=CUT, width=width) if result.sites
+                 else "no inline XPU workaround found")
     tracked = [c for c in result.sites if c.tracked is not None]
     trackable = result.untracked_with_reference
     lines += ["", f"{len(result.sites)} sites: {len(tracked)} tracked, {len(result.sites) - len(tracked)} not "
@@ -48,7 +55,7 @@ def render(result: Census) -> str:
         for title, sites in ((f"new since {since}", result.new), (f"gone since {since}", result.gone)):
             lines += ["", one_line(f"{title}: {len(sites)}")]
             if sites:
-                lines.append(table(headers, site_rows(sites)))
+                lines.append(table(headers, site_rows(sites), cut=CUT, width=width))
     return "\n".join(lines)
 
 
@@ -69,6 +76,9 @@ def census_command(
 
     Read from its source, never imported or run: per site its file and lines, a summary, the
     upstream references, and the [[tracked]] entry that covers it (or none)."""
+    for given, option in ((release, "the release"), (since, "--since")):
+        if given is not None:
+            must_name_a_release(given, option)
     manifest = load_manifest(ctx)
     try:
         with shown_progress(quiet) as shown:
@@ -77,6 +87,6 @@ def census_command(
         fail(str(error))
     except NotFetchable as error:
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
         raise typer.Exit(ExitCode.FINDING)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from tracker import one_line
-from tracker.commands.context import JsonOption, QuietOption, fail, given_manifest, load_manifest
+from tracker.commands.context import JsonOption, QuietOption, fail, given_manifest, load_manifest, must_name_a_release
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, warn
 from tracker.model.vocabulary import ExitCode
@@ -69,6 +69,7 @@ def check_release(
         return
     if release is None:
         fail("check needs a release (vllm==X, a wheel, sdist or source tree), or --pull-request N --repo OWNER/NAME")
+    must_name_a_release(release, "the release")
     manifest = load_manifest(ctx)
     try:
         with shown_progress(quiet) as shown:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tracker
+from tracker import echoed
 from tracker.commands.output import table
 from tracker.model.environment import OutsideVariables
 from tracker.model.vocabulary import SCHEMA, Choice, NodeState, Outcome, Reason
@@ -58,7 +59,7 @@ def endpoint(address: str, source: str = "--address") -> tuple[str, int]:
         named = False
     if (scheme and scheme != "ray") or not colon or not named or not (port.isascii() and port.isdigit()) \
             or not 0 < int(port) < 65536:
-        raise BadAddress(f"{source} {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+        raise BadAddress(f"{source} {echoed(address)} is not HOST:PORT, ray://HOST:PORT or auto")
     return (host[1:-1] if bracketed else host), int(port)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 import tracker
-from tracker import one_line
+from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.environment import Environment, InputError, OutsideVariables, Settings, assumptions, parse_platform
@@ -77,16 +77,48 @@ def fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
-def require_extra(module: str, extra: str, what: str) -> None:
-    """Exit 2 with the install command when ``module`` (an optional dependency) is not installed."""
+def installed(module: str) -> bool:
+    """Whether ``module`` (an optional dependency) can be imported here."""
     import importlib.util
 
     try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Exit 2 with the install command when ``module`` (an optional dependency) is not installed."""
+    if not installed(module):
         fail(f"{what} needs the {extra} extra: pip install 'xpu-workarounds[{extra}]'")
+
+
+def learn_upstream_hint() -> str:
+    """What to run for the upstream facts the cache lacks, and on a base install what to install for it."""
+    if installed("github"):
+        return "run `xpu-workarounds upstream` once, where GitHub is reachable"
+    return "run `xpu-workarounds upstream` once (needs `pip install 'xpu-workarounds[github]'`)"
+
+
+def must_name_a_release(given: str, option: str) -> None:
+    """Refuse, before anything is fetched or read, what names no release: neither ``vllm==X`` nor
+    an existing wheel, sdist or source tree (``--since 0.33.0`` for ``--since vllm==0.33.0``);
+    ``check`` and ``census`` ask it of every release they are given, before the first is fetched."""
+    from packaging.version import InvalidVersion, Version
+
+    from tracker.release.fetch import REQUIREMENT
+
+    try:
+        if REQUIREMENT.match(given.strip()) or Path(given).expanduser().exists():
+            return
+    except (OSError, ValueError):  # a name too long for a path, a NUL in it
+        pass
+    try:
+        release = f"vllm=={Version(given.strip())}"
+        meant = f"; did you mean {f'{option} {release}' if option.startswith('--') else release}?"
+    except InvalidVersion:
+        meant = ""
+    fail(f"{option} {echoed(given)} is neither vllm==VERSION nor an existing wheel, sdist or source tree{meant}")
 
 
 def github_settings() -> ClientSettings:
@@ -111,17 +143,23 @@ def manifest_must_exist(path: Path | str | None) -> None:
     try:
         os.stat(named)
     except OSError as error:
-        fail(f"cannot read the manifest {named}: {error.strerror or error}")
+        fail(f"cannot read the manifest {echoed(str(named), PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}")
 
 
 MANIFEST_NAME = "workarounds.toml"
+
+
+class ManifestLinkedOut(Exception):
+    """The repository's ``workarounds.toml`` is a link to a file outside the repository."""
 
 
 def repository_manifest(start: Path | None = None) -> Path | None:
     """The nearest ``workarounds.toml`` from ``start`` (default: the working directory) up to the
     root of the git repository it is in (the directory holding ``.git``), as ruff and pre-commit
     find their configuration; None outside a repository, or in one without it (then the shipped
-    manifest is read): a file above the repository, another user's for one, is never picked up."""
+    manifest is read): a file above the repository, another user's for one, is never picked up,
+    and neither is one that is a link out of the repository (``ManifestLinkedOut``): a clone
+    carries such a link as it was committed, pointing wherever its author chose."""
     here = (Path.cwd() if start is None else start).absolute()
     found = None
     for directory in (here, *here.parents):
@@ -129,20 +167,52 @@ def repository_manifest(start: Path | None = None) -> Path | None:
         if found is None and candidate.is_file():
             found = candidate
         if (directory / ".git").exists():
+            if found is not None and not found.resolve().is_relative_to(directory.resolve()):
+                raise ManifestLinkedOut(f"{echoed(str(found), PATH_ECHO_LIMIT, quoted=False)} links to "
+                                        f"{echoed(str(found.resolve()), PATH_ECHO_LIMIT, quoted=False)}, outside the repository: "
+                                        "not read (--manifest PATH to read a manifest by name)")
             return found
     return None
 
 
-def chosen_manifest(given: Path | None, repository: bool = True) -> tuple[Path | None, bool]:
+def unread_manifest_here() -> Path | None:
+    """``./workarounds.toml`` when the working directory is in no git repository: never read
+    (``repository_manifest``), which a command says in a note rather than in silence."""
+    here = Path.cwd().absolute()
+    candidate = here / MANIFEST_NAME
+    if not candidate.is_file() or any((directory / ".git").exists() for directory in (here, *here.parents)):
+        return None
+    return candidate
+
+
+def found_manifest(given: Path | None, repository: bool = True) -> tuple[Path | None, bool]:
     """The manifest a command reads: ``--manifest`` / ``XPU_WORKAROUNDS_MANIFEST`` when given;
     else (``repository``) the repository's own, when it is not the shipped one; else None, the
-    shipped one. The second item says whether it was found in the repository."""
+    shipped one. The second item says whether it was found in the repository.
+    ``ManifestLinkedOut`` when the repository's is a link out of it."""
     if given is not None or not repository:
         return given, False
     found = repository_manifest()
     if found is None or found.resolve() == reader.default_path().resolve():
         return None, False
     return found, True
+
+
+def chosen_manifest(given: Path | None, repository: bool = True) -> tuple[Path | None, bool]:
+    """``found_manifest`` for a command: a repository's manifest that links out of it is refused
+    (one line, exit 2), and a ``./workarounds.toml`` outside any repository, which is not read, is
+    named in a note on stderr (the command goes on with the shipped manifest)."""
+    try:
+        named, found = found_manifest(given, repository)
+    except ManifestLinkedOut as error:
+        fail(str(error))
+    if given is None and repository and not found:
+        unread = unread_manifest_here()
+        if unread is not None:
+            typer.echo(one_line(f"xpu-workarounds: note: {unread} is not read outside a git repository; reading "
+                                f"the shipped manifest (--manifest {shlex.quote(MANIFEST_NAME)} to read it)"),
+                       err=True)
+    return named, found
 
 
 def say_found(path: Path) -> None:
@@ -156,7 +226,10 @@ def note_repository_manifest(ctx: typer.Context) -> None:
     the repository here has a manifest of its own that differs from it (none named)."""
     if given_manifest(ctx) is not None:
         return
-    found = repository_manifest()
+    try:
+        found = repository_manifest()
+    except ManifestLinkedOut:
+        return  # status never reads the repository's manifest; one that links out is not even compared
     shipped = reader.default_path()
     if found is None or found.resolve() == shipped.resolve() or reader.digest(found) == reader.digest(shipped):
         return

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tracker import one_line
+from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.commands.context import fail, load_manifest
 
 
@@ -24,6 +24,6 @@ def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option("--outp
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
-        fail(f"cannot write {output}: {error.strerror or error}")
+        fail(f"cannot write {echoed(str(output), PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}")
     typer.echo(one_line(f"wrote {output}"))  # a path from the command line cannot break the line
 

@@ -7,13 +7,15 @@ from typing import Annotated
 
 import typer
 
+from tracker import echoed
 from tracker.commands.context import (
     AssumeOption,
     JsonOption,
+    ManifestLinkedOut,
     PlatformOption,
-    chosen_manifest,
     decided_for,
     fail,
+    found_manifest,
     load_manifest,
 )
 from tracker.commands.output import terminal_width
@@ -25,10 +27,10 @@ def complete_id(ctx: typer.Context, incomplete: str) -> list[str]:
     from tracker.model import manifest as manifest_module
     from tracker.model import reader
 
-    named, _ = chosen_manifest(ctx.find_root().params.get("manifest"))
     try:
+        named, _ = found_manifest(ctx.find_root().params.get("manifest"))
         ids = reader.load(named).ids
-    except (manifest_module.ManifestError, OSError, ValueError):
+    except (manifest_module.ManifestError, ManifestLinkedOut, OSError, ValueError):
         return []
     return [workaround_id for workaround_id in ids if workaround_id.startswith(incomplete)]
 
@@ -49,10 +51,10 @@ def explain(
     manifest = load_manifest(ctx)
     if workaround_id not in manifest.by_id:
         if any(inline.id == workaround_id for inline in manifest.tracked):
-            fail(f"{workaround_id!r} is a [[tracked]] entry, not a workaround: xpu-workarounds docs lists it")
+            fail(f"{echoed(workaround_id)} is a [[tracked]] entry, not a workaround: xpu-workarounds docs lists it")
         known = f"known: {', '.join(manifest.ids)}" if manifest.ids else "this manifest has none"
         hint = unknown_id_hint(workaround_id, [*manifest.ids, *(inline.id for inline in manifest.tracked)])
-        fail(f"unknown workaround id {workaround_id!r}{hint} ({known})")
+        fail(f"unknown workaround id {echoed(workaround_id)}{hint} ({known})")
     decided = decided_for(manifest, platform, assume)
     w = manifest.get(workaround_id)
     if json_output:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracker import one_line
+from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.commands.cluster import stack_differences
 from tracker.commands.output import table
 from tracker.model.vocabulary import SCHEMA, Outcome
@@ -130,9 +130,10 @@ def gather(directory: str) -> Machine:
     except UnsafeLocation as error:
         raise ReportsUnreadable(f"--reports {directory}: not read: {error}, where the plugin writes no report") from None
     except (FileNotFoundError, NotADirectoryError):
-        raise ReportsUnreadable(f"--reports {directory}: not a directory") from None
+        raise ReportsUnreadable(f"--reports {echoed(directory, PATH_ECHO_LIMIT, quoted=False)}: not a directory") from None
     except OSError as error:
-        raise ReportsUnreadable(f"--reports {directory}: cannot read: {error.strerror or error}") from None
+        raise ReportsUnreadable(f"--reports {echoed(directory, PATH_ECHO_LIMIT, quoted=False)}: cannot read: "
+                                f"{error.strerror or error}") from None
     processes, ignored = [], list(files.ignored)
     for name, pid in files.reports:
         report = read_report(os.path.join(directory, name), pid)

@@ -2,8 +2,9 @@
 
 Every table a command prints is drawn here, by rich: columns left-aligned and two spaces
 apart, never wrapped, trailing spaces stripped, so that the plain text a script reads stays
-the same whatever the terminal's width. Colour (the header bold; apply, applied, drifted,
-failed, retirable and errors highlighted) only where the stream is a terminal, never with
+the same whatever the terminal's width. The one exception is the census's table: its summaries
+are cut to ``COLUMNS``, else to the terminal's width (``table_width``); with neither, not at all.
+Colour (the header bold; apply, applied, drifted, failed, retirable and errors highlighted) only where the stream is a terminal, never with
 ``NO_COLOR`` set or ``TERM=dumb`` (``FORCE_COLOR`` asks for it where no terminal is).
 rich is imported only when something is drawn: ``--json`` never pays for it.
 
@@ -18,12 +19,15 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from tracker import one_line
 from tracker.model.environment import OutsideVariables
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 # A cell whose first word is one of these is highlighted on a colour terminal.
 STYLES = {
@@ -59,6 +63,14 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     return shutil.get_terminal_size().columns if shown else None
 
 
+def table_width(stream: TextIO | None = None) -> int | None:
+    """The width a table with a column to cut fits (``table``'s ``cut``): ``COLUMNS`` when it is set,
+    else the terminal's where ``stream`` (default: stdout) is one; None with neither (no cut), as
+    ``gh`` fits its tables."""
+    columns = OutsideVariables.from_env().columns
+    return columns if columns is not None else terminal_width(stream)
+
+
 def wrapped(line: str, width: int | None) -> str:
     """``line`` wrapped between words to ``width`` (never inside a word, a path or a version),
     its continuations indented two spaces past its own indentation; unchanged without a width."""
@@ -76,8 +88,15 @@ def style_of(cell: str) -> str:
     return STYLES.get(word, "")
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO | None = None) -> str:
-    """``headers`` over ``rows``, as text for ``stream`` (default: stdout): plain unless it takes colour."""
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO | None = None, *,
+          cut: Mapping[int, Literal["start", "end"]] | None = None, width: int | None = None) -> str:
+    """``headers`` over ``rows``, as text for ``stream`` (default: stdout): plain unless it takes colour.
+
+    With ``width``, the columns ``cut`` names fit it as ``gh`` fits its tables: they share what the
+    other columns leave, each as wide as it needs up to an even share (``_fitted``), and a cell
+    wider than its column is cut with an ellipsis, at its ``end`` (a summary) or its ``start`` (a
+    path, whose file name and line numbers are what tells it apart). Without ``width``, nothing is
+    cut."""
     from rich.table import Table
     from rich.text import Text
 
@@ -86,9 +105,48 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO 
                   header_style="bold" if coloured else "")
     for header in headers:
         drawn.add_column(header, no_wrap=True, overflow="ignore")
-    for row in rows:
-        drawn.add_row(*(Text(one_line(cell), style=style_of(cell) if coloured else "") for cell in row))
+    cells = [[Text(one_line(cell), style=style_of(cell) if coloured else "") for cell in row] for row in rows]
+    if width is not None and cut:
+        for index, room in _fitted(headers, cells, list(cut), width).items():
+            for row in cells:
+                row[index] = _cut(row[index], room, cut[index])
+    for row in cells:
+        drawn.add_row(*row)
     return "\n".join(line.rstrip() for line in _render(drawn, coloured).splitlines())
+
+
+def _fitted(headers: Sequence[str], cells: list[list[Text]], cut: list[int], width: int) -> dict[int, int]:
+    """The width of each column ``cut`` names: what the other columns and the two spaces between
+    columns leave of ``width``, shared out narrowest first (a column narrower than an even share
+    of what is left keeps its width), never less than its header."""
+    from rich.cells import cell_len
+
+    natural = [max([cell_len(header), *(row[index].cell_len for row in cells)]) for index, header in enumerate(headers)]
+    room = width - 2 * (len(headers) - 1) - sum(natural[index] for index in range(len(headers)) if index not in cut)
+    widths = {}
+    waiting = sorted(cut, key=lambda index: natural[index])
+    for done, index in enumerate(waiting):
+        share = max(room, 0) // (len(waiting) - done)
+        widths[index] = max(min(natural[index], share), cell_len(headers[index]))
+        room -= widths[index]
+    return widths
+
+
+def _cut(text: Text, room: int, where: Literal["start", "end"]) -> Text:
+    """``text`` in at most ``room`` columns, an ellipsis where it was cut (``where``)."""
+    if text.cell_len <= room:
+        return text
+    if where == "end":
+        text.truncate(room, overflow="ellipsis")
+        return text
+    from rich.cells import cell_len
+
+    kept = ""
+    for char in reversed(text.plain):
+        if cell_len(kept) + cell_len(char) > room - 1:
+            break
+        kept = char + kept
+    return text.__class__("…" + kept, style=text.style)
 
 
 def styled(text: str, style: str, stream: TextIO | None = None) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracker import one_line
+from tracker import echoed, one_line
 from tracker.commands import context
 from tracker.commands.context import (
     JsonOption,
@@ -119,7 +119,7 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
         # A policy alone is evaluated from the cache (no network); --fresh asks GitHub as `upstream` does.
         learned = learn(manifest, client=client, mode=Mode.NORMAL if fresh else Mode.OFFLINE)
     except (GitHubError, NoUsableCache, OSError) as error:
-        why = ("the support policy needs upstream facts: run `xpu-workarounds upstream` first" if not fresh
+        why = (f"the support policy needs upstream facts: {context.learn_upstream_hint()}" if not fresh
                else f"upstream facts could not be learned ({error})")
         return manifest, fixed_floors(manifest, f"{why}; judged with the fixed floors and the manifest's facts"), {
             "source": "manifest", "note": why}
@@ -136,7 +136,7 @@ def repository_path(value: str, option: str) -> str:
 
     path = PurePosixPath(value.replace("\\", "/"))
     if value and (path.is_absolute() or ".." in path.parts or str(path) == "."):
-        fail(f"{option} {value!r} with --open-prs is a path in the repository, relative to its root")
+        fail(f"{option} {echoed(value)} with --open-prs is a path in the repository, relative to its root")
     return str(path) if value else ""
 
 

@@ -16,6 +16,7 @@ from tracker.commands.context import (
     fail,
     github_settings,
     given_manifest,
+    learn_upstream_hint,
     load_manifest,
     require_extra,
 )
@@ -60,7 +61,7 @@ def upstream(
     except (upstream_module.NoUsableCache, GitHubError) as error:
         if isinstance(error, GitHubError):
             fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", ExitCode.OUTSIDE_SERVICE)
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+        fail(f"{error}: {learn_upstream_hint()}", ExitCode.OUTSIDE_SERVICE)
     except OSError as error:
         fail(f"cannot use the upstream cache: {error.strerror or error}", ExitCode.OUTSIDE_SERVICE)
     failed = [facts for facts in report.references if facts.error]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tracker import echoed
 from tracker.model.environment import Environment, Settings
 from tracker.model.manifest import Window, Workaround
 from tracker.model.retirement import root_fixes
@@ -70,7 +71,7 @@ def _gate(w: Workaround, env: Environment) -> Decision:
         version = env.version(name)
         if version.unknown:
             return _skip(w, Reason.UNKNOWN_VERSION,
-                         f"{name} version {version.raw!r} cannot be parsed; set "
+                         f"{name} version {echoed(version.raw)} cannot be parsed; set "
                          f"XPU_WORKAROUNDS_ASSUME={name}==X.Y.Z to decide.")
     for window in w.affected:
         if _in_window(window, env):

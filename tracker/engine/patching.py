@@ -31,6 +31,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tracker import echoed
 from tracker.engine import importhook, source
 from tracker.model.vocabulary import TARGET_KINDS as KINDS
 from tracker.model.vocabulary import Outcome, TargetKind
@@ -117,9 +118,9 @@ def patch(
     """
     module_name, sep, qualname = path.partition(":")
     if not sep or not module_name or not qualname:
-        raise ValueError(f"{path!r} is not 'package.module:Attribute.path'")
+        raise ValueError(f"{echoed(path)} is not 'package.module:Attribute.path'")
     if kind not in KINDS:
-        raise ValueError(f"{kind!r} is not one of {', '.join(KINDS)}")
+        raise ValueError(f"{echoed(kind)} is not one of {', '.join(KINDS)}")
     with _lock:
         existing = _registry.get(path)
         if existing is not None:

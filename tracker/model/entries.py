@@ -16,6 +16,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
+from tracker import echoed
 from tracker.model.keys import (
     MARKER_LIMIT,
     REF,
@@ -72,7 +73,7 @@ class ManifestValidator(TableValidator):
                 self.problem(self.lines.of(key=key), key, "unknown key")
         schema = data.get("schema")
         if type(schema) is not int or schema != SCHEMA:  # true and 1.0 equal 1 in Python, not in TOML
-            self.problem(lambda: self.lines.of(key="schema"), "schema", f"must be {SCHEMA}, got {schema!r}")
+            self.problem(lambda: self.lines.of(key="schema"), "schema", f"must be {SCHEMA}, got {echoed(schema)}")
         entries = data.get("workaround")
         # A repository that carries vLLM's code tracks its inline workarounds only: no [[workaround]], no floors.
         tracked_only = entries is None and bool(data.get("tracked"))
@@ -140,7 +141,7 @@ class ManifestValidator(TableValidator):
             self.problem(line("id"), f"{label}.id", "must be lower-case words joined by '-'")
         platform = entry.get("platform")
         if isinstance(platform, str) and platform not in PLATFORMS:
-            self.problem(line("platform"), f"{label}.platform", f"{platform!r} is not one of {', '.join(PLATFORMS)}")
+            self.problem(line("platform"), f"{label}.platform", f"{echoed(platform)} is not one of {', '.join(PLATFORMS)}")
         module = entry.get("module")
         if isinstance(module, str) and module.strip() and is_id(raw_id):
             if module != module_of(raw_id):
@@ -198,7 +199,7 @@ class ManifestValidator(TableValidator):
                 ok = False
             kind = item.get("kind")
             if kind not in TARGET_KINDS:
-                self.problem(at, f"{name}.kind", f"{kind!r} is not one of {', '.join(TARGET_KINDS)}")
+                self.problem(at, f"{name}.kind", f"{echoed(kind)} is not one of {', '.join(TARGET_KINDS)}")
                 ok = False
             params = item.get("params")
             if not isinstance(params, list) or not all(isinstance(p, str) and p for p in params):
@@ -273,21 +274,21 @@ class ManifestValidator(TableValidator):
                     self.problem(at(), f"{name}.{key}", "required")
             ref, role, state = table.get("ref"), table.get("role"), table.get("state")
             if "ref" in table and (not isinstance(ref, str) or not REF.fullmatch(ref)):
-                self.problem(at("ref"), f"{name}.ref", f"{ref!r} is not OWNER/REPO#NUMBER")
+                self.problem(at("ref"), f"{name}.ref", f"{echoed(ref)} is not OWNER/REPO#NUMBER")
             elif isinstance(ref, str):
                 if ref in seen:
                     self.problem(at("ref"), f"{name}.ref", f"{ref} is listed twice")
                 seen.add(ref)
             if "role" in table and role not in ROLES:
-                self.problem(at("role"), f"{name}.role", f"{role!r} is not one of {', '.join(ROLES)}")
+                self.problem(at("role"), f"{name}.role", f"{echoed(role)} is not one of {', '.join(ROLES)}")
             if "state" in table and state not in STATES:
-                self.problem(at("state"), f"{name}.state", f"{state!r} is not one of {', '.join(STATES)}")
+                self.problem(at("state"), f"{name}.state", f"{echoed(state)} is not one of {', '.join(STATES)}")
             released = None
             if "released_in" in table:
                 released = self.release(table["released_in"], at("released_in"), f"{name}.released_in")
                 if released is not None and state in STATES and state not in RELEASED_STATES:
                     self.problem(at("released_in"), f"{name}.released_in",
-                                 f"a reference in state {state!r} cannot be in a release")
+                                 f"a reference in state {echoed(state)} cannot be in a release")
             commit = table.get("commit")
             if "commit" in table and (not isinstance(commit, str) or not SHA.fullmatch(commit)):
                 self.problem(at("commit"), f"{name}.commit", "must be a 40-character lower-case hex sha")
@@ -324,7 +325,7 @@ class ManifestValidator(TableValidator):
             try:
                 ast.parse(value.strip())
             except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
-                self.problem(where, field_name, f"{value!r} is not a Python statement or expression")
+                self.problem(where, field_name, f"{echoed(value)} is not a Python statement or expression")
                 return None
             return SourceMarker(contains=value.strip())
         self.problem(where, field_name, "must be code vLLM's fix adds (a string) or { declares = \"parameter\" }")

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import tracker
+from tracker import echoed
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
 from tracker.model.vocabulary import PLATFORMS, Platform, unknown_id_hint
 
@@ -74,7 +75,7 @@ def platform_from_versions(versions: Mapping[str, ComponentVersion]) -> Platform
 def parse_platform(value: str, origin: str) -> Platform:
     platform = value.strip().lower()
     if platform not in PLATFORMS:
-        raise InputError(f"{origin}: {value!r} is not one of {', '.join(PLATFORMS)}")
+        raise InputError(f"{origin}: {echoed(value)} is not one of {', '.join(PLATFORMS)}")
     return Platform(platform)
 
 
@@ -143,11 +144,11 @@ class Settings(NamedTuple):
         switch = raw_switch.strip().lower()
         if switch not in _OFF | _ON:
             # Not a documented value: said, never guessed (taken as on, as if unset).
-            problems.append(f"{tracker.KILL_SWITCH}: {raw_switch!r} is not 0, off or false (apply nothing) "
+            problems.append(f"{tracker.KILL_SWITCH}: {echoed(raw_switch)} is not 0, off or false (apply nothing) "
                             f"nor 1, on or true (taken as on)")
         strict_raw = env.get(tracker.STRICT, "").strip().lower()
         if strict_raw not in ("", "0", "false", "off", "no", *tracker.STRICT_ON):
-            problems.append(f"{tracker.STRICT}: {strict_raw!r} is not 1 or 0")
+            problems.append(f"{tracker.STRICT}: {echoed(strict_raw)} is not 1 or 0")
         platform = None
         if env.get(tracker.PLATFORM, "").strip():
             try:
@@ -185,7 +186,7 @@ class Settings(NamedTuple):
             unknown = sorted(names - known)
             if unknown:
                 hints = unknown_id_hint(unknown[0], known) if len(unknown) == 1 else ""
-                problems.append(f"{variable}: unknown workaround id(s) {', '.join(unknown)}{hints}"
+                problems.append(f"{variable}: unknown workaround id(s) {echoed(', '.join(unknown), quoted=False)}{hints}"
                                 f" (known: {', '.join(sorted(known))})")
             kept[variable] = names - set(unknown)
         return self._replace(disabled=kept[tracker.DISABLE], forced=kept[tracker.FORCE],
@@ -210,7 +211,7 @@ def _write_interval(text: str) -> tuple[float, str | None]:
     except ValueError:
         seconds = math.nan
     if not 0 <= seconds <= _WRITE_INTERVAL_LIMIT:  # NaN and infinities too
-        return WRITE_INTERVAL, (f"{tracker.GITHUB_WRITE_INTERVAL}: {text!r} is not a number of seconds "
+        return WRITE_INTERVAL, (f"{tracker.GITHUB_WRITE_INTERVAL}: {echoed(text)} is not a number of seconds "
                                 f"from 0 to {_WRITE_INTERVAL_LIMIT:g}")
     return seconds, None
 
@@ -228,6 +229,7 @@ class OutsideVariables(NamedTuple):
     ray_address: str | None = None  # RAY_ADDRESS: what ray.init takes "auto" to mean
     colour: bool | None = None  # False: NO_COLOR or TERM=dumb; True: FORCE_COLOR; None: a terminal decides
     dumb_terminal: bool = False  # TERM=dumb: a terminal that cannot redraw a line (no progress shown)
+    columns: int | None = None  # COLUMNS: the width asked for (a whole number above 0; anything else is ignored)
     problems: tuple[str, ...] = ()  # malformed values: the command line stops on them (exit 2)
     completion_problem: str | None = None  # the shell asks for completions with a malformed COMP_CWORD
 
@@ -243,7 +245,7 @@ class OutsideVariables(NamedTuple):
         api = env.get(tracker.GITHUB_API, "").strip().lower()
         interval, interval_problem = _write_interval(env.get(tracker.GITHUB_WRITE_INTERVAL, ""))
         problems = tuple(problem for problem in (
-            f"{tracker.GITHUB_API}: {api!r} is not graphql or rest" if api not in ("", "graphql", "rest") else None,
+            f"{tracker.GITHUB_API}: {echoed(api)} is not graphql or rest" if api not in ("", "graphql", "rest") else None,
             interval_problem) if problem)
         return cls(
             github_token=token.strip() if token else None,
@@ -257,14 +259,22 @@ class OutsideVariables(NamedTuple):
             colour=(False if env.get(tracker.NO_COLOR) or env.get(tracker.TERM) == "dumb"
                     else True if env.get(tracker.FORCE_COLOR) else None),
             dumb_terminal=env.get(tracker.TERM) == "dumb",
+            columns=_columns(env.get(tracker.COLUMNS, "")),
             problems=problems,
             completion_problem=_completion_problem(env),
         )
+
+
+def _columns(text: str) -> int | None:
+    """``COLUMNS`` as a width, or None when unset or not a whole number above 0 (ignored, as the
+    standard library's ``shutil.get_terminal_size`` ignores it)."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 5 and int(text) > 0 else None
 
 
 def _completion_problem(env: Mapping[str, str]) -> str | None:
     """Why the shell's request for completions is malformed (bash's word index must be a number)."""
     word = env.get(tracker.COMPLETION_WORD)
     if env.get(tracker.COMPLETE) and word is not None and not (word.isascii() and word.strip().isdigit()):
-        return f"{tracker.COMPLETION_WORD}: {word[:40]!r} is not a word's index (shell completion)"
+        return f"{tracker.COMPLETION_WORD}: {echoed(word)} is not a word's index (shell completion)"
     return None

@@ -14,6 +14,8 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from tracker import echoed
+
 # No real version has a number of more than 20 digits; Python refuses to convert one of
 # more than 4300 (a ValueError, not packaging's InvalidVersion), so such text is refused here.
 _TOO_LONG = re.compile(r"\d{21}")
@@ -35,7 +37,7 @@ def specifier_set(text: str) -> SpecifierSet:
     try:
         bounded(text)
     except ValueError as error:
-        raise InvalidSpecifier(f"{text[:40]!r}...: {error}") from None
+        raise InvalidSpecifier(f"{echoed(text)}: {error}") from None
     return SpecifierSet(text)
 
 
@@ -45,7 +47,7 @@ def version(text: str) -> Version:
     try:
         bounded(text)
     except ValueError as error:
-        raise InvalidVersion(f"{text[:40]!r}...: {error}") from None
+        raise InvalidVersion(f"{echoed(text)}: {error}") from None
     return Version(text)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from tracker import echoed
 from tracker.model.keys import LAYOUT_KEYS, POLICY_KEYS, RELATIVE, RELEASED_IN, REPOSITORY, SOURCE_KEYS
 from tracker.model.manifest import DEFAULT_SOURCES, Layout, Problem, Release, Source, SupportPolicy
 from tracker.model.pin_files import pin_glob_problem
@@ -61,25 +62,25 @@ class TableValidator:
         try:
             spec = specifier_set(value)
         except InvalidSpecifier:
-            self.problem(where, field_name, f"{value!r} is not a PEP 440 specifier")
+            self.problem(where, field_name, f"{echoed(value)} is not a PEP 440 specifier")
             return None
         if not satisfiable(spec):
-            self.problem(where, field_name, f"{value!r} can never match any version")
+            self.problem(where, field_name, f"{echoed(value)} can never match any version")
             return None
         return spec
 
     def release(self, value: Any, where: Where, field_name: str) -> Release | None:
         found = RELEASED_IN.fullmatch(value) if isinstance(value, str) else None
         if not found:
-            self.problem(where, field_name, f"{value!r} is not COMPONENT>=VERSION (e.g. 'torch>=2.14.0')")
+            self.problem(where, field_name, f"{echoed(value)} is not COMPONENT>=VERSION (e.g. 'torch>=2.14.0')")
             return None
         if found.group("component") not in COMPONENTS:
-            self.problem(where, field_name, f"unknown component {found.group('component')!r}")
+            self.problem(where, field_name, f"unknown component {echoed(found.group('component'))}")
             return None
         try:
             return Release(found.group("component"), version(found.group("version")))
         except InvalidVersion:
-            self.problem(where, field_name, f"{found.group('version')!r} is not a PEP 440 version")
+            self.problem(where, field_name, f"{echoed(found.group('version'))} is not a PEP 440 version")
             return None
 
     # [support] ------------------------------------------------------------------
@@ -103,7 +104,7 @@ class TableValidator:
                     raise InvalidVersion(repr(value))
                 floors[name] = version(value)
             except InvalidVersion:
-                self.problem(at, f"support.{name}", f"{value!r} is not a PEP 440 version")
+                self.problem(at, f"support.{name}", f"{echoed(value)} is not a PEP 440 version")
         for name in ("vllm", "torch", "vllm-xpu-kernels"):
             if name not in table:
                 self.problem(lambda: self.lines.of("support"), f"support.{name}",
@@ -124,10 +125,10 @@ class TableValidator:
                 self.problem(at, f"support.policy.{key}", f"unknown key (known: {', '.join(POLICY_KEYS)})")
         if minors is not None and (isinstance(minors, bool) or not isinstance(minors, int) or not 1 <= minors <= 99):
             self.problem(at, "support.policy.vllm-minors",
-                         f"{minors!r} is not a number of vLLM minor releases (1 to 99)")
+                         f"{echoed(minors)} is not a number of vLLM minor releases (1 to 99)")
             minors = None
         if not isinstance(pins, bool):
-            self.problem(at, "support.policy.xpu-pins", f"{pins!r} is not true or false")
+            self.problem(at, "support.policy.xpu-pins", f"{echoed(pins)} is not true or false")
             pins = False
         self.policy = SupportPolicy(minors, pins)
 
@@ -153,10 +154,10 @@ class TableValidator:
             elif key == "docs" and value == "":
                 values[key] = None
             elif not isinstance(value, str) or not RELATIVE.fullmatch(value):
-                self.problem(at, f"layout.{key}", f"{value!r} is not a path relative to the repository's root "
+                self.problem(at, f"layout.{key}", f"{echoed(value)} is not a path relative to the repository's root "
                                                   "(no leading '/', no '..')" + (" or \"\"" if key == "docs" else ""))
             elif key == "docs" and not value.endswith(".md"):
-                self.problem(at, "layout.docs", f"{value!r}: the catalogue is a Markdown file (.md)")
+                self.problem(at, "layout.docs", f"{echoed(value)}: the catalogue is a Markdown file (.md)")
             else:
                 values[key] = value
         defaults = Layout()
@@ -204,15 +205,15 @@ class TableValidator:
             repository, tag, pins = entry.get("repository"), entry.get("tag", "v{version}"), entry.get("pins")
             if not isinstance(repository, str) or not REPOSITORY.fullmatch(repository):
                 self.problem(lambda: at("repository"), f"{name}.repository",
-                             f"{repository!r} is not OWNER/NAME" if "repository" in entry else "required")
+                             f"{echoed(repository)} is not OWNER/NAME" if "repository" in entry else "required")
             if not isinstance(tag, str) or tag.count("{version}") != 1 or not RELATIVE.fullmatch(
                     tag.replace("{version}", "1")):
                 self.problem(lambda: at("tag"), f"{name}.tag",
-                             f"{tag!r} is not a tag name holding {{version}} once, such as 'v{{version}}'")
+                             f"{echoed(tag)} is not a tag name holding {{version}} once, such as 'v{{version}}'")
             if pins is not None and (component != "vllm" or not isinstance(pins, str) or not RELATIVE.fullmatch(pins)):
                 self.problem(lambda: at("pins"), f"{name}.pins",
                              "only vllm's source names a file of pins (a path in its tree, such as "
-                             "requirements/xpu.txt)" if component != "vllm" else f"{pins!r} is not a relative path")
+                             "requirements/xpu.txt)" if component != "vllm" else f"{echoed(pins)} is not a relative path")
             if len(self.problems) == before:
                 default_pins = DEFAULT_SOURCES["vllm"].pins if component == "vllm" else None
                 sources[component] = Source(component, str(repository), str(tag), pins or default_pins)

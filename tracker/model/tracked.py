@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -100,19 +100,28 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
     return bool(found)
 
 
-def dead_at(inline: InlineWorkaround, pins: Mapping[str, Version], release: str) -> tuple[bool | None, str]:
+class DeadAt(NamedTuple):
+    """Whether a ``[[tracked]]`` entry is dead code at a release's XPU pins (``dead_at``)."""
+
+    dead: bool | None  # True; False (alive, or only partly dead); None: cannot be told
+    partly: bool  # the pins reach its ``dead_when``, but its ``remaining`` part is still needed
+    detail: str  # the sentence why, as the census prints it
+
+
+def dead_at(inline: InlineWorkaround, pins: Mapping[str, Version], release: str) -> DeadAt:
     """Whether ``inline`` is dead code at vLLM ``release``'s own XPU ``pins``, from the manifest's
-    ``dead_when`` alone (offline): True, False (alive, or only partly dead), or None when it
+    ``dead_when`` alone (offline): dead, partly dead (``remaining``), alive, or None when it
     cannot be told (no ``dead_when``, or the pins name no such component); and the sentence why."""
     dead = inline.dead_when
     if dead is None:
-        return None, f"waits on {inline.reference}; no release is recorded to make it dead"
+        return DeadAt(None, False, f"waits on {inline.reference}; no release is recorded to make it dead")
     pin = pins.get(dead.component)
     if pin is None:
-        return None, f"dead from {dead}, but vLLM {release} pins no {dead.component} for XPU"
+        return DeadAt(None, False, f"dead from {dead}, but vLLM {release} pins no {dead.component} for XPU")
     if pin < dead.version:
-        return False, f"alive: vLLM {release} pins {dead.component} {pin} for XPU; dead from {dead}"
+        return DeadAt(False, False, f"alive: vLLM {release} pins {dead.component} {pin} for XPU; dead from {dead}")
     if inline.remaining:
-        return False, (f"partly dead: vLLM {release} pins {dead.component} {pin} for XPU ({dead}), "
-                       f"but {inline.remaining}")
-    return True, f"vLLM {release} carries code dead since its XPU pins reached {dead.component} {dead.version}"
+        return DeadAt(False, True, f"partly dead: vLLM {release} pins {dead.component} {pin} for XPU ({dead}), "
+                                   f"but {inline.remaining}")
+    return DeadAt(True, False,
+                  f"vLLM {release} carries code dead since its XPU pins reached {dead.component} {dead.version}")

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from tracker import echoed
 from tracker.model.specifiers import version as parse_version
 from tracker.paths import path_directories, read_regular
 
@@ -271,7 +272,7 @@ def parse_assumption(text: str) -> tuple[str, str]:
     name, sep, version = text.partition("==")
     name, version = name.strip().lower().replace("_", "-"), version.strip()
     if not sep or not name or not version:
-        raise ValueError(f"{text!r} is not NAME==VERSION")
+        raise ValueError(f"{echoed(text)} is not NAME==VERSION")
     if name not in DISTRIBUTIONS:
         for component, names in DISTRIBUTIONS.items():
             if name in names:
@@ -279,9 +280,9 @@ def parse_assumption(text: str) -> tuple[str, str]:
                 break
         else:
             known = ", ".join(COMPONENTS)
-            raise ValueError(f"{text!r}: unknown component {name!r} (known: {known})")
+            raise ValueError(f"{echoed(text)}: unknown component {echoed(name)} (known: {known})")
     if release_of(version) is None:
-        raise ValueError(f"{text!r}: {version!r} is not a PEP 440 version")
+        raise ValueError(f"{echoed(text)}: {echoed(version)} is not a PEP 440 version")
     return name, version
 
 

@@ -26,6 +26,7 @@ from github.GitCommit import GitCommit
 from github.GitTree import GitTree
 from github.Repository import Repository
 
+from tracker import echoed
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import DASHBOARD_MARKER, dashboard_body, keep_dashboard, pr_cell
@@ -90,7 +91,7 @@ _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-
 def check_repository(name: str) -> str:
     if not _REPOSITORY.fullmatch(name or ""):
         raise ValueError(f"--repo must be OWNER/NAME (owner: up to 39 letters, digits or hyphens; name: up to "
-                         f"100 letters, digits, '.', '-' or '_', not starting with '.'), got {name!r}")
+                         f"100 letters, digits, '.', '-' or '_', not starting with '.'), got {echoed(name)}")
     return name
 
 
@@ -104,7 +105,7 @@ def check_branch(name: str, option: str = "--base") -> str:
     if not name or name == "@" or _BRANCH_FORBIDDEN.search(name):
         raise ValueError(f"{option} must be a branch name (no '..', no path segment starting with '.', no "
                          f"spaces, control characters, '%', '~^:?*[\\' or '@{{', not starting or ending with "
-                         f"'/'), got {name[:100]!r}")
+                         f"'/'), got {echoed(name)}")
     return name
 
 
@@ -226,7 +227,7 @@ class Retirer:
         if tracked_only(manifest):
             return self.run_tracked(repo, snapshot, manifest, only)
         if only is not None and only not in manifest.by_id:
-            raise ValueError(f"unknown workaround id {only!r} on {base} (known: {', '.join(manifest.ids)})")
+            raise ValueError(f"unknown workaround id {echoed(only)} on {base} (known: {', '.join(manifest.ids)})")
         if self.refresh:
             self.progress("refreshing upstream facts")
         fresh, halted = self.learn(manifest)
@@ -325,7 +326,7 @@ class Retirer:
         never a code PR, no upstream-facts PR (the manifest has no references to record)."""
         ids = [inline.id for inline in manifest.tracked]
         if only is not None and only not in ids:
-            raise ValueError(f"unknown tracked id {only!r} on {snapshot.branch} (known: {', '.join(ids)})")
+            raise ValueError(f"unknown tracked id {echoed(only)} on {snapshot.branch} (known: {', '.join(ids)})")
         what = f"{self.repository}@{snapshot.branch}"
         texts: dict[str, str] = {}
 

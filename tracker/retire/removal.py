@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 import tomlkit
 
+from tracker import echoed
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.catalogue import markdown
@@ -183,7 +184,7 @@ def remove_entry(text: str, workaround_id: str, manifest_path: str = MANIFEST_PA
     document = tomlkit.parse(text)
     ids = [entry.get("id") for entry in document.get("workaround", [])]
     if workaround_id not in ids:
-        raise RemovalError(f"{manifest_path}: no [[workaround]] with id {workaround_id!r}")
+        raise RemovalError(f"{manifest_path}: no [[workaround]] with id {echoed(workaround_id)}")
     index = ids.index(workaround_id)
     del document["workaround"][index]
     expected = document.unwrap()

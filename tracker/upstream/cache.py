@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tracker import paths
+from tracker import PATH_ECHO_LIMIT, echoed, paths
 from tracker.upstream.clock import iso, now, parse_iso
 from tracker.upstream.failure import GitHubMissing, GitHubUnavailable
 from tracker.upstream.paging import EndlessList, Pages, next_page
@@ -93,10 +93,10 @@ class Cache:
             cache.problem = f"the upstream cache is not used: {_reason(error)}"
             return cache
         except (ValueError, RecursionError):
-            cache.problem = f"the upstream cache is not used: {path} is not JSON"
+            cache.problem = f"the upstream cache is not used: {shown(path)} is not JSON"
             return cache
         if not (isinstance(stored, dict) and type(stored.get("schema")) is int and stored["schema"] == CACHE_SCHEMA):
-            cache.problem = f"the upstream cache is not used: {path} is not a cache of this version"
+            cache.problem = f"the upstream cache is not used: {shown(path)} is not a cache of this version"
             return cache
         if stored.get("base_url") != base_url:
             return cache  # another server's answers (the file name is a slug of its URL)
@@ -104,7 +104,7 @@ class Cache:
         entries = stored.get("entries")
         if checked_at is None or not isinstance(entries, dict) or not all(
                 isinstance(key, str) and valid_entry(entry) for key, entry in entries.items()):
-            cache.problem = f"the upstream cache is not used: {path} holds malformed entries"
+            cache.problem = f"the upstream cache is not used: {shown(path)} holds malformed entries"
             return cache
         cache.checked_at, cache.entries = checked_at, entries
         return cache
@@ -135,7 +135,12 @@ def valid_entry(entry: object) -> bool:
 
 def _reason(error: OSError) -> str:
     return str(error) if isinstance(error, paths.UnsafeLocation) or not error.strerror else \
-        f"{error.strerror} ({error.filename})" if error.filename else error.strerror
+        f"{error.strerror} ({shown(error.filename)})" if error.filename else error.strerror
+
+
+def shown(path: str | bytes | os.PathLike[str]) -> str:
+    """A cache path in a message, shortened as every echoed value is (``XPU_WORKAROUNDS_CACHE_DIR`` names it)."""
+    return echoed(os.fsdecode(path), PATH_ECHO_LIMIT, quoted=False)
 
 
 class Source:

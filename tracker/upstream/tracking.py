@@ -17,7 +17,7 @@ from tracker.model.manifest import Manifest, UpstreamRef
 from tracker.model.vocabulary import RELEASED_STATES, Role, State
 from tracker.paths import cache_dir as environment_cache_dir
 from tracker.upstream.audit import inline_audit
-from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source
+from tracker.upstream.cache import Cache, Mode, NotCached, NoUsableCache, Source, shown
 from tracker.upstream.clock import age_text, iso, now
 from tracker.upstream.facts import Facts, Learned, Report
 from tracker.upstream.failure import GitHubMissing, GitHubUnavailable
@@ -155,8 +155,7 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
     cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE:
         if not cache.usable:
-            raise NoUsableCache(f"{cache.problem or f'no cached upstream facts in {cache.path}'}; run "
-                                f"`xpu-workarounds upstream` while GitHub is reachable first")
+            raise NoUsableCache(cache.problem or f"no cached upstream facts in {shown(cache.path)} yet")
         return _from_cache(manifest, cache, at)
     source = Source(cache, mode, client, at)
     report = _live(manifest, cache, source, mode, client, graphql, at)
@@ -214,7 +213,7 @@ def learn(manifest: Manifest, *, client: ClientSettings, cache_dir: Path | None 
     at = at or _now()
     cache = Cache.load(cache_dir or Path(environment_cache_dir()), client.base_url)
     if mode is Mode.OFFLINE and not cache.usable:
-        raise NoUsableCache(cache.problem or f"no cached upstream facts in {cache.path}")
+        raise NoUsableCache(cache.problem or f"no cached upstream facts in {shown(cache.path)} yet")
     source = Source(cache, mode, client if mode is not Mode.OFFLINE else None, at)
     learned = None
     with _answers_of(source):
