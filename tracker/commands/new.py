@@ -122,8 +122,9 @@ def new(
     typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
     typer.echo(one_line(f"wrote {shown(module)}"))
     typer.echo(one_line(f"wrote {shown(test)}"))
-    typer.echo("next: fill in what `xpu-workarounds lint` lists, write the wrapper and its test, then the rest of "
-               "docs/adding-a-workaround.md")
+    typer.echo(one_line(f"next: fill in what `xpu-workarounds lint` lists; `xpu-workarounds check --supported "
+                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release; "
+                        "every other step: docs/adding-a-workaround.md"))
 
 
 def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRelease:
