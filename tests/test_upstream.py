@@ -481,16 +481,27 @@ def test_requests_carry_the_chosen_token(server, tmp_path):
 
 # ------------------------------------------------------------ the shipped manifest
 
+SEEDED_HISTORY = "tests/support/upstream_history.py"
+HOW_TO_SEED = ("seed the pull request or issue in its repository's seed_* (VLLM_PULLS for vLLM; seed_torch and "
+               "TORCH_ISSUES; seed_kernels; INTEL_ISSUES, TRITON_PULLS and TRITON_ISSUES) with its real dates, "
+               "and write what `upstream` must report for it, (state, released_in), in EXPECTED")
+
 
 def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github, tmp_path):
     # So that the history does not rot: a reference added to the shipped manifest is seeded too.
     # Removing an entry keeps this true; the facts are the history's own.
     shipped = reader.load()
+    unknown = sorted(upstream_history.references(shipped) - set(upstream_history.EXPECTED))
+    assert not unknown, (f"{', '.join(unknown)}: not in the stand-in GitHub's seeded history. Add each to "
+                         f"{SEEDED_HISTORY}: {HOW_TO_SEED}")
     result = run(github, tmp_path, "--json", "--refresh", manifest=reader.default_path())
 
-    assert result.exit_code == 0, result.output
+    failed = [line for line in result.stderr.splitlines() if "warning" in line or "error" in line]
+    assert result.exit_code == 0, (f"upstream --refresh failed on the stand-in GitHub's seeded history: {failed[:3]}. In "
+                                   f"{SEEDED_HISTORY}: {HOW_TO_SEED}")
     found = {item["ref"]: (item["state"], item["released_in"]) for item in json.loads(result.stdout)["references"]}
     assert set(found) == upstream_history.references(shipped)
-    assert set(found) <= set(upstream_history.EXPECTED)
-    assert found == {ref: upstream_history.EXPECTED[ref] for ref in found}
+    wrong = [f"{ref}: upstream says {found[ref]}, EXPECTED says {upstream_history.EXPECTED[ref]}"
+             for ref in sorted(found) if found[ref] != upstream_history.EXPECTED[ref]]
+    assert not wrong, f"{'; '.join(wrong)}. In {SEEDED_HISTORY}: {HOW_TO_SEED}"
     assert github.count("/graphql") <= 6  # a cold refresh of the shipped manifest in at most 6 requests

@@ -124,10 +124,14 @@ def test_the_readmes_first_run_is_what_status_prints():
     printed = [line.split() for line in result.stdout.splitlines()]  # column widths follow the longest id
     shown = [line.split() for line in block.group(2).splitlines()]
     ids = set(reader.load().ids)
-    left_over = [line for line in shown if line not in printed]
-    assert all(line and line[0].rstrip(":") not in ids and re.match(r"[a-z0-9-]+:?$", line[0])
-               for line in left_over), f"the README's first run is not what status prints now: {left_over}"
-    assert [line for line in shown if line in printed] == printed
+    regenerate = (f"README.md, \"A first run\": the block under `$ xpu-workarounds {block.group(1)}` is not what "
+                  f"that command prints now. Regenerate it: run `xpu-workarounds {block.group(1)}` in the checkout "
+                  "and paste its output under that line")
+    left_over = [" ".join(line) for line in shown if line not in printed]
+    assert all(line and line.split()[0].rstrip(":") not in ids and re.match(r"[a-z0-9-]+:?$", line.split()[0])
+               for line in left_over), f"{regenerate} (shown, not printed: {left_over})"
+    missing = [" ".join(line) for line in printed if line not in shown]
+    assert [line for line in shown if line in printed] == printed, f"{regenerate} (printed, not shown: {missing})"
 
 
 def test_every_vllm_release_the_docs_name_is_one_that_exists():

@@ -341,3 +341,19 @@ def test_a_base_install_plans_the_retirement_and_reads_upstream_offline(installe
     assert offline.stderr.startswith("xpu-workarounds: error: no cached upstream facts in ")
     assert offline.stderr.endswith(" yet: run `xpu-workarounds upstream` once (needs `pip install "
                                    "'xpu-workarounds[github]'`)\n")
+
+
+def test_new_never_writes_the_manifest_an_installed_copy_ships(installed, tmp_path):
+    cli = str(installed / "xpu-workarounds")
+    shipped = next(installed.parent.glob("lib/python*/site-packages/tracker/workarounds.toml"))
+    before = shipped.read_bytes()
+    target = ["new", "total-memory", "--target", "vllm.platforms.xpu.XPUPlatform.get_device_total_memory",
+              "--release", str(tmp_path)]
+    named = subprocess.run([cli, "--manifest", str(shipped), *target], capture_output=True, text=True, env=CLEAN_ENV,
+                           cwd=tmp_path)
+    assert named.returncode == 2
+    assert named.stderr == (f"xpu-workarounds: error: {shipped} is the manifest of an installed copy, which new never "
+                            "writes: --manifest PATH names a repository's\n")
+    unnamed = subprocess.run([cli, *target], capture_output=True, text=True, env=CLEAN_ENV, cwd=tmp_path)
+    assert unnamed.returncode == 2 and "new adds to a repository's workarounds.toml" in unnamed.stderr
+    assert shipped.read_bytes() == before

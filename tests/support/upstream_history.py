@@ -1,7 +1,11 @@
 """A realistic upstream history for every reference in the frozen manifest
 (tests/fixtures/frozen_repository/workarounds.toml, the shipped one of 2026-12-04), and for
-what its [[tracked]] entries wait on; every reference of the shipped manifest must be here too
-(tests/test_upstream_cli.py).
+what its [[tracked]] entries wait on. Every reference of the shipped manifest must be here too
+(tests/test_upstream.py, ``test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history``,
+names the ones that are not): a new one is seeded by its repository's ``seed_*`` below
+(``VLLM_PULLS`` for vLLM; ``seed_torch`` and ``TORCH_ISSUES``; ``seed_kernels``; ``INTEL_ISSUES``,
+``TRITON_PULLS`` and ``TRITON_ISSUES``) with its real dates, and what `upstream` must report for
+it goes into ``EXPECTED``.
 
 Dates, release pins and landing styles follow ../shared/reference/upstream-facts.md:
 vLLM cuts ``releases/vX.Y.0`` from main a few days before each ``.0`` tag and ships

@@ -36,6 +36,7 @@ COMMANDS = {
     "explain": ("tracker.commands.explain", "explain"),
     "lint": ("tracker.commands.lint", "lint_command"),
     "docs": ("tracker.commands.docs", "docs"),
+    "new": ("tracker.commands.new", "new"),
     "check": ("tracker.commands.check", "check_release"),
     "census": ("tracker.commands.census", "census_command"),
     "upstream": ("tracker.commands.upstream", "upstream"),

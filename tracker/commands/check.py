@@ -57,18 +57,33 @@ def check_release(
         "--fail-on-drift", help="With --pull-request: exit 3 on drift (otherwise drift is reported, exit 0).")]
         = False,
     quiet: QuietOption = False,
+    supported: Annotated[bool, typer.Option(
+        "--supported", help="Instead of one release: every vLLM release from the manifest's [support] vllm floor to "
+                            "the newest on the package index, one line each (exit 4 when one cannot be fetched).")]
+        = False,
+    workaround: Annotated[str | None, typer.Option(
+        "--workaround", metavar="ID", show_default=False,
+        help="With --supported: only this workaround's targets and fixes.")] = None,
 ) -> None:
     """Before an upgrade: targets, fixes and decisions in a release.
 
     Per workaround, its targets in that release (same fingerprint?), whether the release carries
     its own fix, and the decision at the release's XPU pins. Exit 3 on drift."""
+    if supported or workaround is not None:
+        if release is not None or pull_request is not None or not supported:
+            fail("--supported checks every supported release: give it alone (--workaround ID goes with it)")
+        from tracker.commands.check_supported import check_supported_command
+
+        check_supported_command(ctx, workaround, json_output, quiet)
+        return
     if pull_request is not None or repo is not None or fail_on_drift:
         if release is not None:
             fail("give a release or --pull-request, not both")
         check_pull_request_command(given_manifest(ctx), pull_request, repo, fail_on_drift, json_output)
         return
     if release is None:
-        fail("check needs a release (vllm==X, a wheel, sdist or source tree), or --pull-request N --repo OWNER/NAME")
+        fail("check needs a release (vllm==X, a wheel, sdist or source tree), --supported, or --pull-request N "
+             "--repo OWNER/NAME")
     must_name_a_release(release, "the release")
     manifest = load_manifest(ctx)
     try:

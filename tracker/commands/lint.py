@@ -32,6 +32,7 @@ from tracker.engine import source
 from tracker.escape import workflow_command
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
+from tracker.model.placeholders import is_placeholder
 from tracker.model.reader import default_path, read
 from tracker.model.vocabulary import SCHEMA, ExitCode
 
@@ -138,8 +139,11 @@ def protocol_problems(module: str, folder: Path | None = None) -> list[str]:
             return [f"module {module} does not exist"]
         return [f"module {module} has no readable Python source"]
     problems = []
-    if not (ast.get_docstring(tree) or "").strip():
+    docstring = (ast.get_docstring(tree) or "").strip()
+    if not docstring:
         problems.append(f"module {module} has no docstring (it names the symptom a user saw)")
+    elif is_placeholder(docstring):
+        problems.append(f"module {module}: to fill in: its docstring names the symptom a user saw")
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     for name in REQUIRED_FUNCTIONS:
         if name not in functions:

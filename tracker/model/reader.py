@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from tracker.model import one_line_fields
+from tracker.model import one_line_fields, placeholders
 from tracker.model.entries import ManifestValidator
 from tracker.model.manifest import Manifest, ManifestError, Problem
 from tracker.paths import NotRegular, read_regular, shipped_manifest
@@ -72,6 +72,11 @@ def read(path: Path) -> tuple[Manifest | None, list[Problem]]:
         return None, [Problem(path, _first_line(text, r"\d{4300}"), "toml", "a number of more than 4300 digits")]
     validator = ManifestValidator(path, text, data)
     manifest, problems = validator.validate()
+    unfilled = placeholders.problems(path, data, lambda: validator.lines) if placeholders.PREFIX in text else []
+    if unfilled:  # "TODO: ..." as `new` wrote it: one line, what to fill in, not why it is no specifier
+        named = {p.field for p in unfilled}
+        manifest, problems = None, sorted([*(p for p in problems if p.field not in named), *unfilled],
+                                          key=lambda p: p.line)
     controls = one_line_fields.problems(path, data, lambda: validator.lines, {p.field for p in problems})
     if controls:
         manifest, problems = None, [*problems, *controls]

@@ -1,0 +1,124 @@
+"""``check --supported``: one call checks a manifest against every vLLM release from its support floor to
+the newest on the package index, one line per release.
+
+Real pip against a package index on loopback (tests/support/package_index.py) serving small vLLM-shaped
+sdists: one below the floor, two supported releases (the newest with a target whose parameters changed)
+and a pre-release. The manifest is a synthetic one (tests/support/manifests.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.manifests import workaround, write_manifest
+from support.package_index import Index, pip_environment, vllm_sdist
+from typer.testing import CliRunner
+
+from tracker.commands.app import app
+
+TARGET = "vllm.platforms.xpu:XPUPlatform.get_device_total_memory"
+STEADY = "vllm.utils.mem:total_memory"
+XPU = '''class XPUPlatform:
+    @classmethod
+    def get_device_total_memory(cls, {params}) -> int:
+        return 0
+'''
+MEM = "def total_memory(device):\n    return 0\n"
+
+
+def release(version: str, params: str = "device_id: int = 0") -> bytes:
+    return vllm_sdist(version, {"vllm/platforms/__init__.py": "", "vllm/platforms/xpu.py": XPU.format(params=params),
+                                "vllm/utils/__init__.py": "", "vllm/utils/mem.py": MEM})
+
+
+@pytest.fixture
+def index():
+    served = Index()
+    served.publish("0.97.0", release("0.97.0", "device"))  # below the floor: never asked for
+    served.publish("0.98.0", release("0.98.0"))
+    served.publish("0.99.0", release("0.99.0", "device_id: int = 0, stream=None"))  # the newest: drifted
+    served.publish("1.0.0rc1", release("1.0.0rc1", "nothing"))  # a pre-release: not a supported release
+    yield served
+    served.close()
+
+
+def upstream(ref: str) -> list[dict[str, str]]:
+    return [{"ref": ref, "role": "root-fix", "state": "open"}]
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    return write_manifest(
+        tmp_path / "workarounds.toml",
+        workaround("xpu-total-memory", targets=[{"path": TARGET, "kind": "classmethod", "params": ["device_id"]}],
+                   affected=[{"vllm": ">=0.98.0"}], upstream=upstream("pytorch/pytorch#200001"), vllm_carries_fix=None),
+        workaround("steady-memory", targets=[{"path": STEADY, "kind": "function", "params": ["device"]}],
+                   affected=[{"vllm": ">=0.98.0"}], upstream=upstream("pytorch/pytorch#200002"), vllm_carries_fix=None),
+        support={"vllm": "0.98.0", "torch": "2.10.0", "vllm-xpu-kernels": "0.1.4"})
+
+
+def check(index: Index, manifest, tmp_path, *args: str):
+    env = {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache"),
+           "XPU_WORKAROUNDS_MANIFEST": str(manifest)}
+    result = CliRunner().invoke(app, ["check", "--supported", *args], env=env)
+    assert "Traceback" not in result.output
+    return result
+
+
+def rows(stdout: str) -> dict[str, list[str]]:
+    """RELEASE -> [RESULT, WHAT] of the table."""
+    lines = stdout.split("\n\n")[1].splitlines()[1:]
+    return {line.split()[0]: line.split(None, 2)[1:] for line in lines}
+
+
+def test_every_supported_release_is_one_line_and_a_drifted_one_exits_3_naming_the_real_parameters(
+        index, manifest, tmp_path):
+    result = check(index, manifest, tmp_path)
+    assert result.exit_code == 3, result.output
+    found = rows(result.stdout)
+    assert list(found) == ["0.98.0", "0.99.0"]  # from the floor to the newest final release, in order
+    assert found["0.98.0"] == ["ok", "-"]
+    assert found["0.99.0"] == ["drift", f"xpu-total-memory: drifted: {TARGET} is a classmethod taking (device_id, "
+                                        "stream); the manifest says a classmethod taking (device_id)"]
+    assert result.stdout.splitlines()[0] == ("every workaround against the 2 vLLM releases from the support floor "
+                                             "0.98.0 to the newest on the package index")
+    assert "drift in 1 of 2: 0.99.0" in result.stdout
+    assert "/files/vllm-0.97.0.tar.gz" not in index.requests and "/files/vllm-1.0.0rc1.tar.gz" not in index.requests
+
+
+def test_one_workaround_is_checked_alone_and_json_says_each_release(index, manifest, tmp_path):
+    result = check(index, manifest, tmp_path, "--workaround", "steady-memory", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert (document["schema"], document["floor"], document["workaround"], document["drift"]) == (
+        1, "0.98.0", "steady-memory", False)
+    assert document["releases"] == [{"release": "0.98.0", "result": "ok", "problems": [], "error": None},
+                                    {"release": "0.99.0", "result": "ok", "problems": [], "error": None}]
+
+
+def test_a_release_the_index_does_not_give_is_named_and_exits_4(index, manifest, tmp_path):
+    index.digests["vllm-0.98.0.tar.gz"] = "0" * 64  # the index's sha256 is not the file's: pip refuses it
+    result = check(index, manifest, tmp_path)
+    assert result.exit_code == 4, result.output
+    found = rows(result.stdout)
+    assert found["0.98.0"][0] == "not-fetchable" and "pip download vllm==0.98.0 failed" in found["0.98.0"][1]
+    assert found["0.99.0"][0] == "drift"
+    assert "not checked: 0.98.0 (the package index did not give them)" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--workaround", "nope"], "unknown workaround id 'nope' (known: xpu-total-memory, steady-memory)"),
+    (["vllm==0.99.0"], "--supported checks every supported release: give it alone (--workaround ID goes with it)"),
+])
+def test_bad_input_is_one_line_and_exit_2(manifest, tmp_path, args, message):
+    result = CliRunner().invoke(app, ["--manifest", str(manifest), "check", "--supported", *args],
+                                env={"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_INDEX": "1"})
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"xpu-workarounds: error: {message}\n"
+
+
+def test_workaround_without_supported_is_bad_input(manifest):
+    result = CliRunner().invoke(app, ["--manifest", str(manifest), "check", "vllm==0.99.0", "--workaround", "x"])
+    assert result.exit_code == 2
+    assert "--workaround ID goes with it" in result.stderr

@@ -1,0 +1,166 @@
+"""``new ID --target PATH``: a new workaround's manifest entry, module and test, from a vLLM release's source.
+
+The texts are ``tracker.release.scaffold``'s; this module chooses where they go and writes them:
+the manifest ``--manifest`` names, else the repository's own ``workarounds.toml`` (the nearest
+from the working directory up to the repository's root), never the manifest of an installed
+copy; the module and the test into the ``[layout]`` folders under the manifest's repository root.
+Every refusal is one line and touches no file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracker import one_line, paths
+from tracker.commands import context
+from tracker.commands.context import QuietOption, fail
+from tracker.commands.output import progress as shown_progress
+from tracker.commands.output import warn
+from tracker.model import reader
+from tracker.model.manifest import Layout
+from tracker.model.tables import TableValidator
+from tracker.model.vocabulary import ExitCode, is_id, module_of
+from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.scaffold import ReadRelease, entry_text, module_text, read_targets, test_text, with_entry
+
+TO_FILL = "to fill in:"  # how lint names a placeholder (tracker.model.placeholders)
+
+
+def written_manifest(given: Path | None) -> Path:
+    """The manifest ``new`` adds to: ``--manifest``, else the repository's; never an installed copy's."""
+    found = given if given is not None else context.repository_manifest()
+    if found is None:
+        fail("new adds to a repository's workarounds.toml: run it inside the repository, or name the manifest with "
+             "--manifest PATH (an installed copy's is never written)")
+    installed = Path(paths.PACKAGE_DIR) / context.MANIFEST_NAME
+    if installed.is_file() and found.resolve() == installed.resolve():
+        fail(f"{found} is the manifest of an installed copy, which new never writes: --manifest PATH names a "
+             "repository's")
+    context.manifest_must_exist(found)
+    return found
+
+
+def repository_root(manifest: Path, layout: Layout) -> Path:
+    """Where ``[layout]``'s folders are, as ``lint`` finds them: the folder holding ``.git`` at or above
+    the manifest; outside a repository, the working directory where ``[layout]`` names the folders."""
+    for folder in manifest.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    if "workarounds" in layout.written:
+        return Path.cwd()
+    fail(f"{manifest} is in no git repository, so there is no root for its workarounds/ and tests/ folders: "
+         "run `git init` there, or name them in [layout]")
+
+
+def shown(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def new(
+    ctx: typer.Context,
+    workaround_id: Annotated[str, typer.Argument(metavar="ID", show_default=False,
+                                                 help="The new workaround's id: lower-case words joined by '-'.")],
+    target: Annotated[list[str], typer.Option(
+        "--target", metavar="PATH", show_default=False,
+        help="What it wraps, a dotted path in vLLM (vllm.platforms.xpu.XPUPlatform.get_device_total_memory, or "
+             "with ':' before the attribute); repeatable.")],
+    release: Annotated[str | None, typer.Option(
+        "--release", metavar="vllm==X | PATH", show_default=False,
+        help="The vLLM release whose source the targets are read from (default: the newest on the package "
+             "index), or a wheel, sdist or source tree.")] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Start a workaround: its manifest entry, module and failing test.
+
+    The targets' kind and parameters are read from a vLLM release's source; everything else is a
+    placeholder that lint names until it is filled in."""
+    if not is_id(workaround_id):
+        fail(f"{workaround_id!r} is not an id: lower-case words of letters and digits joined by '-', the first "
+             "starting with a letter")
+    manifest = written_manifest(context.given_manifest(ctx))
+    text = manifest.read_text(encoding="utf-8")
+    problems = [problem for problem in reader.check(manifest) if not problem.message.startswith(TO_FILL)]
+    if problems:
+        for problem in problems:
+            typer.echo(one_line(str(problem)), err=True)
+        fail(f"{manifest} is invalid (see above): fix what `xpu-workarounds lint {manifest}` lists first")
+    data = tomllib.loads(text)
+    entries = data.get("workaround", [])
+    if workaround_id in [entry.get("id") for entry in entries]:
+        fail(f"{manifest} already has a workaround {workaround_id!r}")
+    layout = TableValidator(manifest, text, data).read_layout(data.get("layout"))
+    root = repository_root(manifest, layout)
+    name = module_of(workaround_id).rpartition(".")[2]
+    module = root / layout.workarounds / f"{name}.py"
+    test = root / layout.tests / f"test_workaround_{name}.py"
+    for folder in (module.parent, test.parent):
+        if not folder.is_dir():
+            fail(f"no folder {shown(folder)}/: new writes the module into [layout] workarounds and the test into "
+                 "[layout] tests")
+    for path in (module, module.with_suffix("") / "__init__.py", test):
+        if os.path.lexists(path):
+            fail(f"{shown(path)} already exists: a new workaround starts from no files of its own")
+    read = read_release(target, release, quiet)
+    entry = entry_text(workaround_id, read.targets, _dt.date.today())
+    try:
+        updated = with_entry(text, entry)
+    except ValueError as error:
+        fail(f"{manifest} not written: {error}")
+    write(manifest, text, updated, {module: module_text(workaround_id), test: test_text(workaround_id)})
+    for found in read.targets:
+        typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
+    typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
+    typer.echo(one_line(f"wrote {shown(module)}"))
+    typer.echo(one_line(f"wrote {shown(test)}"))
+    typer.echo(one_line(f"next: fill in what `xpu-workarounds lint` lists; `xpu-workarounds check --supported "
+                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release; "
+                        "every other step: docs/adding-a-workaround.md"))
+
+
+def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRelease:
+    """The targets read from ``release`` (default: the newest vLLM on the package index)."""
+    from tracker.release.fetch import newest_release
+
+    try:
+        with shown_progress(quiet) as progress:
+            if release is None:
+                progress.step("asking the package index for the newest vLLM (pip index versions)")
+                release = f"vllm=={newest_release()}"
+            return read_targets(targets, release, progress=progress.step, warn=warn)
+    except CheckInputError as error:
+        fail(str(error))
+    except NotFetchable as error:
+        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+
+
+def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -> None:
+    """The new files (created, never replacing one), then the manifest, replaced atomically with its mode kept
+    and only if nobody changed it meanwhile; on a failure, the new files are removed again."""
+    created: list[Path] = []
+
+    def unchanged(temporary: Path) -> None:
+        if manifest.read_text(encoding="utf-8") != original:
+            raise OSError(f"{manifest} changed while new ran; run it again")
+
+    try:
+        for path, content in files.items():
+            with open(path, "x", encoding="utf-8") as stream:
+                created.append(path)
+                stream.write(content)
+        target = Path(os.path.realpath(manifest))
+        paths.atomic_write(target, updated.encode("utf-8"), mode=stat.S_IMODE(os.stat(target).st_mode),
+                           before_replace=unchanged)
+    except OSError as error:
+        for path in created:
+            path.unlink(missing_ok=True)
+        fail(f"nothing written: {error.strerror or error}")

@@ -1,0 +1,221 @@
+"""A new workaround's first files: ``xpu-workarounds new``.
+
+Its targets are read from a vLLM release's source as ``check`` reads them (``fetch.source_tree``,
+``engine.source.declared_fingerprint``), so the manifest entry starts with the kind and
+parameters the release declares. What only a person can say (the symptom, why, how, the
+affected window, the upstream references) is written as placeholders that ``lint`` names
+(``tracker.model.placeholders``); the module's wrapper and the test fail until they are written.
+Nothing here writes a file: the command does, with these texts.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+
+from tracker.engine.source import Fingerprint, declared_fingerprint, definition, file_under
+from tracker.model.keys import TARGET_PATH
+from tracker.model.placeholders import placeholder
+from tracker.model.vocabulary import TARGET_KINDS, module_of
+from tracker.release.archive import release_version
+from tracker.release.errors import CheckInputError
+from tracker.release.fetch import Say, silent, source_tree
+
+DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+@dataclass(frozen=True)
+class ReadTarget:
+    path: str  # as the manifest writes it: package.module:Attribute.path
+    fingerprint: Fingerprint
+
+    def describe(self) -> str:
+        return f"{self.path} is a {self.fingerprint.kind} taking ({', '.join(self.fingerprint.params)})"
+
+
+@dataclass(frozen=True)
+class ReadRelease:
+    label: str  # what was read: the sdist's name or the tree's path
+    version: str | None
+    targets: list[ReadTarget]
+
+
+def module_candidates(target: str) -> list[str]:
+    """The modules ``target`` may name, longest first: ``a.b:C.d`` names ``a.b``; ``a.b.C.d`` any prefix."""
+    if ":" in target:
+        return [target.partition(":")[0]]
+    parts = target.split(".")
+    return [".".join(parts[:end]) for end in range(len(parts) - 1, 0, -1)]
+
+
+def wanted_files(targets: Sequence[str]) -> set[str]:
+    """The files of a source tree that can hold ``targets``, and those that say its version."""
+    files = {"PKG-INFO", "vllm/_version.py"}
+    for target in targets:
+        for module in module_candidates(target):
+            base = module.replace(".", "/")
+            files |= {f"{base}.py", f"{base}/__init__.py"}
+    return files
+
+
+def check_spelling(target: str) -> None:
+    """``CheckInputError`` unless ``target`` is ``vllm.module:Attribute.path`` or ``vllm.module.Attribute.path``."""
+    if not (TARGET_PATH.fullmatch(target) or DOTTED.fullmatch(target)):
+        raise CheckInputError(f"--target {target!r} is not a dotted path such as "
+                              "vllm.platforms.xpu.XPUPlatform.get_device_total_memory")
+    if target.split(".", 1)[0].partition(":")[0] != "vllm":
+        raise CheckInputError(f"--target {target}: new reads targets from vLLM's source; a target of another "
+                              "package is written into the manifest by hand")
+
+
+def find_target(target: str, root: Path, release: str) -> ReadTarget:
+    """``target`` in the source tree ``root`` (of ``release``), with the fingerprint its source declares."""
+    module = next((name for name in module_candidates(target) if file_under(root, name) is not None), None)
+    if module is None:
+        raise CheckInputError(f"--target {target}: no module of it in {release}")
+    path = target if ":" in target else f"{module}:{target[len(module) + 1:]}"
+    found = declared_fingerprint(path, root)
+    if found is None:
+        names = path.partition(":")[2].split(".")
+        missing = next(".".join(names[:end]) for end in range(1, len(names) + 1)
+                       if definition(f"{module}:{'.'.join(names[:end])}", root) is None)
+        raise CheckInputError(f"--target {target}: not in {release}, whose {module} has no {missing}")
+    if found.kind not in TARGET_KINDS:
+        raise CheckInputError(f"--target {target} is a {found.kind} in {release}: name the function or method "
+                              "to wrap (such as its __init__)")
+    return ReadTarget(path, found)
+
+
+def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent, warn: Say = silent) -> ReadRelease:
+    """``targets`` read from ``release`` (``vllm==X``, or a wheel, sdist or source tree): ``CheckInputError``
+    for a target that is not there, ``NotFetchable`` when the index does not give the release."""
+    for target in targets:
+        check_spelling(target)
+    with source_tree(release, wanted_files(targets).__contains__, reader="new", progress=progress,
+                     warn=warn) as (root, label):
+        version = release_version(root)
+        named = f"vLLM {version}" if version else label
+        return ReadRelease(label, version, [find_target(target, root, named) for target in targets])
+
+
+def _string(text: str) -> str:
+    return json.dumps(text)  # a JSON string of this text is a TOML basic string
+
+
+def entry_text(workaround_id: str, targets: Sequence[ReadTarget], added: _dt.date) -> str:
+    """The ``[[workaround]]`` entry: the targets as read, a placeholder for everything a person says."""
+    rows = "".join(f"  {{ path = {_string(t.path)}, kind = {_string(t.fingerprint.kind)}, "
+                   f"params = [{', '.join(map(_string, t.fingerprint.params))}] }},\n" for t in targets)
+    return f'''[[workaround]]
+id = {_string(workaround_id)}
+title = {_string(placeholder("one line: what the workaround does"))}
+platform = "xpu"
+owner = {_string(placeholder("who answers for it"))}
+added = {added.isoformat()}
+symptom = {_string(placeholder("what a user sees: the error message, or the wrong behaviour"))}
+why = """
+{placeholder("why it happens, and in which releases")}"""
+how = """
+{placeholder("what the wrapper does, and where")}"""
+targets = [
+{rows}]
+
+[[workaround.affected]]
+vllm = {_string(placeholder("the vLLM releases that need it, a specifier such as >=0.30.0 (torch = ... too "
+                            "where torch decides)"))}
+
+[[workaround.upstream]]
+ref = {_string(placeholder("OWNER/REPO#NUMBER of the upstream pull request or issue"))}
+role = {_string(placeholder("root-fix (the upstream fix that cures it), inline-fix (vLLM's own copy of the "
+                            "fix), cause (the change that broke it) or related"))}
+state = {_string(placeholder("open, merged, landed, reverted or closed-unmerged (upstream --write keeps it "
+                             "current)"))}
+'''
+
+
+def module_text(workaround_id: str) -> str:
+    """The module: a placeholder docstring (``lint`` names it) and a wrapper that fails until written."""
+    name = module_of(workaround_id).rpartition(".")[2]
+    return f'''"""{placeholder("the symptom a user saw, as the manifest's symptom says it.")}
+
+{placeholder("what it wraps and what the wrapper does (the manifest's how, briefly).")}
+"""
+
+from typing import TYPE_CHECKING
+
+from tracker.api import Context, Wrapper
+
+
+def make_wrapper(context: Context) -> Wrapper:
+    def wrapper(wrapped, instance, args, kwargs):
+        # wrapped(*args, **kwargs) calls the original; instance is the object of a method (None for a function).
+        raise NotImplementedError("{workaround_id}: the wrapper is not written yet")
+
+    return wrapper
+
+
+if TYPE_CHECKING:  # mypy holds this module to the API's Protocol
+    from tracker.api import WorkaroundModule
+    from workarounds import {name} as this_module
+
+    _checked: WorkaroundModule = this_module
+'''
+
+
+def test_text(workaround_id: str) -> str:
+    """Its test file: one test that fails until it is written."""
+    name = module_of(workaround_id).rpartition(".")[2]
+    return f'''"""{workaround_id}: {placeholder("what the workaround does, one behaviour per test.")}"""
+
+from __future__ import annotations
+
+import pytest
+
+from workarounds import {name}
+
+
+def test_the_wrapper_does_what_the_manifest_says():
+    # `xpu-workarounds new` wrote this test to fail until it is written (docs/adding-a-workaround.md):
+    # give make_wrapper(context) a stand-in of the target and show what the wrapper changes.
+    pytest.fail(f"not written yet: the test of {{{name}.__name__}}.make_wrapper")
+'''
+
+
+_OTHER_TABLE = re.compile(r"^\s*\[\[?\s*(?!workaround\b)[A-Za-z0-9_.\"'-]+\s*\]")
+_WORKAROUND = re.compile(r"^\s*\[\[\s*workaround\s*\]\]")
+_COMMENT_OR_BLANK = re.compile(r"^\s*(#.*)?$")
+
+
+def with_entry(text: str, entry: str) -> str:
+    """``text`` (a manifest) with ``entry`` after its last ``[[workaround]]``, every other byte kept;
+    checked to read as the manifest with one more entry (else tomlkit's own append, which may move comments)."""
+    expected = tomllib.loads(text)
+    expected.setdefault("workaround", []).append(tomllib.loads(entry)["workaround"][0])
+    lines = text.splitlines(keepends=True)
+    headers = [number for number, line in enumerate(lines) if _WORKAROUND.match(line)]
+    after = headers[-1] + 1 if headers else 0
+    end = next((number for number in range(after, len(lines)) if _OTHER_TABLE.match(lines[number])), len(lines))
+    while end > after and _COMMENT_OR_BLANK.match(lines[end - 1]):
+        end -= 1
+    head, tail = "".join(lines[:end]).rstrip("\n"), "".join(lines[end:]).lstrip("\n")
+    edited = f"{head}\n\n{entry}" + (f"\n{tail}" if tail else "")
+    if tomllib.loads(edited) == expected:
+        return edited
+    document = tomlkit.parse(text)
+    if "workaround" not in document:
+        document["workaround"] = tomlkit.aot()
+    document["workaround"].append(tomlkit.parse(entry)["workaround"][0])
+    edited = tomlkit.dumps(document)
+    if tomllib.loads(edited) != expected:
+        raise ValueError("the entry could not be added without changing the rest of the manifest")
+    return str(edited)
+
+
+__all__ = ["ReadRelease", "ReadTarget", "entry_text", "module_text", "read_targets", "test_text", "with_entry"]

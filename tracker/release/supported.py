@@ -1,0 +1,111 @@
+"""The manifest against every supported vLLM release: ``check --supported``.
+
+The supported releases are the final vLLM releases on the package index (``pip index
+versions vllm``, pip's configuration honoured) from the manifest's ``[support] vllm`` floor to
+the newest, as the test suite's release matrix enumerates them. Each is checked as ``check
+vllm==X`` checks one (``compare.check``: its sdist from the release cache, or fetched), and
+answers in one row: the problems of the workarounds asked about, or why it could not be fetched.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from tracker.model.manifest import Manifest
+from tracker.model.vocabulary import SCHEMA
+from tracker.release.compare import check
+from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.fetch import Say, pip_failure, silent
+
+_AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
+
+
+def index_releases(*, timeout: float = 120) -> list[Version]:
+    """Every final vLLM release the package index lists, oldest first (``pip index versions``);
+    ``NotFetchable`` when the index cannot be reached or lists none."""
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "index", "versions", "vllm"]
+    try:  # pip's configuration is this process's environment, which the child inherits
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    found = _AVAILABLE.search(done.stdout) if done.returncode == 0 else None
+    if found is None:
+        raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release listed')}")
+    releases = set()
+    for text in found.group("versions").split(","):
+        try:
+            version = Version(text.strip())
+        except InvalidVersion:
+            continue  # not a release pip could install either
+        if not (version.is_prerelease or version.is_devrelease):
+            releases.add(version)
+    return sorted(releases)
+
+
+@dataclass(frozen=True)
+class ReleaseRow:
+    """One release's answer: ``ok``, ``drift`` (``problems``) or ``not-fetchable`` (``error``)."""
+
+    release: str
+    result: str
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"release": self.release, "result": self.result, "problems": self.problems, "error": self.error}
+
+
+@dataclass(frozen=True)
+class SupportedCheck:
+    floor: str
+    workaround: str | None  # the one workaround asked about; None: every one
+    rows: list[ReleaseRow]
+
+    @property
+    def drifted(self) -> list[str]:
+        return [row.release for row in self.rows if row.result == "drift"]
+
+    @property
+    def not_fetched(self) -> list[str]:
+        return [row.release for row in self.rows if row.result == "not-fetchable"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "floor": self.floor, "workaround": self.workaround,
+                "drift": bool(self.drifted), "releases": [row.as_json() for row in self.rows]}
+
+
+def check_release(manifest: Manifest, release: Version, workaround: str | None, *, progress: Say = silent,
+                  warn: Say = silent) -> ReleaseRow:
+    try:
+        result = check(manifest, f"vllm=={release}", progress=progress, warn=warn)
+    except (NotFetchable, CheckInputError) as error:  # an sdist of the index's that is no vLLM tree: the index's
+        return ReleaseRow(str(release), "not-fetchable", error=str(error))
+    problems = [f"{w.id}: {problem}" for w in result.workarounds if workaround in (None, w.id) for problem in w.problems]
+    return ReleaseRow(str(release), "drift" if problems else "ok", problems)
+
+
+def check_supported(manifest: Manifest, workaround: str | None = None, *, progress: Say = silent,
+                    warn: Say = silent) -> SupportedCheck:
+    """Every release from the ``[support] vllm`` floor to the newest on the index, checked in order."""
+    floor = manifest.support["vllm"]
+    progress("asking the package index for vLLM's releases (pip index versions)")
+    releases = [release for release in index_releases() if release >= floor]
+    if not releases:
+        raise NotFetchable(f"the package index lists no vLLM release from the support floor {floor} on")
+    rows = []
+    for number, release in enumerate(releases, 1):
+        def step(text: str, release: Version = release, number: int = number) -> None:
+            progress(f"vllm=={release} ({number}/{len(releases)}): {text}")
+
+        step("checking")
+        rows.append(check_release(manifest, release, workaround, progress=step, warn=warn))
+    return SupportedCheck(str(floor), workaround, rows)
+
+
+__all__ = ["ReleaseRow", "SupportedCheck", "check_release", "check_supported", "index_releases"]
