@@ -714,7 +714,7 @@ def test_an_output_value_cannot_forge_another_output():
 
 
 def test_an_annotation_cannot_be_broken_out_of_by_what_it_quotes():
-    from tracker.retire.summary import annotation
+    from tracker.escape import annotation
 
     line = annotation("warning", "one\n::error::forged 100%", file="x,y:z.toml", line=3)
     assert line == "::warning file=x%2Cy%3Az.toml,line=3,title=xpu-workarounds::one%0A::error::forged 100%25"

@@ -283,10 +283,10 @@ def test_lint_help_shows_the_annotation_as_format_github_prints_it():
 
 
 def test_an_annotation_escapes_what_would_end_its_properties_or_its_line(tmp_path):
-    from tracker.commands.lint import annotation
+    from tracker.commands.lint import problem_annotation
     from tracker.model.manifest import Problem
 
-    line = annotation(Problem(tmp_path / "a,b:c.toml", 4, "workaround[x,y]", "50% off\nnext"))
+    line = problem_annotation(Problem(tmp_path / "a,b:c.toml", 4, "workaround[x,y]", "50% off\nnext"))
     assert line == f"::error file={str(tmp_path).replace(':', '%3A')}/a%2Cb%3Ac.toml,line=4," \
                    "title=workaround[x%2Cy]::50%25 off%0Anext"
 

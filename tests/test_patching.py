@@ -7,6 +7,7 @@ import importlib
 import sys
 
 import pytest
+from support.patches import revert_every_patch
 
 from tracker.engine import patching, source
 
@@ -14,7 +15,7 @@ from tracker.engine import patching, source
 @pytest.fixture(autouse=True)
 def unpatched():
     yield
-    patching.revert_all()
+    revert_every_patch()
 
 
 def passthrough(calls):

@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 from support.decisions import ISSUE_STACK, reason
+from support.patches import revert_every_patch
 from support.retarget import carried, context_at
 from support.vllm_harness import report_entry
 
@@ -51,7 +52,7 @@ TARGET = "xpu_sparse_src:DeepseekV4XPUAttention.__init__"
 @pytest.fixture
 def source(tmp_path, monkeypatch):
     yield lambda text: context_at("cuda-event-redirect", TARGET, text, tmp_path, monkeypatch, vllm="0.24.1")
-    patching.revert_all()
+    revert_every_patch()
     sys.modules.pop("xpu_sparse_src", None)
 
 

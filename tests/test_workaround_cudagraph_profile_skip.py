@@ -8,6 +8,7 @@ import textwrap
 import pytest
 from packaging.version import Version
 from support.decisions import ISSUE_STACK, MANIFEST, reason
+from support.patches import revert_every_patch
 
 from tracker.engine import patching
 from tracker.model import reader
@@ -31,7 +32,7 @@ def runner_module(tmp_path, monkeypatch):
     import runner_src
 
     yield runner_src
-    patching.revert_all()
+    revert_every_patch()
     sys.modules.pop("runner_src", None)
 
 

@@ -52,6 +52,13 @@ def workflow_command(command: str, message: str, **properties: str | int | None)
     return f"::{command}{' ' + ','.join(shown) if shown else ''}::{_encoded(message, _DATA)}"
 
 
+def annotation(level: str, message: str, *, title: str = "xpu-workarounds", file: str | None = None,
+               line: int | None = None) -> str:
+    """One GitHub Actions annotation: ``::error file=F,line=N,title=T::message`` (``level`` error,
+    warning or notice; the line only with a file). Every annotation the tool writes is made here."""
+    return workflow_command(level, message, file=file or None, line=line if file and line else None, title=title)
+
+
 def _encoded(text: str, table: dict[str, str]) -> str:
     return _escaped("".join(table.get(char, char) for char in text))
 

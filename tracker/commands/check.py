@@ -109,10 +109,11 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
     if number is None or repository is None:
         fail("--pull-request N and --repo OWNER/NAME go together")
     require_extra("github", "github", "check --pull-request")
+    from tracker.escape import annotation
     from tracker.retire import ManifestInvalid, RetireError, check_repository
     from tracker.retire.failures import GITHUB_ERRORS
     from tracker.retire.removal import MANIFEST_PATH
-    from tracker.retire.summary import SUMMARY_VARIABLE, annotation, append, in_actions, manifest_annotations
+    from tracker.retire.summary import SUMMARY_VARIABLE, append, in_actions, manifest_annotations
     from tracker.retire.upgrade import UpgradeError, check_pull_request
     from tracker.upstream.client import connect
     from tracker.upstream.errors import GitHubError, classify

@@ -29,7 +29,7 @@ from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
 from tracker.commands.context import JsonOption, fail
 from tracker.engine import source
-from tracker.escape import workflow_command
+from tracker.escape import annotation
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.placeholders import is_placeholder
@@ -224,7 +224,7 @@ def lint_command(
                                              "message": p.message} for p in problems]}, indent=2))
     elif output_format == Format.GITHUB:
         for problem in problems:
-            typer.echo(annotation(problem))
+            typer.echo(problem_annotation(problem))
     else:
         for problem in problems:
             typer.echo(one_line(str(problem)))  # a path quoted from input cannot break the line
@@ -234,13 +234,13 @@ def lint_command(
         raise typer.Exit(ExitCode.PROBLEMS)
 
 
-def annotation(problem: Problem) -> str:
-    """A GitHub Actions ``::error`` workflow command for ``problem``, its file relative to the
-    working directory (the checkout) where it lies inside it; escaped as the runner reads them."""
+def problem_annotation(problem: Problem) -> str:
+    """The ``::error`` annotation of ``problem`` (``tracker.escape.annotation``), its file relative to
+    the working directory (the checkout) where it lies inside it."""
     where = str(problem.path)
     try:
         relative = os.path.relpath(problem.path)
         where = where if relative.startswith("..") else relative
     except ValueError:  # another drive (Windows)
         pass
-    return workflow_command("error", problem.message, file=where, line=problem.line, title=problem.field)
+    return annotation("error", problem.message, file=where, line=problem.line, title=problem.field)

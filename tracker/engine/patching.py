@@ -163,11 +163,6 @@ def revert(path: str) -> bool:
         return True
 
 
-def revert_all() -> None:
-    for path in list(_registry):
-        revert(path)
-
-
 # ------------------------------------------------------------------ imports
 
 _waiting: dict[str, importhook.Hook] = {}  # target module not imported yet -> its hook

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 
 import tracker
-from tracker.escape import markdown_cell, workflow_command
+from tracker.escape import annotation, markdown_cell
 from tracker.model.environment import OutsideVariables
 from tracker.model.manifest import Problem
 from tracker.retire.results import ActionKind, RetireResult
@@ -73,12 +73,6 @@ def append(variable: str, text: str, environ: Mapping[str, str] | None = None) -
 
 
 # ------------------------------------------------------------------------- annotations
-
-
-def annotation(level: str, message: str, *, title: str = "xpu-workarounds", file: str | None = None,
-               line: int | None = None) -> str:
-    """One workflow command: ``::error file=F,line=N,title=T::message`` (``level`` error, warning or notice)."""
-    return workflow_command(level, message, file=file or None, line=line if file and line else None, title=title)
 
 
 def manifest_annotations(problems: Iterable[Problem], path: str) -> list[str]:
