@@ -147,7 +147,10 @@ def names_xpu_and_defect(text: str) -> bool:
 
 
 def summary(text: str) -> str:
-    """The sentence of ``text`` that makes it a workaround, on one line."""
+    """The sentence of ``text`` that makes it a workaround, on one line: the first that says it is
+    temporary or names a reference, else the first that names a defect, else a missing feature."""
     split = sentences(text)
-    chosen = next((s for s in split if wording.says_workaround(s)), split[0])
+    chosen = next((s for s in split if wording.says_workaround(s, defects=False, gaps=False)), None) \
+        or next((s for s in split if wording.says_workaround(s, gaps=False)), None) \
+        or next((s for s in split if wording.says_workaround(s)), split[0])
     return chosen if len(chosen) <= SUMMARY_LIMIT else chosen[:SUMMARY_LIMIT - 3].rstrip() + "..."

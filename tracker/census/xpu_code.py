@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -119,22 +120,19 @@ class Code:
 
 
 def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) -> Code:
-    """One pass over ``tree``'s statements (``size`` lines; ``said_xpu[n]``: line ``n`` says
-    ``xpu``); expressions are walked only for a platform check."""
+    """Two passes over ``tree``'s statements (``size`` lines; ``said_xpu[n]``: line ``n`` says
+    ``xpu``): the names its imports and platform checks bind, then where its code runs only on
+    XPU; expressions are walked only for a platform check."""
     code = Code(size, whole_file)
     spans: list[tuple[int, int]] = []
     check_lines: list[tuple[int, int]] = []
-    aliases = _aliases(tree)
-    imported = _imported(tree)
-    blocks: list[tuple[list[ast.stmt], int]] = [(tree.body, 0)]  # (statements, the function holding them)
-    while blocks:
-        block, function = blocks.pop()
+    blocks = _statements(tree)
+    aliases = _aliases(node for block, _ in blocks for node in block)
+    imported = _imported(node for block, _ in blocks for node in block)
+    for block, function in blocks:
         _guard_clauses(block, aliases, code, spans, check_lines)
         for node in block:
             body = getattr(node, "body", None)
-            holder = node.lineno if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            for child in _blocks(node):
-                blocks.append((child, holder))
             decorators = getattr(node, "decorator_list", [])
             first = min([node.lineno, *(d.lineno for d in decorators)])
             last = node.end_lineno or node.lineno
@@ -155,6 +153,20 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
                 code.patches.append(Patch(first, last, target, function))
     _index(code, spans, check_lines)
     return code
+
+
+def _statements(tree: ast.Module) -> list[tuple[list[ast.stmt], int]]:
+    """Every statement list of ``tree`` (a module's, a body, an ``else``, a handler's, a case's),
+    each with the first line of the function holding it (0: module level); no recursion."""
+    found: list[tuple[list[ast.stmt], int]] = []
+    pending: list[tuple[list[ast.stmt], int]] = [(tree.body, 0)]
+    while pending:
+        block, function = pending.pop()
+        found.append((block, function))
+        for node in block:
+            holder = node.lineno if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            pending += [(child, holder) for child in _blocks(node)]
+    return found
 
 
 def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
@@ -286,10 +298,10 @@ def _platform_check(value: ast.expr) -> bool:
     return False
 
 
-def _aliases(tree: ast.Module) -> frozenset[str]:
+def _aliases(statements: Iterable[ast.stmt]) -> frozenset[str]:
     """Names and attributes the file binds to a platform check: ``use_native = current_platform.is_xpu()``."""
-    found = set()
-    for node in ast.walk(tree):
+    found: set[str] = set()
+    for node in statements:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _platform_check(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -320,11 +332,11 @@ def _conditional_expressions(node: ast.stmt, first: int, last: int, aliases: fro
 # ------------------------------------------------------------------ shapes
 
 
-def _imported(tree: ast.Module) -> frozenset[str]:
+def _imported(statements: Iterable[ast.stmt]) -> frozenset[str]:
     """The names the file's imports of libraries bind (``import torch``: torch; ``from torch import
     cuda``: cuda); not vLLM's own modules, which vLLM changes as it likes."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in statements:
         if isinstance(node, ast.Import):
             found.update((alias.asname or alias.name).partition(".")[0] for alias in node.names
                          if alias.name.partition(".")[0] != "vllm")
