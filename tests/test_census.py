@@ -560,6 +560,66 @@ def test_what_is_xpu_specific_but_no_workaround_is_not_a_site():
     assert spans(source) == []
 
 
+# ------------------------------------------------------------------ strangers' files
+
+
+def test_lines_are_numbered_as_python_numbers_them():
+    body = ("x = 1\n"
+            "# a form feed \x0c, a vertical tab \x0b and a line separator \u2028 are no line breaks\n"
+            "if current_platform.is_xpu():\n"
+            "    # Remove once pytorch#188240 is released.\n"
+            "    y = 2\n")
+    for text in (body, body.replace("\n", "\r\n"), body.replace("\n", "\r")):
+        (site,) = scan.scan_source("vllm/engine.py", text).sites
+        assert (site.line, site.end_line, site.references) == (3, 5, ("pytorch/pytorch#188240",)), repr(text[:40])
+        assert "y = 2" in site.code
+
+
+def test_a_file_with_a_byte_order_mark_or_a_coding_declaration_is_read(tmp_path):
+    tree = write_tree(tmp_path / "tree", {})
+    (tree / "vllm" / "bom.py").write_bytes(b"\xef\xbb\xbf" + textwrap.dedent(HANG).encode())
+    latin = "# -*- coding: latin-1 -*-\n" + textwrap.dedent(HANG).replace("CCL init", "CCL init (d\u00e9j\u00e0)")
+    (tree / "vllm" / "latin.py").write_bytes(latin.encode("latin-1"))
+    found = {site.file: site for site in scan.scan_tree(tree)}
+    assert set(found) == {"vllm/bom.py", "vllm/latin.py"}
+    assert found["vllm/bom.py"].line == 1
+    assert "d\u00e9j\u00e0" in found["vllm/latin.py"].summary and found["vllm/latin.py"].line == 2
+
+
+def test_a_tree_nested_deeper_than_python_recurses_is_walked(tmp_path):
+    tree = write_tree(tmp_path / "tree", {})
+    folders = [tree / "vllm"]
+    for _ in range(1100):
+        folders.append(folders[-1] / "d")
+        folders[-1].mkdir()
+    (folders[-1] / "deep.py").write_text(textwrap.dedent(HANG))
+    try:
+        (site,) = scan.scan_tree(tree)
+        assert site.file.startswith("vllm/d/d/") and site.file.endswith("/d/deep.py")
+    finally:  # removed from the bottom up: pytest's own clean-up recurses, and would fail on it
+        (folders[-1] / "deep.py").unlink()
+        for folder in reversed(folders[1:]):
+            folder.rmdir()
+
+
+def test_a_file_too_large_to_be_source_is_passed_over_and_said_in_a_tree_and_in_an_archive(tmp_path):
+    large = "x = 1\n" * ((scan.SOURCE_LIMIT // 6) + 1)
+    tree = write_tree(tmp_path / "tree", {"vllm/engine.py": HANG, "vllm/generated.py": large})
+    said: list[str] = []
+    assert [site.file for site in scan.scan_tree(tree, skipped=said.append)] == ["vllm/engine.py"]
+    assert said == [f"vllm/generated.py: {len(large)} bytes, more than 4 MiB: not read (no vLLM source file is that large)"]
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/vllm/engine.py": textwrap.dedent(HANG).encode(),
+        "vllm-0.99.0/vllm/generated.py": large.encode(),
+    }))
+    result = run("--manifest", str(manifest_with(tmp_path)), "census", "--json", str(archive))
+    assert result.exit_code == 0, result.output
+    assert [site["file"] for site in json.loads(result.stdout)["sites"]] == ["vllm/engine.py"]
+    assert "vllm/generated.py" in result.stderr and "more than 4 MiB: not read" in result.stderr
+
+
 # ------------------------------------------------------------------ the census of a tree
 
 

@@ -28,6 +28,9 @@ from tracker.model.vocabulary import SCHEMA
 # in the same file, and across files (a site that moved and changed at once).
 SAME_FILE_LIKENESS = 0.5
 MOVED_LIKENESS = 0.8
+# A site that grew or shrank in the same file: the smaller one's words nearly all in the other's.
+GROWN_SHARE = 0.7
+GROWN_WORDS = 12
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,9 @@ def _collapsed(text: str) -> str:
 def compare(new: Census, old: Census) -> Census:
     """``new`` with the sites new since ``old`` and the sites gone from it, matched by content:
     the same [[tracked]] entry; the same words in the same file, then in any file; then words
-    alike enough in the same file, then in any file. Each site's words are read once, and alike
+    alike enough in the same file, then in any file; then, in the same file, a site whose words
+    are nearly all in the other's (one that grew or shrank: a comment added to the code it was,
+    a part dropped). Each site's words are read once, and alike
     pairs are found through an index of their rarest words: time near-linear in the sites."""
     unmatched_new = dict.fromkeys(range(len(new.sites)))  # ordered sets
     unmatched_old = dict.fromkeys(range(len(old.sites)))
@@ -177,6 +182,7 @@ def compare(new: Census, old: Census) -> Census:
     words_old = [_words(counted) for counted in old.sites]
     for same_file in (True, False):
         _pair_alike(new, old, words_new, words_old, unmatched_new, unmatched_old, same_file=same_file)
+    _pair_grown(new, old, words_new, words_old, unmatched_new, unmatched_old)
     new.since = old
     new.new = [new.sites[i] for i in unmatched_new]
     new.gone = [old.sites[j] for j in unmatched_old]
@@ -224,6 +230,50 @@ def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words
                 if likeness >= threshold:
                     scored.append((-likeness, i, j))
     for _, i, j in sorted(scored):
+        if i in unmatched_new and j in unmatched_old:
+            del unmatched_new[i], unmatched_old[j]
+
+
+def _pair_grown(new: Census, old: Census, words_new: list[frozenset[str]], words_old: list[frozenset[str]],
+                unmatched_new: dict[int, None], unmatched_old: dict[int, None]) -> None:
+    """Pair sites of the same file, most contained first, when the smaller one's words (at least
+    ``GROWN_WORDS`` of them) are nearly all (``GROWN_SHARE``) in the larger one's. The smaller
+    one's rarest words are looked up in an index of the other side's words (prefix filtering)."""
+    frequency: dict[str, int] = {}
+    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+
+    def prefix(words: frozenset[str]) -> list[str]:
+        ordered = sorted(words, key=lambda word: (frequency[word], word))
+        return ordered[:len(ordered) - math.ceil(GROWN_SHARE * len(ordered) - 1e-9) + 1]
+
+    def indexed(sites: list[CountedSite], words: list[frozenset[str]], which: dict[int, None]
+                ) -> dict[tuple[str, str], list[int]]:
+        index: dict[tuple[str, str], list[int]] = {}
+        for k in which:
+            for word in words[k]:
+                index.setdefault((sites[k].site.file, word), []).append(k)
+        return index
+
+    by_old, by_new = indexed(old.sites, words_old, unmatched_old), indexed(new.sites, words_new, unmatched_new)
+    scored: dict[tuple[int, int], float] = {}
+    for sites, side, which, other, flip in ((new.sites, words_new, unmatched_new, by_old, False),
+                                             (old.sites, words_old, unmatched_old, by_new, True)):
+        for k in which:
+            smaller = side[k]
+            if len(smaller) < GROWN_WORDS:
+                continue
+            for word in prefix(smaller):
+                for m in other.get((sites[k].site.file, word), []):
+                    i, j = (m, k) if flip else (k, m)
+                    if (i, j) in scored:
+                        continue
+                    larger = words_old[j] if not flip else words_new[i]
+                    share = len(smaller & larger) / len(smaller)
+                    if share >= GROWN_SHARE and len(larger) >= len(smaller):
+                        scored[(i, j)] = share
+    for (i, j), _ in sorted(scored.items(), key=lambda item: (-item[1], item[0])):
         if i in unmatched_new and j in unmatched_old:
             del unmatched_new[i], unmatched_old[j]
 

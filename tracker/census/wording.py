@@ -42,7 +42,7 @@ _CONDITION = re.compile(r"\bTODO\(\s*(?P<condition>[A-Za-z][\w.-]*\s*(?:>=|<=|==
 # ``until`` and ``for now`` only where they bound a measure in time, not a loop or a wait.
 _TEMPORARY = (
     r"\bwork[- ]?arounds?\b", r"\bworks? around\b", r"\bworked around\b", r"(?-i:\bWA\b)",
-    r"\bhack(?:s|y|ed)?\b", r"(?-i:\bFIXME\b)", r"\bremove (?:this |these |it |them )?(?:once|when|after|if)\b", r"\bcan be removed\b",
+    r"\bhack(?:s|y|ed)?\b", r"\bremove (?:this |these |it |them )?(?:once|when|after|if)\b", r"\bcan be removed\b",
     r"\bdrop (?:this |these |it |them )?(?:once|when|after)\b", r"\btemporar(?:y|ily)\b", r"\bfor now\b",
     r"(?<!\bwait )(?<!\bwaits )(?<!\bloop )(?<!\bblock )(?<!\bblocks )\buntil (?:the |a |an )?"
     r"(?:upstream|fix|fixed|torch|pytorch|triton|oneccl|onednn|oneapi|driver|kernels?|support|supported|"
@@ -51,7 +51,7 @@ _TEMPORARY = (
     r"(?-i:\bW/A\b)",
 )
 _DEFECT = (
-    r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
+    r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b", r"(?-i:\bFIXME\b)", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
     r"\bprecision (?:loss|issues?|problems?)\b", r"\bcrash(?:es|ed)?\b", r"\bhangs?\b", r"\bleaks?\b",
     r"\bsegfaults?\b", r"\bmisdetect", r"\bNaN\b", r"\bgarbage values?\b",
     r"\bnot (?:[\w-]+ ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
