@@ -304,6 +304,19 @@ def test_a_docstring_paragraph_is_a_site_of_its_own_lines():
     assert site.references == ("torch>=2.14", "pytorch/pytorch#191458")
 
 
+def test_the_paragraphs_of_one_docstring_are_one_site():
+    source = '''\
+    class XPULinearMethod:
+        """XPU linear method for w4a16.
+
+        Note: asymmetric quantization is not supported for now.
+
+        FIXME: reuse the wNa16 kernel once it takes this layout.
+        """
+    '''
+    assert spans(source) == [(4, 6)]
+
+
 def test_a_comment_above_a_function_takes_only_its_header():
     source = '''\
     def wrapper():

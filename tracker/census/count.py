@@ -31,6 +31,9 @@ MOVED_LIKENESS = 0.8
 # A site that grew or shrank in the same file: the smaller one's words nearly all in the other's.
 GROWN_SHARE = 0.7
 GROWN_WORDS = 12
+# A word that more sites than this hold (in the index searched) tells no site from another: it is
+# not looked up, so that sites made of common words cost no more than the others.
+COMMON_WORD_SITES = 64
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,9 @@ def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words
 
     Two sets alike at ``t`` share a word among the first ``|x| - ceil(t |x|) + 1`` of each, words
     ordered rarest first (prefix filtering, as set-similarity joins do): only pairs sharing such
-    a word, and of sizes within ``t`` of each other, are scored."""
+    a word, and of sizes within ``t`` of each other, are scored; a word held by more than
+    ``COMMON_WORD_SITES`` sites is not looked up (two sites alike only by common words are not
+    paired)."""
     threshold = SAME_FILE_LIKENESS if same_file else MOVED_LIKENESS
     frequency: dict[str, int] = {}
     for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
@@ -218,7 +223,8 @@ def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words
         first = words_new[i]
         seen: set[int] = set()
         for word in prefix(first):
-            for j in index.get((place(new.sites[i]), word), []):
+            postings = index.get((place(new.sites[i]), word), [])
+            for j in postings if len(postings) <= COMMON_WORD_SITES else ():
                 if j in seen:
                     continue
                 seen.add(j)
@@ -265,7 +271,8 @@ def _pair_grown(new: Census, old: Census, words_new: list[frozenset[str]], words
             if len(smaller) < GROWN_WORDS:
                 continue
             for word in prefix(smaller):
-                for m in other.get((sites[k].site.file, word), []):
+                postings = other.get((sites[k].site.file, word), [])
+                for m in postings if len(postings) <= COMMON_WORD_SITES else ():
                     i, j = (m, k) if flip else (k, m)
                     if (i, j) in scored:
                         continue

@@ -41,6 +41,7 @@ class Said(NamedTuple):
     column: int
     text: str  # whitespace collapsed
     kind: Note
+    docstring: int = 0  # a docstring paragraph: its docstring's first line
 
     @property
     def comment(self) -> bool:
@@ -125,7 +126,8 @@ def _docstring(token: tokenize.TokenInfo, numbered: list[str]) -> list[Said]:
             continue
         if paragraph:
             said = " ".join(numbered[at - 1] for at in paragraph).replace('"""', " ").replace("'''", " ")
-            texts.append(Said(paragraph[0], paragraph[-1], token.start[1], " ".join(said.split()), Note.DOCSTRING))
+            texts.append(Said(paragraph[0], paragraph[-1], token.start[1], " ".join(said.split()), Note.DOCSTRING,
+                              token.start[0]))
             paragraph = []
     return texts
 

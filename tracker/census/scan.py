@@ -72,6 +72,7 @@ class _Part(NamedTuple):
     references: tuple[str, ...]
     said: str
     worded: bool  # made by words (its summary wins a merge), not by a shape alone
+    docstring: int = 0  # made by a paragraph of the docstring that begins on this line
 
 
 class FileScan:
@@ -134,7 +135,8 @@ class FileScan:
             described = code.described(note.last + 1, end)
             if described and all(statement.table for statement in described):
                 return None  # what a backend lacks, above the table that picks another: dispatch
-        return _Part(start, end, notes.summary(note.text), tuple(wording.references(note.text)), note.text, True)
+        return _Part(start, end, notes.summary(note.text), tuple(wording.references(note.text)), note.text, True,
+                     note.docstring)
 
     def _place(self, note: Said, code: xpu_code.Code) -> tuple[int, int, bool] | None:
         """The lines of the site ``note`` makes, and whether they are a platform check's branch;
@@ -220,7 +222,15 @@ class FileScan:
         return parts
 
     def _merged(self, parts: list[_Part]) -> list[Site]:
-        """Overlapping parts as one site: the first worded part's summary, every reference, every text."""
+        """Overlapping parts, and paragraphs of one docstring, as one site: the first worded part's
+        summary, every reference, every text."""
+        extents: dict[int, tuple[int, int]] = {}
+        for part in parts:
+            if part.docstring:
+                start, end = extents.get(part.docstring, (part.start, part.end))
+                extents[part.docstring] = (min(start, part.start), max(end, part.end))
+        parts = [part._replace(start=extents[part.docstring][0], end=extents[part.docstring][1])
+                 if part.docstring else part for part in parts]
         sites: list[Site] = []
         run: list[_Part] = []
 
