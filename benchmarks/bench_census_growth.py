@@ -78,7 +78,7 @@ def measure(runs: int = 3) -> dict[str, dict[int, tuple[float, float, int]]]:
             wall, cpu = _time(lambda text=text: scan.scan_source("vllm/xpu_kernels.py", text).sites, runs)
             figures[shape][scale] = (wall, cpu, size)
         pairs = [censuses(scale) for _ in range(runs)]  # fresh ones each run: compare fills them in
-        wall, cpu = _time(lambda: count.compare(*pairs.pop()), runs)
+        wall, cpu = _time(lambda pairs=pairs: count.compare(*pairs.pop()), runs)
         figures["since"][scale] = (wall, cpu, SITES * scale)
     return figures
 
