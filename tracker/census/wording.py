@@ -34,7 +34,7 @@ _SHORT_REF = re.compile(r"(?<![\w./-])(?P<name>[A-Za-z][\w.-]*)#(?P<number>[1-9]
 # "pytorch issue #123", "torch-xpu-ops issue 456", "vllm PR #7", "pytorch/pytorch issue 8": a
 # repository named by its short or full name, then the kind of item and its number in words.
 _WORDED_REF = re.compile(r"(?<![\w./-])(?P<name>[A-Za-z][\w.-]{0,100}(?:/[A-Za-z0-9_.-]{1,100})?)[ \t]{1,3}"
-                         r"(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}(?:#[ \t]?|number[ \t]{1,3}|no\.?[ \t]{0,3})?"
+                         r"(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}:?[ \t]{0,3}(?:#[ \t]?|number[ \t]{1,3}|no\.?[ \t]{0,3})?"
                          r"(?P<number>[1-9][0-9]{0,9})\b", re.IGNORECASE)
 _CONDITION = re.compile(r"\bTODO\(\s*(?P<condition>[A-Za-z][\w.-]*\s*(?:>=|<=|==|~=|>|<)\s*[0-9][0-9A-Za-z.]*)\s*\)")
 
@@ -64,7 +64,8 @@ _GAP = (
     r"\bnot supported\b", r"\bunsupported\b", r"\bnot implemented\b", r"\brejects?\b",
     r"\bdoes(?: not|n't) (?:support|accept|work|handle|implement)\b",
 )
-_ITEM_WORD = re.compile(r"/issues/|/pull/|\b(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}#?[ \t]?[0-9]", re.IGNORECASE)
+_ITEM_WORD = re.compile(r"/issues/|/pull/|\b(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}:?[ \t]{0,3}#?[ \t]?[0-9]",
+                        re.IGNORECASE)
 TEMPORARY = re.compile("|".join(_TEMPORARY), re.IGNORECASE)
 DEFECT = re.compile("|".join(_DEFECT), re.IGNORECASE)
 GAP = re.compile("|".join(_GAP), re.IGNORECASE)
