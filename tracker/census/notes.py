@@ -69,6 +69,7 @@ def notes(source: str, numbered: list[str]) -> list[Said]:
     and strings of a ``normalised`` ``source``, read with ``tokenize``; none when it does not tokenize."""
     found: list[Said] = []
     block: list[tuple[int, int, str]] = []
+    strings: list[tokenize.TokenInfo] = []  # "a " "b": the pieces of one string, joined once at its end
     previous = tokenize.NEWLINE  # the significant token before, to tell a docstring from an operand
 
     def close() -> None:
@@ -76,6 +77,12 @@ def notes(source: str, numbered: list[str]) -> list[Said]:
             text = " ".join(" ".join(said for _, _, said in block).split())
             found.append(Said(block[0][0], block[-1][0], block[0][1], text, Note.COMMENT))
             block.clear()
+
+    def join() -> None:
+        if strings:
+            text = " ".join(_string(piece).text for piece in strings).strip()
+            found.append(_string(strings[0])._replace(last=strings[-1].end[0], text=text))
+            strings.clear()
 
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -98,16 +105,18 @@ def notes(source: str, numbered: list[str]) -> list[Said]:
             if token.type in _STRING_TOKENS:
                 if previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
                     found += _docstring(token, numbered)
-                elif previous in _STRING_TOKENS and found and found[-1].kind == Note.STRING:  # "a " "b": one
-                    joined = found[-1]
-                    found[-1] = joined._replace(last=token.end[0], text=f"{joined.text} {_string(token).text}".strip())
                 else:
-                    found.append(_string(token))
+                    if previous not in _STRING_TOKENS:
+                        join()
+                    strings.append(token)
+            else:
+                join()
             previous = token.type
     except (tokenize.TokenError, SyntaxError):
         return []
     close()
-    return found
+    join()
+    return sorted(found)
 
 
 def _string(token: tokenize.TokenInfo) -> Said:

@@ -87,10 +87,10 @@ class FileScan:
     def _code(self) -> xpu_code.Code | None:
         try:
             tree = ast.parse(self.source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
+            return xpu_code.read(tree, len(self.lines), is_xpu_module(self.file), said_xpu)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # no source vLLM would ship
             return None
-        said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
-        return xpu_code.read(tree, len(self.lines), is_xpu_module(self.file), said_xpu)
 
     @functools.cached_property
     def sites(self) -> list[Site]:

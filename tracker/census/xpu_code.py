@@ -266,11 +266,11 @@ def _is_xpu_test(test: ast.expr, aliases: frozenset[str] = frozenset()) -> bool:
     or attribute the file binds to one of these; in a conjunction, or (negated) alone. A
     disjunction is one only when each of its parts is: ``is_fa3() or current_platform.is_xpu()``
     chooses code that runs on more than XPU."""
-    if isinstance(test, ast.BoolOp):
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):  # ``not not ...``: no recursion
+        test = test.operand
+    if isinstance(test, ast.BoolOp):  # nested only through parentheses, which Python bounds
         parts = [_is_xpu_test(value, aliases) for value in test.values]
         return all(parts) if isinstance(test.op, ast.Or) else any(parts)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_xpu_test(test.operand, aliases)
     for node in ast.walk(test):
         if isinstance(node, ast.Name) and (_XPU_NAME.search(node.id) or node.id in aliases):
             return True
