@@ -38,7 +38,8 @@ _WORDED_REF = re.compile(r"(?<![\w./-])(?P<name>[A-Za-z][\w.-]{0,100}(?:/[A-Za-z
                          r"(?P<number>[1-9][0-9]{0,9})\b", re.IGNORECASE)
 _CONDITION = re.compile(r"\bTODO\(\s*(?P<condition>[A-Za-z][\w.-]*\s*(?:>=|<=|==|~=|>|<)\s*[0-9][0-9A-Za-z.]*)\s*\)")
 
-# The words of a temporary measure or a known defect: each pattern is one way people write it.
+# The words of a temporary measure (and of a known issue or limitation, which names itself as one)
+# or of a defect: each pattern is one way people write it.
 # ``until`` and ``for now`` only where they bound a measure in time, not a loop or a wait.
 _TEMPORARY = (
     r"\bwork[- ]?arounds?\b", r"\bworks? around\b", r"\bworked around\b", r"(?-i:\bWA\b)",
@@ -48,10 +49,10 @@ _TEMPORARY = (
     r"(?:upstream|fix|fixed|torch|pytorch|triton|oneccl|onednn|oneapi|driver|kernels?|support|supported|"
     r"we|it|they|xpu|intel|ipex|release|released|[\w.-]{1,100} (?:is|are|has|have|lands?|supports?))\b",
     r"\bnot (?:yet )?supported yet\b", r"\bnot yet supported\b", r"\bdoes(?: not|n't) (?:yet )?support\b[^.;]{0,200}\byet\b",
-    r"(?-i:\bW/A\b)",
+    r"(?-i:\bW/A\b)", r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b",
 )
 _DEFECT = (
-    r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b", r"(?-i:\bFIXME\b)", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
+    r"(?-i:\bFIXME\b)", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
     r"\bprecision (?:loss|issues?|problems?)\b", r"\bcrash(?:es|ed)?\b", r"\bhangs?\b", r"\bleaks?\b",
     r"\bsegfaults?\b", r"\bmisdetect", r"\bNaN\b", r"\bgarbage values?\b",
     r"\bnot (?:[\w-]{1,100} ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
