@@ -722,6 +722,57 @@ def test_a_site_added_and_one_dropped_are_new_and_gone(tmp_path):
     assert [(c.site.file, c.site.line) for c in compared.gone] == [("vllm/engine.py", 1)]
 
 
+FUSION_OFF = '''\
+class XPUPlatform:
+    def check_and_update_config(cls, config):
+        # Disable fusion passes not yet supported on XPU.
+        passes = {"fuse_allreduce_rms": "AllReduce + RMSNorm fusion"}
+        for flag, name in passes.items():
+            if getattr(config, flag):
+                logger.warning_once("Feature %r is not yet supported on XPU and will be disabled.", name)
+                setattr(config, flag, False)
+'''
+WRAPPER = '''\
+import torch
+
+
+def _torch_cuda_wrapper():
+    # replace cuda APIs with xpu APIs, this should work by default
+    torch.cuda.Stream = torch.xpu.Stream
+    torch.cuda.current_stream = torch.xpu.current_stream
+    torch.cuda.stream = torch.xpu.stream
+    torch.cuda.mem_get_info = torch.xpu.mem_get_info
+    torch.cuda.Event = torch.Event
+    torch.cuda.set_stream = torch.xpu.set_stream
+    if supports_xpu_graph():
+        torch.cuda.graph = torch.xpu.graph
+        torch.cuda.CUDAGraph = torch.xpu.XPUGraph
+    yield
+'''
+
+
+def test_an_import_put_under_a_site_s_comment_neither_splits_it_nor_makes_it_new(tmp_path):
+    moved = FUSION_OFF.replace("        passes = {", "        from vllm.config.compilation import CompilationMode\n\n"
+                                                     "        passes = {")
+    compared = two_censuses(tmp_path, {"vllm/platforms/xpu.py": FUSION_OFF}, {"vllm/platforms/xpu.py": moved})
+    assert [(c.site.line, c.site.end_line) for c in compared.sites] == [(3, 10)]
+    assert (compared.new, compared.gone) == ([], [])
+
+
+def test_a_site_that_grew_a_comment_and_a_definition_is_neither_new_nor_gone(tmp_path):
+    grown = WRAPPER.replace("    torch.cuda.mem_get_info = torch.xpu.mem_get_info\n", "").replace(
+        "    # replace cuda APIs with xpu APIs, this should work by default\n",
+        "    # Replace cuda APIs with xpu APIs. Each callable gets its own functools.partial.\n").replace(
+        "    torch.cuda.Event = torch.Event\n",
+        "\n    # torch.xpu.Event does not accept the blocking kwarg, so drop it here.\n"
+        "    def _xpu_event(*args, blocking=None, **kwargs):\n        return torch.xpu.Event(*args, **kwargs)\n\n"
+        "    torch.cuda.Event = _xpu_event\n")
+    compared = two_censuses(tmp_path, {"vllm/v1/worker/xpu_model_runner.py": WRAPPER},
+                            {"vllm/v1/worker/xpu_model_runner.py": grown}, EVENT_KEYWORDS)
+    assert [(c.site.line, c.tracked) for c in compared.sites] == [(5, "vllm-xpu-event-keywords")]
+    assert (compared.new, compared.gone) == ([], [])
+
+
 def test_a_reworded_site_an_entry_covers_is_the_same_site(tmp_path):
     reworded = PLATFORM.replace("Remove once the released torch\n        # contains pytorch/pytorch#188240.",
                                 "Drop this when torch ships\n        # pytorch/pytorch#188240 (a workaround).")
