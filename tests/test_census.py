@@ -194,13 +194,26 @@ def test_strings_split_over_lines_are_read_as_one():
     source = '''\
     if current_platform.is_xpu():
         logger.warning(
-            "The prefix-LM mask cannot be applied, so image inputs "
-            "will produce incorrect results on XPU."
+            "The prefix-LM mask cannot be applied for now, so image inputs "
+            "are run without it on XPU."
         )
     '''
     (site,) = sites_of(source)
-    assert site.summary == ("The prefix-LM mask cannot be applied, so image inputs will produce incorrect results "
+    assert site.summary == ("The prefix-LM mask cannot be applied for now, so image inputs are run without it "
                             "on XPU.")
+
+
+def test_a_message_warning_of_a_defect_the_user_chose_is_no_workaround():
+    source = '''\
+    if current_platform.is_xpu():
+        if selected_backend == FLASH_ATTN:
+            logger.warning_once(
+                "Using Flash Attention on XPU because it was explicitly requested. Image inputs "
+                "will produce incorrect results; only use this for text-only workloads."
+            )
+            return FLASH_ATTN
+    '''
+    assert spans(source) == []
 
 
 def test_an_error_message_is_what_the_code_refuses_not_a_workaround():
@@ -294,6 +307,19 @@ def test_a_docstring_paragraph_is_a_site_of_its_own_lines():
     assert site.references == ("torch>=2.14", "pytorch/pytorch#191458")
 
 
+def test_the_paragraphs_of_one_docstring_are_one_site():
+    source = '''\
+    class XPULinearMethod:
+        """XPU linear method for w4a16.
+
+        Note: asymmetric quantization is not supported for now.
+
+        FIXME: reuse the wNa16 kernel once it takes this layout.
+        """
+    '''
+    assert spans(source) == [(4, 6)]
+
+
 def test_a_comment_above_a_function_takes_only_its_header():
     source = '''\
     def wrapper():
@@ -327,6 +353,287 @@ def test_the_words_of_a_temporary_measure_are_told_from_those_of_a_wait():
     assert not wording.says_workaround("loop until every block is read")
     assert not wording.says_workaround("see https://docs.example.com/xpu for the variable")
     assert not wording.says_workaround("debugging output")
+
+
+# ------------------------------------------------------------------ every shape, one site each, with its reference
+
+
+def only_site(source: str, file: str = "vllm/model_executor/layers/example.py") -> scan.Site:
+    found = sites_of(source, file)
+    assert len(found) == 1, [(site.where, site.summary) for site in found]
+    return found[0]
+
+
+def test_every_way_of_writing_a_reference_is_written_owner_repo_number():
+    text = ("torch-xpu-ops#1791; see pytorch issue #150001, torch-xpu-ops issue 2034, the vllm PR #22945 "
+            "and pytorch/pytorch issue 7 (not the issue 5, nor torch 2.8 issues 3 times)")
+    assert wording.references(text) == ["intel/torch-xpu-ops#1791", "pytorch/pytorch#150001",
+                                        "intel/torch-xpu-ops#2034", "vllm-project/vllm#22945", "pytorch/pytorch#7"]
+
+
+def test_a_site_naming_the_short_form_of_the_xpu_upstream_has_its_reference():
+    site = only_site('''\
+    if current_platform.is_xpu():
+        # Remove when torch-xpu-ops#1791 is in the pinned torch.
+        out = out.contiguous()
+    ''')
+    assert (site.line, site.end_line, site.references) == (1, 3, ("intel/torch-xpu-ops#1791",))
+
+
+def test_a_comment_above_a_ternary_on_the_platform_makes_one_site():
+    site = only_site('''\
+    def pointers(self):
+        # XPU addresses can have the high bit set: pytorch issue #191458.
+        dtype = torch.uint64 if current_platform.is_xpu() else torch.int64
+        return torch.empty(8, dtype=dtype)
+    ''')
+    assert (site.line, site.end_line, site.references) == (2, 4, ("pytorch/pytorch#191458",))
+
+
+def test_the_code_after_a_guard_clause_is_xpu_only():
+    site = only_site('''\
+    def shutdown(config):
+        if not current_platform.is_xpu():
+            return
+
+        # Without a timeout the next start hangs in CCL init (torch-xpu-ops issue 2034).
+        config.shutdown_timeout = 5
+    ''')
+    assert (site.line, site.end_line, site.references) == (2, 6, ("intel/torch-xpu-ops#2034",))
+
+
+def test_a_blank_line_between_the_comment_and_the_check_does_not_part_them():
+    site = only_site('''\
+    def launch(config):
+        # Work around pytorch/pytorch#188240: the static launcher rejects host memory.
+
+        if current_platform.is_xpu():
+            config.use_static_cuda_launcher = False
+
+        return config
+    ''')
+    assert (site.line, site.end_line, site.references) == (2, 5, ("pytorch/pytorch#188240",))
+
+
+def test_a_case_of_a_match_on_the_platform_is_an_xpu_branch():
+    site = only_site('''\
+    def tiles(device):
+        match device.type:
+            case "cuda":
+                return 8192
+            case "xpu":
+                # Large tiles lose precision on XPU (torch-xpu-ops#1790).
+                return 4096
+    ''')
+    assert (site.line, site.end_line, site.references) == (5, 7, ("intel/torch-xpu-ops#1790",))
+
+
+def test_a_comment_after_the_last_statement_of_the_xpu_branch_is_part_of_it():
+    site = only_site('''\
+    def gather(x):
+        if current_platform.is_xpu():
+            out = all_gather(x)
+            # gather hangs under a Ray cluster: all_gather for now (vllm-project/vllm#123).
+        else:
+            out = gather(x)
+        return out
+    ''')
+    assert (site.line, site.end_line, site.references) == (2, 4, ("vllm-project/vllm#123",))
+
+
+def test_a_neutral_name_for_the_platform_check_is_a_platform_check():
+    site = only_site('''\
+    def rope(self, positions, query, key):
+        use_native = current_platform.is_xpu()
+        out = None
+        if use_native:
+            # W/A: forward_xpu passes an argument the override rejects (pytorch#150001).
+            out = self.forward_native(positions, query, key)
+        return out
+    ''')
+    assert (site.line, site.end_line, site.references) == (4, 6, ("pytorch/pytorch#150001",))
+    assert site.summary.startswith("W/A:")
+
+
+def test_a_known_limitation_of_xpu_is_a_workaround():
+    site = only_site('''\
+    if current_platform.is_xpu():
+        # Known XPU limitation: no uneven reduce-scatter (torch-xpu-ops#1700). Pad every chunk.
+        padded = pad(chunks)
+    ''')
+    assert (site.line, site.end_line, site.references) == (1, 3, ("intel/torch-xpu-ops#1700",))
+
+
+def test_a_comment_after_the_platform_check_on_its_line_stands_for_its_branch():
+    site = only_site('''\
+    def view(cpu_tensor):
+        if current_platform.is_xpu():  # vllm-xpu-kernels#513: pin first until the fix is released
+            pinned = cpu_tensor.pin_memory()
+            return xpu_view(pinned)
+        return cuda_view(cpu_tensor)
+    ''')
+    assert (site.line, site.end_line, site.references) == (2, 4, ("vllm-project/vllm-xpu-kernels#513",))
+
+
+def test_a_comment_an_import_a_blank_line_its_code_and_the_warning_it_logs_are_one_site():
+    site = only_site('''\
+    class XPUPlatform:
+        def check_and_update_config(cls, config):
+            # Disable fusion passes not yet supported on XPU.
+            from vllm.config.compilation import CompilationMode
+
+            passes = {"fuse_allreduce_rms": "AllReduce + RMSNorm fusion"}
+            if config.mode != CompilationMode.NONE:
+                for flag, name in passes.items():
+                    if getattr(config, flag):
+                        logger.warning_once("Feature %r is not yet supported on XPU and will be disabled.", name)
+                        setattr(config, flag, False)
+
+            # spawn is the only multiprocessing method here
+            os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+    ''', "vllm/platforms/xpu.py")
+    assert (site.line, site.end_line, site.summary) == (3, 11, "Disable fusion passes not yet supported on XPU.")
+
+
+def test_xpu_only_code_that_rebinds_a_library_is_one_site_per_function():
+    source = '''\
+    import torch
+    from vllm.platforms.xpu import XPUPlatform
+
+
+    def get_mem_info_wrapper(device=None):
+        return torch.ops._C_cache_ops.getMemoryInfo(device)
+
+
+    torch.accelerator.get_memory_info = get_mem_info_wrapper
+    XPUPlatform.dist_backend = "xccl"
+
+
+    def _torch_cuda_wrapper():
+        # Replace cuda APIs with xpu APIs.
+        torch.cuda.Stream = torch.xpu.Stream
+        torch.cuda.current_stream = torch.xpu.current_stream
+
+        # torch.xpu.Event does not accept the blocking kwarg, so drop it here.
+        def _xpu_event(*args, blocking=None, **kwargs):
+            return torch.xpu.Event(*args, **kwargs)
+
+        torch.cuda.Event = _xpu_event
+        if supports_xpu_graph():
+            setattr(torch.cuda, "graph", torch.xpu.graph)
+        yield
+    '''
+    found = sites_of(source, "vllm/v1/worker/xpu_model_runner.py")
+    assert [(site.line, site.end_line) for site in found] == [(9, 9), (14, 24)]
+    assert found[0].summary == "(no comment) rebinds torch.accelerator.get_memory_info"
+    assert found[1].summary == "torch.xpu.Event does not accept the blocking kwarg, so drop it here."
+    # In a module that is not XPU's, only the rebinding under a platform check is XPU-only code
+    # (and the comment that names what torch.xpu lacks is a site of its own).
+    elsewhere = sites_of(source, "vllm/v1/worker/cpu_model_runner.py")
+    assert [(site.line, site.end_line) for site in elsewhere] == [(18, 19), (24, 24)]
+    assert elsewhere[1].summary == "(no comment) rebinds torch.cuda.graph"
+
+
+def test_a_note_in_generic_code_naming_what_xpu_gets_wrong_counts():
+    site = only_site('''\
+    def save(src, block_ids):
+        # Device addresses can have the high bit set (XPU USM), so they are added
+        # up in uint64; signed arithmetic rejects them.
+        src_base = np.uint64(src.data_ptr())
+        dst_base = region.data_ptr()
+
+        return src_base, dst_base
+    ''')
+    assert (site.line, site.end_line) == (2, 5)
+
+
+def test_what_is_xpu_specific_but_no_workaround_is_not_a_site():
+    source = '''\
+    def backends():
+        if current_platform.is_cuda():
+            available = [CUDA]
+        elif current_platform.is_xpu():
+            # XPUExperts does not support batch invariance; TRITON is kept as a fallback.
+            available = [Backend.XPU, Backend.TRITON]
+        return available
+
+
+    def communicator(config):
+        # torch_nccl is avoided: batched isend/irecv hangs under load (pytorch/pytorch#174288).
+        from vllm.distributed.nixl_utils import is_nixl_available
+
+        if current_platform.is_xpu():
+            # On XPU, use the device-native XCCL backend.
+            config.communicator = "torch_xccl"
+        elif is_nixl_available():
+            config.communicator = "nixl"
+
+
+    class Builder:
+        # FA2 graphs do not work for mixed prefill-decode; for now use UNIFORM_BATCH (vllm-project/vllm#22945).
+        support = ALWAYS if version in (3, 4) or current_platform.is_xpu() else UNIFORM_BATCH
+    '''
+    assert spans(source) == []
+
+
+# ------------------------------------------------------------------ strangers' files
+
+
+def test_lines_are_numbered_as_python_numbers_them():
+    body = ("x = 1\n"
+            "# a form feed \x0c, a vertical tab \x0b and a line separator \u2028 are no line breaks\n"
+            "if current_platform.is_xpu():\n"
+            "    # Remove once pytorch#188240 is released.\n"
+            "    y = 2\n")
+    for text in (body, body.replace("\n", "\r\n"), body.replace("\n", "\r")):
+        (site,) = scan.scan_source("vllm/engine.py", text).sites
+        assert (site.line, site.end_line, site.references) == (3, 5, ("pytorch/pytorch#188240",)), repr(text[:40])
+        assert "y = 2" in site.code
+
+
+def test_a_file_with_a_byte_order_mark_or_a_coding_declaration_is_read(tmp_path):
+    tree = write_tree(tmp_path / "tree", {})
+    (tree / "vllm" / "bom.py").write_bytes(b"\xef\xbb\xbf" + textwrap.dedent(HANG).encode())
+    latin = "# -*- coding: latin-1 -*-\n" + textwrap.dedent(HANG).replace("CCL init", "CCL init (d\u00e9j\u00e0)")
+    (tree / "vllm" / "latin.py").write_bytes(latin.encode("latin-1"))
+    found = {site.file: site for site in scan.scan_tree(tree)}
+    assert set(found) == {"vllm/bom.py", "vllm/latin.py"}
+    assert found["vllm/bom.py"].line == 1
+    assert "d\u00e9j\u00e0" in found["vllm/latin.py"].summary and found["vllm/latin.py"].line == 2
+
+
+def test_a_tree_nested_deeper_than_python_recurses_is_walked(tmp_path):
+    tree = write_tree(tmp_path / "tree", {})
+    folders = [tree / "vllm"]
+    for _ in range(1100):
+        folders.append(folders[-1] / "d")
+        folders[-1].mkdir()
+    (folders[-1] / "deep.py").write_text(textwrap.dedent(HANG))
+    try:
+        (site,) = scan.scan_tree(tree)
+        assert site.file.startswith("vllm/d/d/") and site.file.endswith("/d/deep.py")
+    finally:  # removed from the bottom up: pytest's own clean-up recurses, and would fail on it
+        (folders[-1] / "deep.py").unlink()
+        for folder in reversed(folders[1:]):
+            folder.rmdir()
+
+
+def test_a_file_too_large_to_be_source_is_passed_over_and_said_in_a_tree_and_in_an_archive(tmp_path):
+    large = "x = 1\n" * ((scan.SOURCE_LIMIT // 6) + 1)
+    tree = write_tree(tmp_path / "tree", {"vllm/engine.py": HANG, "vllm/generated.py": large})
+    said: list[str] = []
+    assert [site.file for site in scan.scan_tree(tree, skipped=said.append)] == ["vllm/engine.py"]
+    assert said == [f"vllm/generated.py: {len(large)} bytes, more than 4 MiB: not read (no vLLM source file is that large)"]
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/vllm/engine.py": textwrap.dedent(HANG).encode(),
+        "vllm-0.99.0/vllm/generated.py": large.encode(),
+    }))
+    result = run("--manifest", str(manifest_with(tmp_path)), "census", "--json", str(archive))
+    assert result.exit_code == 0, result.output
+    assert [site["file"] for site in json.loads(result.stdout)["sites"]] == ["vllm/engine.py"]
+    assert "vllm/generated.py" in result.stderr and "more than 4 MiB: not read" in result.stderr
 
 
 # ------------------------------------------------------------------ the census of a tree
@@ -420,6 +727,57 @@ def test_a_site_added_and_one_dropped_are_new_and_gone(tmp_path):
     compared = two_censuses(tmp_path, {"vllm/engine.py": HANG}, {"vllm/comm.py": added})
     assert [(c.site.file, c.site.line) for c in compared.new] == [("vllm/comm.py", 1)]
     assert [(c.site.file, c.site.line) for c in compared.gone] == [("vllm/engine.py", 1)]
+
+
+FUSION_OFF = '''\
+class XPUPlatform:
+    def check_and_update_config(cls, config):
+        # Disable fusion passes not yet supported on XPU.
+        passes = {"fuse_allreduce_rms": "AllReduce + RMSNorm fusion"}
+        for flag, name in passes.items():
+            if getattr(config, flag):
+                logger.warning_once("Feature %r is not yet supported on XPU and will be disabled.", name)
+                setattr(config, flag, False)
+'''
+WRAPPER = '''\
+import torch
+
+
+def _torch_cuda_wrapper():
+    # replace cuda APIs with xpu APIs, this should work by default
+    torch.cuda.Stream = torch.xpu.Stream
+    torch.cuda.current_stream = torch.xpu.current_stream
+    torch.cuda.stream = torch.xpu.stream
+    torch.cuda.mem_get_info = torch.xpu.mem_get_info
+    torch.cuda.Event = torch.Event
+    torch.cuda.set_stream = torch.xpu.set_stream
+    if supports_xpu_graph():
+        torch.cuda.graph = torch.xpu.graph
+        torch.cuda.CUDAGraph = torch.xpu.XPUGraph
+    yield
+'''
+
+
+def test_an_import_put_under_a_site_s_comment_neither_splits_it_nor_makes_it_new(tmp_path):
+    moved = FUSION_OFF.replace("        passes = {", "        from vllm.config.compilation import CompilationMode\n\n"
+                                                     "        passes = {")
+    compared = two_censuses(tmp_path, {"vllm/platforms/xpu.py": FUSION_OFF}, {"vllm/platforms/xpu.py": moved})
+    assert [(c.site.line, c.site.end_line) for c in compared.sites] == [(3, 10)]
+    assert (compared.new, compared.gone) == ([], [])
+
+
+def test_a_site_that_grew_a_comment_and_a_definition_is_neither_new_nor_gone(tmp_path):
+    grown = WRAPPER.replace("    torch.cuda.mem_get_info = torch.xpu.mem_get_info\n", "").replace(
+        "    # replace cuda APIs with xpu APIs, this should work by default\n",
+        "    # Replace cuda APIs with xpu APIs. Each callable gets its own functools.partial.\n").replace(
+        "    torch.cuda.Event = torch.Event\n",
+        "\n    # torch.xpu.Event does not accept the blocking kwarg, so drop it here.\n"
+        "    def _xpu_event(*args, blocking=None, **kwargs):\n        return torch.xpu.Event(*args, **kwargs)\n\n"
+        "    torch.cuda.Event = _xpu_event\n")
+    compared = two_censuses(tmp_path, {"vllm/v1/worker/xpu_model_runner.py": WRAPPER},
+                            {"vllm/v1/worker/xpu_model_runner.py": grown}, EVENT_KEYWORDS)
+    assert [(c.site.line, c.tracked) for c in compared.sites] == [(5, "vllm-xpu-event-keywords")]
+    assert (compared.new, compared.gone) == ([], [])
 
 
 def test_a_reworded_site_an_entry_covers_is_the_same_site(tmp_path):

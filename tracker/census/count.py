@@ -11,8 +11,9 @@ by what they say and hold, never by line: code moves.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,12 @@ from tracker.model.vocabulary import SCHEMA
 # in the same file, and across files (a site that moved and changed at once).
 SAME_FILE_LIKENESS = 0.5
 MOVED_LIKENESS = 0.8
+# A site that grew or shrank in the same file: the smaller one's words nearly all in the other's.
+GROWN_SHARE = 0.7
+GROWN_WORDS = 12
+# A word that more sites than this hold (in the index searched) tells no site from another: it is
+# not looked up, so that sites made of common words cost no more than the others.
+COMMON_WORD_SITES = 64
 
 
 @dataclass(frozen=True)
@@ -155,46 +162,134 @@ def _collapsed(text: str) -> str:
 def compare(new: Census, old: Census) -> Census:
     """``new`` with the sites new since ``old`` and the sites gone from it, matched by content:
     the same [[tracked]] entry; the same words in the same file, then in any file; then words
-    alike enough in the same file, then in any file."""
-    unmatched_new = list(range(len(new.sites)))
-    unmatched_old = list(range(len(old.sites)))
+    alike enough in the same file, then in any file; then, in the same file, a site whose words
+    are nearly all in the other's (one that grew or shrank: a comment added to the code it was,
+    a part dropped). Each site's words are read once, and alike
+    pairs are found through an index of their rarest words: time near-linear in the sites."""
+    unmatched_new = dict.fromkeys(range(len(new.sites)))  # ordered sets
+    unmatched_old = dict.fromkeys(range(len(old.sites)))
+    said_new = [_said(counted) for counted in new.sites]
+    said_old = [_said(counted) for counted in old.sites]
 
-    def pair(alike: Any) -> None:
+    def pair(key_new: Callable[[int], Hashable | None], key_old: Callable[[int], Hashable | None]) -> None:
+        """Each unmatched new site with the first unmatched old one of the same key, in order."""
+        waiting: dict[Hashable, list[int]] = {}
+        for j in reversed(unmatched_old):
+            key = key_old(j)
+            if key is not None:
+                waiting.setdefault(key, []).append(j)
         for i in list(unmatched_new):
-            for j in unmatched_old:
-                if alike(new.sites[i], old.sites[j]):
-                    unmatched_new.remove(i)
-                    unmatched_old.remove(j)
-                    break
+            key = key_new(i)
+            candidates = waiting.get(key) if key is not None else None
+            if candidates:
+                j = candidates.pop()
+                del unmatched_new[i], unmatched_old[j]
 
-    pair(lambda a, b: a.tracked is not None and a.tracked == b.tracked)
-    pair(lambda a, b: a.site.file == b.site.file and _said(a) == _said(b))
-    pair(lambda a, b: _said(a) == _said(b))
-    _pair_alike(new, old, unmatched_new, unmatched_old, same_file=True)
-    _pair_alike(new, old, unmatched_new, unmatched_old, same_file=False)
+    pair(lambda i: new.sites[i].tracked, lambda j: old.sites[j].tracked)
+    pair(lambda i: (new.sites[i].site.file, said_new[i]), lambda j: (old.sites[j].site.file, said_old[j]))
+    pair(lambda i: said_new[i], lambda j: said_old[j])
+    words_new = [_words(counted) for counted in new.sites]
+    words_old = [_words(counted) for counted in old.sites]
+    for same_file in (True, False):
+        _pair_alike(new, old, words_new, words_old, unmatched_new, unmatched_old, same_file=same_file)
+    _pair_grown(new, old, words_new, words_old, unmatched_new, unmatched_old)
     new.since = old
     new.new = [new.sites[i] for i in unmatched_new]
     new.gone = [old.sites[j] for j in unmatched_old]
     return new
 
 
-def _pair_alike(new: Census, old: Census, unmatched_new: list[int], unmatched_old: list[int], *,
-                same_file: bool) -> None:
-    """Pair the most alike first, each at least as alike as the threshold."""
+def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words_old: list[frozenset[str]],
+                unmatched_new: dict[int, None], unmatched_old: dict[int, None], *, same_file: bool) -> None:
+    """Pair the most alike first, each at least as alike as the threshold (Jaccard of word sets).
+
+    Two sets alike at ``t`` share a word among the first ``|x| - ceil(t |x|) + 1`` of each, words
+    ordered rarest first (prefix filtering, as set-similarity joins do): only pairs sharing such
+    a word, and of sizes within ``t`` of each other, are scored; a word held by more than
+    ``COMMON_WORD_SITES`` sites is not looked up (two sites alike only by common words are not
+    paired)."""
     threshold = SAME_FILE_LIKENESS if same_file else MOVED_LIKENESS
+    frequency: dict[str, int] = {}
+    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+
+    def prefix(words: frozenset[str]) -> list[str]:
+        ordered = sorted(words, key=lambda word: (frequency[word], word))
+        return ordered[:len(ordered) - math.ceil(threshold * len(ordered) - 1e-9) + 1]
+
+    def place(site: CountedSite) -> str:
+        return site.site.file if same_file else ""
+
+    index: dict[tuple[str, str], list[int]] = {}
+    for j in unmatched_old:
+        for word in prefix(words_old[j]):
+            index.setdefault((place(old.sites[j]), word), []).append(j)
     scored = []
     for i in unmatched_new:
-        for j in unmatched_old:
-            a, b = new.sites[i], old.sites[j]
-            if same_file and a.site.file != b.site.file:
-                continue
-            likeness = _likeness(a, b)
-            if likeness >= threshold:
-                scored.append((likeness, i, j))
-    for _, i, j in sorted(scored, reverse=True):
+        first = words_new[i]
+        seen: set[int] = set()
+        for word in prefix(first):
+            postings = index.get((place(new.sites[i]), word), [])
+            for j in postings if len(postings) <= COMMON_WORD_SITES else ():
+                if j in seen:
+                    continue
+                seen.add(j)
+                second = words_old[j]
+                if not threshold * len(first) <= len(second) <= len(first) / threshold:
+                    continue
+                union = len(first | second)
+                likeness = len(first & second) / union if union else 0.0
+                if likeness >= threshold:
+                    scored.append((-likeness, i, j))
+    for _, i, j in sorted(scored):
         if i in unmatched_new and j in unmatched_old:
-            unmatched_new.remove(i)
-            unmatched_old.remove(j)
+            del unmatched_new[i], unmatched_old[j]
+
+
+def _pair_grown(new: Census, old: Census, words_new: list[frozenset[str]], words_old: list[frozenset[str]],
+                unmatched_new: dict[int, None], unmatched_old: dict[int, None]) -> None:
+    """Pair sites of the same file, most contained first, when the smaller one's words (at least
+    ``GROWN_WORDS`` of them) are nearly all (``GROWN_SHARE``) in the larger one's. The smaller
+    one's rarest words are looked up in an index of the other side's words (prefix filtering)."""
+    frequency: dict[str, int] = {}
+    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+
+    def prefix(words: frozenset[str]) -> list[str]:
+        ordered = sorted(words, key=lambda word: (frequency[word], word))
+        return ordered[:len(ordered) - math.ceil(GROWN_SHARE * len(ordered) - 1e-9) + 1]
+
+    def indexed(sites: list[CountedSite], words: list[frozenset[str]], which: dict[int, None]
+                ) -> dict[tuple[str, str], list[int]]:
+        index: dict[tuple[str, str], list[int]] = {}
+        for k in which:
+            for word in words[k]:
+                index.setdefault((sites[k].site.file, word), []).append(k)
+        return index
+
+    by_old, by_new = indexed(old.sites, words_old, unmatched_old), indexed(new.sites, words_new, unmatched_new)
+    scored: dict[tuple[int, int], float] = {}
+    for sites, side, which, other, flip in ((new.sites, words_new, unmatched_new, by_old, False),
+                                             (old.sites, words_old, unmatched_old, by_new, True)):
+        for k in which:
+            smaller = side[k]
+            if len(smaller) < GROWN_WORDS:
+                continue
+            for word in prefix(smaller):
+                postings = other.get((sites[k].site.file, word), [])
+                for m in postings if len(postings) <= COMMON_WORD_SITES else ():
+                    i, j = (m, k) if flip else (k, m)
+                    if (i, j) in scored:
+                        continue
+                    larger = words_old[j] if not flip else words_new[i]
+                    share = len(smaller & larger) / len(smaller)
+                    if share >= GROWN_SHARE and len(larger) >= len(smaller):
+                        scored[(i, j)] = share
+    for (i, j), _ in sorted(scored.items(), key=lambda item: (-item[1], item[0])):
+        if i in unmatched_new and j in unmatched_old:
+            del unmatched_new[i], unmatched_old[j]
 
 
 def _said(counted: CountedSite) -> str:
@@ -202,10 +297,5 @@ def _said(counted: CountedSite) -> str:
     return " ".join((counted.site.said or counted.site.code).lower().split())
 
 
-def _words(counted: CountedSite) -> set[str]:
-    return set(re.findall(r"\w+", f"{counted.site.said} {counted.site.code}".lower()))
-
-
-def _likeness(a: CountedSite, b: CountedSite) -> float:
-    first, second = _words(a), _words(b)
-    return len(first & second) / len(first | second) if first | second else 0.0
+def _words(counted: CountedSite) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", f"{counted.site.said} {counted.site.code}".lower()))

@@ -1,50 +1,48 @@
 """vLLM's inline XPU workarounds in one source file, read as text and syntax, never imported.
 
 A site is XPU-only code that says it is temporary or works around something. Two things are
-read from a file: what its comments and strings say (``tokenize``) and where its code runs
-only on XPU (``ast``: a platform check's branch, an XPU-only module, an XPU-named class or
-function). A comment block, docstring paragraph or logged string that names an upstream
-reference or uses the words people use for a workaround (``tracker.census.wording``) makes a
-site when
+read from a file: what its comments and strings say (``tracker.census.notes``, judged by
+``tracker.census.wording``) and where its code runs only on XPU (``tracker.census.xpu_code``).
+A comment block, docstring paragraph or logged string that names an upstream reference or uses
+the words people use for a workaround makes a site when
 
-- it is inside XPU-only code, or
-- the code it annotates holds a platform check (a comment above ``if current_platform.is_xpu():``
-  or above the ``if``/``elif`` chain that has one), or
+- it is inside XPU-only code (a comment after the last statement of a platform check's branch,
+  at its indentation, is inside it), or
+- the code it annotates holds a platform check (a comment above ``if current_platform.is_xpu():``,
+  above the ``if``/``elif`` chain that has one, or above ``x = a if current_platform.is_xpu() else b``), or
 - one of its sentences names XPU and an issue, a pull request or a version condition (a note in
   a generic Triton kernel about the XPU Triton backend).
 
 The site is the text with the code it annotates: the statements below a comment up to a blank
-line, a comment line or the end of its block (a ``def`` or ``class`` below it: only its
-header); a comment that heads a platform check's branch stands for the whole branch; a string
-for its statement. Sites that overlap are one site. Strings that an error, assertion or
-``return`` carries are what the code refuses, not a workaround, and are not read. Plain
-platform code (kernel tables, ``forward_xpu`` routing, device selection) says none of this and
-is not listed.
+line, a comment line or the end of its block (imports and blank lines right below the comment
+are passed over: the comment describes the code after them; a ``def`` or ``class`` below it:
+only its header); a comment that heads a platform check's branch, or trails the ``if`` line,
+stands for the whole branch; a string for its statement. Without any words, XPU-only code that
+rebinds an imported module's attribute (``torch.cuda.Event = torch.xpu.Event``) is a site: the
+rebindings of one function are one site, with the comment right above the first. Sites that
+overlap are one site. Strings that an error, assertion or ``return`` carries are what the code
+refuses, not a workaround, and are not read; a comment that says only what XPU has not got
+("does not support") above a table of backends is dispatch. Plain platform code (kernel
+tables, ``forward_xpu`` routing, device selection) says none of this and is not listed.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import io
-import re
-import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import NamedTuple
 
-from tracker.census import wording
+from tracker.census import notes, wording, xpu_code
+from tracker.census.files import SOURCE_LIMIT, is_xpu_module, may_hold_sites, source_files
+from tracker.census.notes import Note, Said
 
-SUMMARY_LIMIT = 160  # characters of the one-line summary
-SOURCE_LIMIT = 4 << 20  # bytes: vLLM's largest source file is under 1 MiB; a larger one is not source
 # A site with no comment (``FileScan.site_at``) is its platform check's branch when the branch is
 # at most this long, else the statement it is in.
 BRANCH_LINES = 20
-_XPU_NAME = re.compile(r"xpu", re.IGNORECASE)
 _REFUSALS = frozenset({"Raise", "Assert", "Return"})
-_STRING_TOKENS = frozenset({tokenize.STRING, *(getattr(tokenize, name) for name in ("FSTRING_MIDDLE",)
-                                               if hasattr(tokenize, name))})
 
 
 @dataclass(frozen=True)
@@ -65,48 +63,16 @@ class Site:
         return f"{self.file}:{self.line}" + (f"-{self.end_line}" if self.end_line != self.line else "")
 
 
-class _Text(NamedTuple):
-    """A comment block, a docstring paragraph or a string: its lines and what it says."""
+class _Part(NamedTuple):
+    """What one note or one patch makes, before overlapping parts are merged into sites."""
 
-    first: int
-    last: int
-    column: int
-    text: str
-    kind: str  # "comment" (alone on its lines), "trailing" (after code), "docstring", "string"
-
-
-class _Statement(NamedTuple):
-    first: int  # its first line (a decorator's, if any)
-    last: int
-    header: int  # the last line before its body (a simple statement: ``last``)
-    definition: bool  # a ``def`` or ``class``
-    kind: str  # its syntax node's name: "If", "Raise", ...
-
-
-@dataclass
-class _Structure:
-    """Where one file's code runs only on XPU, and its statements."""
-
-    whole_file: bool
-    spans: list[tuple[int, int]] = field(default_factory=list)  # branches, XPU-named classes and functions
-    checks: set[int] = field(default_factory=set)  # lines of an ``if``'s platform check
-    branches: list[tuple[int, int, int]] = field(default_factory=list)  # (check line, first body line, end)
-    statements: list[_Statement] = field(default_factory=list)
-    starts: dict[int, list[_Statement]] = field(default_factory=dict)
-
-    def holds(self, line: int) -> bool:
-        return self.whole_file or any(start <= line <= end for start, end in self.spans)
-
-    def innermost(self, line: int) -> _Statement | None:
-        holding = [s for s in self.statements if s.first <= line <= s.last]
-        return max(holding, key=lambda s: (s.first, -s.last)) if holding else None
-
-    def statement_at(self, line: int) -> tuple[int, int]:
-        """The innermost statement holding ``line``: a compound one's header only, unless ``line`` is in its body."""
-        inner = self.innermost(line)
-        if inner is None:
-            return line, line
-        return (inner.first, inner.header) if line <= inner.header else (inner.first, inner.last)
+    start: int
+    end: int
+    summary: str
+    references: tuple[str, ...]
+    said: str
+    worded: bool  # made by words (its summary wins a merge), not by a shape alone
+    docstring: int = 0  # made by a paragraph of the docstring that begins on this line
 
 
 class FileScan:
@@ -114,85 +80,181 @@ class FileScan:
 
     def __init__(self, file: str, source: str) -> None:
         self.file = file
-        self.source = source
-        self.lines = source.splitlines()
-        self._tree: ast.Module | None = None
+        self.source = notes.normalised(source)
+        self.lines = notes.lines(self.source)
 
     @functools.cached_property
-    def _structure(self) -> _Structure | None:
+    def _code(self) -> xpu_code.Code | None:
         try:
             tree = ast.parse(self.source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
+            return xpu_code.read(tree, len(self.lines), is_xpu_module(self.file), said_xpu)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # no source vLLM would ship
             return None
-        return _structure(tree, self.lines, is_xpu_module(self.file))
 
     @functools.cached_property
     def sites(self) -> list[Site]:
         if not may_hold_sites(self.file, self.source):
             return []
-        texts = [text for text in _texts(self.source, self.lines)
-                 if wording.says_workaround(text.text, message=text.kind in ("string", "docstring"))]
-        if not texts or self._structure is None:
+        said = notes.notes(self.source, self.lines)
+        code = self._code
+        if code is None:
             return []
-        structure = self._structure
-        sites = []
-        for text in texts:
-            placed = self._place(text, structure)
-            if placed is None:
-                continue
-            start, end = placed
-            inside = structure.holds(text.first)
-            checked = text.kind in ("comment", "trailing") and any(start <= line <= end for line in structure.checks)
-            if inside or checked or _names_xpu_and_reference(text.text):
-                sites.append(self._site(start, end, _summary(text.text), tuple(wording.references(text.text)),
-                                        text.text))
-        return _merged(self, sites)
+        headed = [(note, code.heads.get(note.first)) for note in said if note.kind == Note.COMMENT]
+        code.described_by_their_own([branch for note, branch in headed if branch is not None and note.last < branch.body])
+        parts = [part for note in said if (part := self._part(note, code)) is not None]
+        parts += self._patches(code, said)
+        return self._merged(parts)
 
     def site_at(self, line: int, summary: str) -> Site | None:
         """The XPU-only code at ``line`` as a site of its own, named by ``summary``, for code no
         comment marks: the platform check's branch holding it if short, else its statement; None
         when ``line`` is not in XPU-only code."""
-        structure = self._structure
-        if structure is None or not structure.holds(line):
+        code = self._code
+        if code is None or not code.holds(line):
             return None
-        branches = [(check, end) for check, _, end in structure.branches
-                    if check <= line <= end and end - check < BRANCH_LINES]
-        start, end = max(branches) if branches else structure.statement_at(line)
+        branches = [(branch.check, branch.end) for branch in code.checks.values()
+                    if branch.check <= line <= branch.end and branch.end - branch.check < BRANCH_LINES]
+        start, end = max(branches) if branches else code.statement_at(line)
         return self._site(start, end, summary, (), "")
 
-    def _place(self, text: _Text, structure: _Structure) -> tuple[int, int] | None:
-        """The lines of the site ``text`` makes; None for a string an error or a ``return`` carries."""
-        if text.kind == "docstring":
-            return text.first, text.last
-        if text.kind == "string":
-            statement = structure.innermost(text.first)
+    def _part(self, note: Said, code: xpu_code.Code) -> _Part | None:
+        """The site ``note`` makes, if it says it is a workaround and is where one can be."""
+        if not wording.says_workaround(note.text, defects=note.kind != Note.STRING, gaps=note.comment):
+            return None
+        placed = self._place(note, code)
+        if placed is None:
+            return None
+        start, end, in_branch = placed
+        inside = in_branch or code.holds(note.first)
+        checked = note.comment and code.checks_between(start, end)
+        if not (inside or checked or notes.names_xpu_and_reference(note.text)
+                or (note.comment and notes.names_xpu_and_defect(note.text))):
+            return None
+        if note.comment and wording.only_a_gap(note.text):
+            described = code.described(note.last + 1, end)
+            if described and all(statement.table for statement in described):
+                return None  # what a backend lacks, above the table that picks another: dispatch
+        return _Part(start, end, notes.summary(note.text), tuple(wording.references(note.text)), note.text, True,
+                     note.docstring)
+
+    def _place(self, note: Said, code: xpu_code.Code) -> tuple[int, int, bool] | None:
+        """The lines of the site ``note`` makes, and whether they are a platform check's branch;
+        None for a string an error or a ``return`` carries."""
+        if note.kind == Note.DOCSTRING:
+            return note.first, note.last, False
+        if note.kind == Note.STRING:
+            statement = code.statement_of(note.first)
             if statement is not None and statement.kind in _REFUSALS:
                 return None
-            return structure.statement_at(text.first)
-        if text.kind == "trailing":
-            start, end = structure.statement_at(text.first)
-            return start, max(end, text.last)
-        for check, body, branch_end in structure.branches:
-            if check < text.first and text.last < body:
-                return check, branch_end  # the comment heads a platform check's branch
-        return text.first, _paragraph_end(text, self.lines, structure)
+            return (*code.statement_at(note.first), False)
+        if note.kind == Note.TRAILING:
+            branch = code.checks.get(note.first) or code.heads.get(note.first)
+            if branch is not None:  # on the ``if`` line: the whole branch
+                return branch.check, branch.end, True
+            start, end = code.statement_at(note.first)
+            return start, max(end, note.last), False
+        branch = code.heads.get(note.first)
+        if branch is not None and note.last < branch.body:
+            return branch.check, branch.end, True  # the comment heads a platform check's branch
+        branch = self._trailed(note, code)
+        if branch is not None:
+            return branch.check, note.last, True  # after the branch's last statement, at its indentation
+        return note.first, self._paragraph_end(note, code), False
+
+    def _trailed(self, note: Said, code: xpu_code.Code) -> xpu_code.Branch | None:
+        """The branch whose last statement the comment ``note`` follows, at the branch's indentation."""
+        line = note.first - 1
+        while line > 0 and not self.lines[line - 1].strip():
+            line -= 1
+        return next((branch for branch in code.ends.get(line, []) if branch.column == note.column), None)
+
+    def _paragraph_end(self, note: Said, code: xpu_code.Code) -> int:
+        """The last line of the code a comment annotates: the lines below it up to a blank line, a
+        comment line or a line left of the comment, each statement begun there whole (a ``def`` or
+        ``class``: its header, and no further). Blank lines and imports right below the comment
+        are passed over: it describes the code that follows them."""
+        end = note.last
+        line = note.last + 1
+        leading = True
+        while line <= len(self.lines):
+            content = self.lines[line - 1]
+            stripped = content.strip()
+            if not stripped and leading:
+                line += 1
+                continue
+            if not stripped or stripped.startswith("#") or len(content) - len(content.lstrip()) < note.column:
+                break
+            begun = code.starts.get(line, [])
+            definitions = [s.header for s in begun if s.definition]
+            if definitions:
+                return max(definitions)
+            end = max([line, *(s.last for s in begun)])
+            leading = leading and bool(begun) and all(s.kind in ("Import", "ImportFrom") for s in begun)
+            line = end + 1
+        return end
+
+    def _patches(self, code: xpu_code.Code, said: list[Said]) -> list[_Part]:
+        """XPU-only code that rebinds an imported module's attribute: a site by its shape, one per
+        function (or per run of module-level statements), with the comment right above it."""
+        groups: dict[int, list[xpu_code.Patch]] = {}  # by function's first line; a module-level run: negative
+        run, previous = 0, None
+        for patch in sorted(code.patches):
+            if not code.holds(patch.first):
+                continue
+            if not patch.group:  # module level: a run of rebindings with no other statement between them
+                if previous is None or code.described(previous.last + 1, patch.first - 1):
+                    run -= 1
+                previous = patch
+            groups.setdefault(patch.group or run, []).append(patch)
+        comments = {note.last: note for note in said if note.kind == Note.COMMENT}
+        parts = []
+        for patches in groups.values():
+            start, end = min(p.first for p in patches), max(p.last for p in patches)
+            above = comments.get(start - 1)
+            targets = sorted({p.target for p in patches})
+            rebinds = f"rebinds {targets[0]}" + (f" and {len(targets) - 1} more" if len(targets) > 1 else "")
+            if above is not None:
+                parts.append(_Part(above.first, end, notes.summary(above.text),
+                                   tuple(wording.references(above.text)), above.text, False))
+            else:
+                parts.append(_Part(start, end, f"(no comment) {rebinds}", (), rebinds, False))
+        return parts
+
+    def _merged(self, parts: list[_Part]) -> list[Site]:
+        """Overlapping parts, and paragraphs of one docstring, as one site: the first worded part's
+        summary, every reference, every text."""
+        extents: dict[int, tuple[int, int]] = {}
+        for part in parts:
+            if part.docstring:
+                start, end = extents.get(part.docstring, (part.start, part.end))
+                extents[part.docstring] = (min(start, part.start), max(end, part.end))
+        parts = [part._replace(start=extents[part.docstring][0], end=extents[part.docstring][1])
+                 if part.docstring else part for part in parts]
+        sites: list[Site] = []
+        run: list[_Part] = []
+
+        def close() -> None:
+            if run:
+                chosen = next((part for part in run if part.worded), run[0])
+                references = tuple(dict.fromkeys(ref for part in run for ref in part.references))
+                said = " ".join(dict.fromkeys(part.said for part in run if part.said))
+                sites.append(self._site(run[0].start, max(part.end for part in run), chosen.summary, references,
+                                        said))
+                run.clear()
+
+        end = 0
+        for part in sorted(parts, key=lambda p: (p.start, -p.end)):
+            if run and part.start > end:
+                close()
+            end = max(end, part.end) if run else part.end
+            run.append(part)
+        close()
+        return sites
 
     def _site(self, start: int, end: int, summary: str, refs: tuple[str, ...], said: str) -> Site:
         code = " ".join(" ".join(self.lines[start - 1:end]).split())
         return Site(self.file, start, end, summary, refs, said, code)
-
-
-def is_xpu_module(file: str) -> bool:
-    """A module only XPU imports: ``xpu`` in its name or a package's (``platforms/xpu.py``, ``xpumem.py``)."""
-    parts = PurePosixPath(file).parts
-    return any(_XPU_NAME.search(part.removesuffix(".py")) for part in parts[1:])
-
-
-def may_hold_sites(file: str, content: str | bytes) -> bool:
-    """Whether a file is worth reading (its text or its bytes): only XPU-only modules and files that
-    say ``xpu`` (a platform check, an XPU-named definition, a note about XPU) can hold a site."""
-    lowered = content.lower()
-    return is_xpu_module(file) or ("xpu" in lowered if isinstance(lowered, str) else b"xpu" in lowered)
 
 
 def scan_source(file: str, source: str) -> FileScan:
@@ -200,224 +262,15 @@ def scan_source(file: str, source: str) -> FileScan:
     return FileScan(file, source)
 
 
-def source_files(root: Path) -> Iterator[tuple[str, str]]:
-    """(path in the tree, text) of every Python file under ``root/vllm``, by path; links and files
-    larger than ``SOURCE_LIMIT`` are not read."""
-    for path in sorted((root / "vllm").rglob("*.py")):
-        try:
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > SOURCE_LIMIT:
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        yield path.relative_to(root).as_posix(), data.decode("utf-8", errors="replace")
-
-
 def scan_files(files: Iterable[tuple[str, str]]) -> list[Site]:
     """Every site of ``files`` ((path, text) pairs), in their order."""
     return [site for file, source in files for site in FileScan(file, source).sites]
 
 
-def scan_tree(root: Path) -> list[Site]:
+def scan_tree(root: Path, *, skipped: Callable[[str], None] | None = None) -> list[Site]:
     """Every site under ``root/vllm`` (a source tree, an unpacked sdist or wheel), by file and line."""
-    return scan_files(source_files(root))
+    return scan_files(source_files(root, skipped=skipped))
 
 
-# ------------------------------------------------------------------ what the text says
-
-
-def _texts(source: str, lines: list[str]) -> list[_Text]:
-    """The comment blocks (consecutive comment lines), comments after code, docstring paragraphs
-    and strings of ``source``, read with ``tokenize``; none when it does not tokenize."""
-    found: list[_Text] = []
-    block: list[tuple[int, int, str]] = []
-    previous = tokenize.NEWLINE  # the significant token before, to tell a docstring from an operand
-
-    def close() -> None:
-        if block:
-            text = " ".join(" ".join(said for _, _, said in block).split())
-            found.append(_Text(block[0][0], block[-1][0], block[0][1], text, "comment"))
-            block.clear()
-
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                row, column = token.start
-                said = token.string.lstrip("#").strip()
-                if lines[row - 1][:column].strip():
-                    found.append(_Text(row, row, column, " ".join(said.split()), "trailing"))
-                elif block and row == block[-1][0] + 1:
-                    block.append((row, column, said))
-                else:
-                    close()
-                    block.append((row, column, said))
-                continue
-            if token.type in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-                if token.type != tokenize.NL:
-                    previous = token.type
-                continue
-            close()
-            if token.type in _STRING_TOKENS:
-                bare = previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
-                if bare:
-                    found += _docstring(token, lines)
-                elif previous in _STRING_TOKENS and found and found[-1].kind == "string":  # "a " "b": one string
-                    joined = found[-1]
-                    found[-1] = joined._replace(last=token.end[0], text=f"{joined.text} {_string(token).text}".strip())
-                else:
-                    found.append(_string(token))
-            previous = token.type
-    except (tokenize.TokenError, SyntaxError):
-        return []
-    close()
-    return found
-
-
-def _string(token: tokenize.TokenInfo) -> _Text:
-    body = re.sub(r"^[A-Za-z]*('''|\"\"\"|'|\")|('''|\"\"\"|'|\")$", "", token.string)
-    return _Text(token.start[0], token.end[0], token.start[1], " ".join(body.split()), "string")
-
-
-def _docstring(token: tokenize.TokenInfo, lines: list[str]) -> list[_Text]:
-    """A string standing alone as a statement, one text per paragraph, each with its own lines."""
-    texts = []
-    paragraph: list[int] = []
-    for row in [*range(token.start[0], token.end[0] + 1), 0]:
-        content = lines[row - 1].strip() if row else ""
-        if content and content.strip("'\"rbuRBUfF"):
-            paragraph.append(row)
-            continue
-        if paragraph:
-            said = " ".join(lines[at - 1] for at in paragraph).replace('"""', " ").replace("'''", " ")
-            texts.append(_Text(paragraph[0], paragraph[-1], token.start[1], " ".join(said.split()), "docstring"))
-            paragraph = []
-    return texts
-
-
-def _names_xpu_and_reference(text: str) -> bool:
-    """One sentence of ``text`` names XPU and an issue, pull request or version condition."""
-    for sentence in _sentences(text):
-        if wording.mentions_xpu(sentence) and wording.trackable(wording.references(sentence)):
-            return True
-    return False
-
-
-def _sentences(text: str) -> list[str]:
-    """``text`` split after each full stop (not after "e.g." or "i.e.")."""
-    return re.split(r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)\s+", text)
-
-
-def _summary(text: str) -> str:
-    """The sentence of ``text`` that makes it a workaround, on one line."""
-    sentences = _sentences(text)
-    chosen = next((s for s in sentences if wording.says_workaround(s)), sentences[0])
-    return chosen if len(chosen) <= SUMMARY_LIMIT else chosen[:SUMMARY_LIMIT - 3].rstrip() + "..."
-
-
-# ------------------------------------------------------------------ XPU-only code
-
-
-def _is_xpu_test(test: ast.expr) -> bool:
-    """A platform check: ``is_xpu()``, ``PlatformEnum.XPU``, ``device.type == "xpu"``,
-    ``torch.xpu.is_available()``, ``hasattr(torch, "xpu")``, a name like ``_is_xpu``."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Name) and _XPU_NAME.search(node.id):
-            return True
-        if isinstance(node, ast.Attribute) and _XPU_NAME.search(node.attr):
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() == "xpu":
-            return True
-    return False
-
-
-def _negated(test: ast.expr) -> bool:
-    """``not is_xpu()`` or ``device.type != "xpu"``: the XPU code is the ``else``."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
-    return isinstance(test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in test.ops)
-
-
-def _structure(tree: ast.Module, lines: list[str], whole_file: bool) -> _Structure:
-    """One pass over the statements; expressions are walked only for a platform check (an ``if``'s
-    test, a conditional expression in a statement that says ``xpu``)."""
-    found = _Structure(whole_file)
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        body = getattr(node, "body", None)
-        statements = [*(body if isinstance(body, list) else []), *getattr(node, "orelse", []),
-                      *getattr(node, "finalbody", [])]
-        for case in getattr(node, "cases", []):
-            statements += case.body
-        pending += [child for child in statements if isinstance(child, ast.stmt)]
-        for handler in getattr(node, "handlers", []):
-            pending += handler.body
-        decorators = getattr(node, "decorator_list", [])
-        first = min([node.lineno, *(d.lineno for d in decorators)])
-        last = node.end_lineno or node.lineno
-        header = max(node.lineno, body[0].lineno - 1) if isinstance(body, list) and body else last
-        definition = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        found.statements.append(_Statement(first, last, min(header, last), definition, type(node).__name__))
-        if definition and _XPU_NAME.search(node.name):  # type: ignore[attr-defined]
-            found.spans.append((node.lineno, last))
-        elif isinstance(node, (ast.If, ast.While)) and _is_xpu_test(node.test):
-            found.checks.update(range(node.lineno, (node.test.end_lineno or node.lineno) + 1))
-            branch = node.orelse if _negated(node.test) else node.body
-            if branch:
-                end = branch[-1].end_lineno or branch[-1].lineno
-                if branch is node.body:
-                    found.spans.append((node.lineno, end))
-                    found.branches.append((node.lineno, branch[0].lineno, end))
-                else:  # from the ``else:`` line
-                    found.spans.append(((node.body[-1].end_lineno or node.lineno) + 1, end))
-        elif not isinstance(body, list) and any("xpu" in line.lower() for line in lines[first - 1:last]):
-            _conditional_expressions(node, first, last, found)
-    found.statements.sort()
-    for statement in found.statements:
-        found.starts.setdefault(statement.first, []).append(statement)
-    return found
-
-
-def _conditional_expressions(node: ast.stmt, first: int, last: int, found: _Structure) -> None:
-    """``a if current_platform.is_xpu() else b`` in a simple statement: the statement is XPU-only code."""
-    for child in ast.walk(node):
-        if isinstance(child, ast.IfExp) and _is_xpu_test(child.test):
-            found.spans.append((first, last))
-            return
-
-
-def _paragraph_end(text: _Text, lines: list[str], structure: _Structure) -> int:
-    """The last line of the code a comment annotates: the lines below it up to a blank line, a
-    comment line or a line left of the comment, each statement begun there whole (a ``def`` or
-    ``class``: its header, and no further)."""
-    end = text.last
-    line = text.last + 1
-    while line <= len(lines):
-        content = lines[line - 1]
-        stripped = content.strip()
-        if not stripped or stripped.startswith("#") or len(content) - len(content.lstrip()) < text.column:
-            break
-        begun = structure.starts.get(line, [])
-        definitions = [s.header for s in begun if s.definition]
-        if definitions:
-            return max(definitions)
-        end = max([line, *(s.last for s in begun)])
-        line = end + 1
-    return end
-
-
-# ------------------------------------------------------------------ sites
-
-
-def _merged(scan: FileScan, sites: list[Site]) -> list[Site]:
-    """Overlapping sites as one: the first's summary, every reference."""
-    merged: list[Site] = []
-    for site in sorted(sites, key=lambda s: (s.line, -s.end_line)):
-        if merged and site.line <= merged[-1].end_line:
-            last = merged[-1]
-            refs = tuple(dict.fromkeys([*last.references, *site.references]))
-            said = last.said if site.said in last.said else f"{last.said} {site.said}"
-            merged[-1] = scan._site(last.line, max(last.end_line, site.end_line), last.summary, refs, said)
-        else:
-            merged.append(site)
-    return merged
+__all__ = ["BRANCH_LINES", "SOURCE_LIMIT", "FileScan", "Site", "is_xpu_module", "may_hold_sites", "scan_files",
+           "scan_source", "scan_tree", "source_files"]

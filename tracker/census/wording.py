@@ -3,8 +3,12 @@
 Read by ``tracker.census.scan`` on the text of one comment block, docstring paragraph or
 string. A reference is what a ``[[tracked]]`` entry can wait on or link to: ``owner/repo#N``
 (also written as a GitHub issue or pull request address, or as ``pytorch#N`` for the few
-repositories vLLM's comments name that way), any other ``https://`` address, and a
-``TODO(torch>=2.14)``-style version condition.
+repositories vLLM's comments name that way, or in words: "pytorch issue #N", "torch-xpu-ops
+issue N"), any other ``https://`` address, and a ``TODO(torch>=2.14)``-style version condition.
+Every reference is written one way, ``owner/repo#N``.
+
+Every pattern here has bounded windows (``{0,200}``, never ``*`` before a later word): a
+comment block of any length is read in time linear in its length.
 """
 
 from __future__ import annotations
@@ -20,40 +24,51 @@ SHORT_NAMES = {
     "triton": "triton-lang/triton",
     "intel-xpu-backend-for-triton": "intel/intel-xpu-backend-for-triton",
     "ipex": "intel/intel-extension-for-pytorch",
+    "torch-xpu-ops": "intel/torch-xpu-ops",
 }
 _GITHUB_ITEM = re.compile(r"https?://github\.com/(?P<owner>[A-Za-z0-9-]+)/(?P<repo>[\w.-]+)/"
-                          r"(?:issues|pull)/(?P<number>[1-9][0-9]*)(?:[/?#][^\s)\]>'\"`]*)?")
-_URL = re.compile(r"https?://[^\s)\]>'\"`]+")
+                          r"(?:issues|pull)/(?P<number>[1-9][0-9]*)(?:[/?#][^\s)\]>'\"`]{0,500})?")
+_URL = re.compile(r"https?://[^\s)\]>'\"`]{1,2000}")
 _FULL_REF = re.compile(r"(?<![\w./-])(?P<owner>[A-Za-z0-9][A-Za-z0-9-]*)/(?P<repo>[A-Za-z0-9_.-]+)#(?P<number>[1-9][0-9]*)\b")
 _SHORT_REF = re.compile(r"(?<![\w./-])(?P<name>[A-Za-z][\w.-]*)#(?P<number>[1-9][0-9]*)\b")
+# "pytorch issue #123", "torch-xpu-ops issue 456", "vllm PR #7", "pytorch/pytorch issue 8": a
+# repository named by its short or full name, then the kind of item and its number in words.
+_WORDED_REF = re.compile(r"(?<![\w./-])(?P<name>[A-Za-z][\w.-]{0,100}(?:/[A-Za-z0-9_.-]{1,100})?)[ \t]{1,3}"
+                         r"(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}:?[ \t]{0,3}(?:#[ \t]?|number[ \t]{1,3}|no\.?[ \t]{0,3})?"
+                         r"(?P<number>[1-9][0-9]{0,9})\b", re.IGNORECASE)
 _CONDITION = re.compile(r"\bTODO\(\s*(?P<condition>[A-Za-z][\w.-]*\s*(?:>=|<=|==|~=|>|<)\s*[0-9][0-9A-Za-z.]*)\s*\)")
 
-# The words of a temporary measure or a known defect: each pattern is one way people write it.
+# The words of a temporary measure (and of a known issue or limitation, which names itself as one)
+# or of a defect: each pattern is one way people write it.
 # ``until`` and ``for now`` only where they bound a measure in time, not a loop or a wait.
 _TEMPORARY = (
     r"\bwork[- ]?arounds?\b", r"\bworks? around\b", r"\bworked around\b", r"(?-i:\bWA\b)",
-    r"\bhack(?:s|y|ed)?\b", r"(?-i:\bFIXME\b)", r"\bremove (?:this |these |it |them )?(?:once|when|after|if)\b", r"\bcan be removed\b",
+    r"\bhack(?:s|y|ed)?\b", r"\bremove (?:this |these |it |them )?(?:once|when|after|if)\b", r"\bcan be removed\b",
     r"\bdrop (?:this |these |it |them )?(?:once|when|after)\b", r"\btemporar(?:y|ily)\b", r"\bfor now\b",
     r"(?<!\bwait )(?<!\bwaits )(?<!\bloop )(?<!\bblock )(?<!\bblocks )\buntil (?:the |a |an )?"
     r"(?:upstream|fix|fixed|torch|pytorch|triton|oneccl|onednn|oneapi|driver|kernels?|support|supported|"
-    r"we|it|they|xpu|intel|ipex|release|released|[\w.-]+ (?:is|are|has|have|lands?|supports?))\b",
-    r"\bnot (?:yet )?supported yet\b", r"\bnot yet supported\b", r"\bdoes(?: not|n't) (?:yet )?support\b[^.;]*\byet\b",
+    r"we|it|they|xpu|intel|ipex|release|released|[\w.-]{1,100} (?:is|are|has|have|lands?|supports?))\b",
+    r"\bnot (?:yet )?supported yet\b", r"\bnot yet supported\b", r"\bdoes(?: not|n't) (?:yet )?support\b[^.;]{0,200}\byet\b",
+    r"(?-i:\bW/A\b)", r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b",
 )
 _DEFECT = (
-    r"\bknown (?:issue|bug|problem|limitation)s?\b", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
+    r"(?-i:\bFIXME\b)", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
     r"\bprecision (?:loss|issues?|problems?)\b", r"\bcrash(?:es|ed)?\b", r"\bhangs?\b", r"\bleaks?\b",
     r"\bsegfaults?\b", r"\bmisdetect", r"\bNaN\b", r"\bgarbage values?\b",
-    r"\bnot (?:[\w-]+ ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
+    r"\bnot (?:[\w-]{1,100} ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
     r"\b(?:incorrect|wrong) (?:answers?|results?|outputs?|values?)\b", r"\binvalid memory access\b",
 )
 # What a platform has not got: a workaround in a comment on XPU-only code ("# uneven reduce_scatter is
 # not supported ..." above the padding that stands in for it), plain dispatch in a message
 # ("Flash Attention on XPU does not support float32 dtype. Falling back ...").
 _GAP = (
-    r"\bnot supported\b", r"\bunsupported\b", r"\bnot implemented\b",
+    r"\bnot supported\b", r"\bunsupported\b", r"\bnot implemented\b", r"\brejects?\b",
     r"\bdoes(?: not|n't) (?:support|accept|work|handle|implement)\b",
 )
-STRONG = re.compile("|".join((*_TEMPORARY, *_DEFECT)), re.IGNORECASE)
+_ITEM_WORD = re.compile(r"/issues/|/pull/|\b(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}:?[ \t]{0,3}#?[ \t]?[0-9]",
+                        re.IGNORECASE)
+TEMPORARY = re.compile("|".join(_TEMPORARY), re.IGNORECASE)
+DEFECT = re.compile("|".join(_DEFECT), re.IGNORECASE)
 GAP = re.compile("|".join(_GAP), re.IGNORECASE)
 XPU = re.compile(r"xpu", re.IGNORECASE)
 
@@ -75,8 +90,17 @@ def references(text: str) -> list[str]:
     rest = _FULL_REF.sub(blank, rest)
     found += [(m.start(), f"{SHORT_NAMES[m['name'].lower()]}#{m['number']}") for m in _SHORT_REF.finditer(rest)
               if m["name"].lower() in SHORT_NAMES]
+    found += [(m.start(), f"{repository}#{m['number']}") for m in _WORDED_REF.finditer(rest)
+              if (repository := _repository(m["name"])) is not None]
     found += [(m.start(), re.sub(r"\s+", "", m["condition"])) for m in _CONDITION.finditer(text)]
     return list(dict.fromkeys(ref for _, ref in sorted(found)))
+
+
+def _repository(name: str) -> str | None:
+    """``owner/repo`` for a repository written as ``owner/repo`` or by a short name; None for another word."""
+    if "/" in name:
+        return name
+    return SHORT_NAMES.get(name.lower())
 
 
 def trackable(found: list[str]) -> list[str]:
@@ -85,16 +109,32 @@ def trackable(found: list[str]) -> list[str]:
     return [ref for ref in found if not ref.startswith("http")]
 
 
-def says_workaround(text: str, *, message: bool = False) -> bool:
+def says_workaround(text: str, *, defects: bool = True, gaps: bool = True) -> bool:
     """``text`` names an issue, a pull request or a version condition, or uses the words of a
-    workaround; a ``message`` (a string the code logs or returns) only the words of a temporary
-    measure or a defect, never those of a missing feature. A plain address or a TODO alone is not enough."""
-    if STRONG.search(text) is not None:
+    temporary measure; or, where asked, of a known defect (``defects``) or of what a platform has
+    not got (``gaps``). A string the code logs reads with neither: a defect or a missing feature
+    named in a message is what a user is warned of (the consequence of a choice, a fallback), not
+    how the code works around it. A plain address or a TODO alone is not enough."""
+    if TEMPORARY.search(text) is not None:
         return True
-    named = "#" in text or "TODO(" in text or "/issues/" in text or "/pull/" in text  # most texts: no look
-    if named and trackable(references(text)):
+    if defects and DEFECT.search(text) is not None:
         return True
-    return not message and GAP.search(text) is not None
+    if names_reference(text):
+        return True
+    return gaps and GAP.search(text) is not None
+
+
+def only_a_gap(text: str) -> bool:
+    """``text`` says "workaround" only by naming what a platform has not got ("does not support"):
+    above a table of backends that is dispatch, not a workaround."""
+    return (TEMPORARY.search(text) is None and DEFECT.search(text) is None and not names_reference(text)
+            and GAP.search(text) is not None)
+
+
+def names_reference(text: str) -> bool:
+    """``text`` names an issue, a pull request or a version condition."""
+    named = "#" in text or "TODO(" in text or _ITEM_WORD.search(text) is not None  # most texts: no look
+    return named and bool(trackable(references(text)))
 
 
 def mentions_xpu(text: str) -> bool:

@@ -36,10 +36,13 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool]) -> Path:
     return into
 
 
-def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
+def members(archive: Path, wanted: Callable[[str], bool], *,
+            oversize: Callable[[str, int], None] | None = None, limit: int = FILE_LIMIT) -> Iterator[tuple[str, bytes]]:
     """(path relative to the source tree, bytes) of each ``wanted`` regular file of an sdist or
-    wheel, read within the bounds ``unpack`` keeps, in the archive's order; a path with ``..`` or
-    a leading ``/`` in it is never given."""
+    wheel, read one at a time within the bounds ``unpack`` keeps, in the archive's order; a path
+    with ``..`` or a leading ``/`` in it is never given. With ``oversize``, a wanted file over
+    ``limit`` bytes (declared or read) is passed over and ``oversize`` told its path and size,
+    instead of refusing the archive."""
     try:
         if archive.name.endswith(".whl"):
             with zipfile.ZipFile(archive) as wheel:
@@ -49,7 +52,9 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                     relative = re.sub(r"^[^/]+\.dist-info/METADATA$", "PKG-INFO", info.filename)
                     if _inside(relative) and wanted(relative) and not info.is_dir():
                         with wheel.open(info) as handle:
-                            yield relative, _read_bounded(archive, relative, handle, info.file_size)
+                            data = _read_bounded(archive, relative, handle, info.file_size, oversize, limit)
+                        if data is not None:
+                            yield relative, data
         elif archive.name.endswith((".tar.gz", ".tgz")):
             with tarfile.open(archive, "r:gz") as sdist:
                 count = total = 0
@@ -59,8 +64,10 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                     relative = member.name.partition("/")[2]
                     if member.isfile() and _inside(relative) and wanted(relative):
                         extracted = sdist.extractfile(member)
-                        if extracted is not None:
-                            yield relative, _read_bounded(archive, relative, extracted, member.size)
+                        data = None if extracted is None else _read_bounded(archive, relative, extracted,
+                                                                            member.size, oversize, limit)
+                        if data is not None:
+                            yield relative, data
         else:
             raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError) as error:
@@ -81,11 +88,16 @@ def _bounded(archive: Path, members: int, size: int) -> None:
         raise CheckInputError(f"{archive}: more than {ARCHIVE_LIMIT >> 30} GiB unpacked: not a vLLM release")
 
 
-def _read_bounded(archive: Path, relative: str, handle: IO[bytes], declared: int) -> bytes:
-    """A member's bytes, at most ``FILE_LIMIT`` of them whatever its header declares."""
-    data = handle.read(FILE_LIMIT + 1) if declared <= FILE_LIMIT else b""
-    if declared > FILE_LIMIT or len(data) > FILE_LIMIT:
-        raise CheckInputError(f"{archive}: {relative} is larger than {FILE_LIMIT >> 20} MiB: not a vLLM source file")
+def _read_bounded(archive: Path, relative: str, handle: IO[bytes], declared: int,
+                  oversize: Callable[[str, int], None] | None = None, limit: int = FILE_LIMIT) -> bytes | None:
+    """A member's bytes, at most ``limit`` of them whatever its header declares; None when it is
+    larger and ``oversize`` (told of it) passes it over."""
+    data = handle.read(limit + 1) if declared <= limit else b""
+    if declared > limit or len(data) > limit:
+        if oversize is not None:
+            oversize(relative, max(declared, len(data)))
+            return None
+        raise CheckInputError(f"{archive}: {relative} is larger than {limit >> 20} MiB: not a vLLM source file")
     return data
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from tracker.census.count import Census, compare, take
-from tracker.census.scan import may_hold_sites, source_files
+from tracker.census.files import SOURCE_LIMIT, decoded, may_hold_sites, source_files, too_large
 from tracker.model.manifest import Manifest
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
 from tracker.release.archive import declared_version, members, release_version
@@ -28,25 +28,30 @@ def wanted(relative: str) -> bool:
     return relative in _DECLARING or (relative.startswith("vllm/") and relative.endswith(".py"))
 
 
-def census_tree(manifest: Manifest, root: Path, *, label: str | None = None) -> Census:
-    """The census of the vLLM source tree at ``root`` (with ``requirements/xpu.txt`` for the pins)."""
+def census_tree(manifest: Manifest, root: Path, *, label: str | None = None, warn: Say = silent) -> Census:
+    """The census of the vLLM source tree at ``root`` (with ``requirements/xpu.txt`` for the pins);
+    ``warn`` is told of each file too large to be source, which is not read."""
     if not (root / "vllm").is_dir():
         raise CheckInputError(f"{root}: no vllm/ package in it")
     requirements = root / XPU_REQUIREMENTS
     pins = _pins(requirements.read_text(encoding="utf-8", errors="replace") if requirements.is_file() else "")
-    return take(manifest, source_files(root), release=release_version(root), source=label or str(root), pins=pins)
+    return take(manifest, source_files(root, skipped=warn), release=release_version(root), source=label or str(root),
+                pins=pins)
 
 
-def census_archive(manifest: Manifest, archive: Path) -> Census:
-    """The census of a wheel or sdist, read in memory (nothing of it written to disk): a file that
-    cannot hold a site (``may_hold_sites``) is passed on by name only, with no text."""
+def census_archive(manifest: Manifest, archive: Path, *, warn: Say = silent) -> Census:
+    """The census of a wheel or sdist, read in memory one member at a time (nothing of it written
+    to disk): a file that cannot hold a site (``may_hold_sites``) is passed on by name only, with
+    no text; one larger than a tree's files may be (``SOURCE_LIMIT``) is not read, and ``warn`` is
+    told so."""
     files: list[tuple[str, str]] = []
     declared: dict[str, str] = {}
-    for relative, data in members(archive, wanted):
+    for relative, data in members(archive, wanted, limit=SOURCE_LIMIT,
+                                  oversize=lambda relative, size: warn(too_large(relative, size))):
         if relative in _DECLARING:
             declared[relative] = data.decode("utf-8", errors="replace")
         if relative.endswith(".py") and relative.startswith("vllm/"):
-            files.append((relative, data.decode("utf-8", errors="replace") if may_hold_sites(relative, data) else ""))
+            files.append((relative, decoded(data) if may_hold_sites(relative, data) else ""))
     if not files:
         raise CheckInputError(f"{archive}: no vllm/ package in it")
     version = declared_version(declared.get("PKG-INFO"), declared.get("vllm/_version.py"))
@@ -74,6 +79,6 @@ def _one(manifest: Manifest, what: str, workdir: Path | None, progress: Say, war
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as (found, asked):
         progress(f"reading {found.name or found}")
         if found.is_dir():
-            return census_tree(manifest, found)
+            return census_tree(manifest, found, warn=warn)
         with index_answered(asked):
-            return census_archive(manifest, found)
+            return census_archive(manifest, found, warn=warn)

@@ -1,0 +1,92 @@
+"""The files of a source tree the census reads, and the text of each: strangers' files, read
+within bounds.
+
+Only the Python files under ``vllm/`` are read, each at most ``SOURCE_LIMIT`` bytes (a larger one
+is skipped and said: it is no source file of vLLM's, and reading it would cost more than the rest
+of the release). The walk keeps its own stack of folders, so a tree of any depth is walked
+without recursion, and follows no link. A file's bytes are decoded as Python decodes them: a
+UTF-8 byte-order mark or a coding declaration (PEP 263) is honoured, and bytes that do not
+decode are replaced, never a reason to skip the file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tokenize
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+
+SOURCE_LIMIT = 4 << 20  # bytes: vLLM's largest source file is under 1 MiB; a larger one is not source
+
+
+def is_xpu_module(file: str) -> bool:
+    """A module only XPU imports: ``xpu`` in its name or a package's (``platforms/xpu.py``, ``xpumem.py``)."""
+    parts = PurePosixPath(file).parts
+    return any("xpu" in part.removesuffix(".py").lower() for part in parts[1:])
+
+
+def may_hold_sites(file: str, content: str | bytes) -> bool:
+    """Whether a file is worth reading (its text or its bytes): only XPU-only modules and files that
+    say ``xpu`` (a platform check, an XPU-named definition, a note about XPU) can hold a site."""
+    lowered = content.lower()
+    return is_xpu_module(file) or ("xpu" in lowered if isinstance(lowered, str) else b"xpu" in lowered)
+
+
+def decoded(data: bytes) -> str:
+    """A Python file's text: its byte-order mark or coding declaration honoured, what does not
+    decode replaced."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding, errors="replace").removeprefix("\ufeff")
+    except (SyntaxError, LookupError):  # an unknown or contradictory declaration: read as UTF-8
+        return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def too_large(relative: str, size: int) -> str:
+    """What the census says of a file it skips for its size."""
+    return f"{relative}: {size} bytes, more than {SOURCE_LIMIT >> 20} MiB: not read (no vLLM source file is that large)"
+
+
+def source_files(root: Path, *, skipped: Callable[[str], None] | None = None) -> Iterator[tuple[str, str]]:
+    """(path in the tree, text) of every Python file under ``root/vllm``, by path; links are not
+    followed, and a file larger than ``SOURCE_LIMIT`` is not read (``skipped`` is told why)."""
+    for path, size in sorted(_python_files(root / "vllm")):
+        relative = path.relative_to(root).as_posix()
+        if size > SOURCE_LIMIT:
+            if skipped is not None:
+                skipped(too_large(relative, size))
+            continue
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(SOURCE_LIMIT + 1)
+        except OSError:
+            continue
+        if len(data) > SOURCE_LIMIT:  # grew since it was listed
+            if skipped is not None:
+                skipped(too_large(relative, len(data)))
+            continue
+        yield relative, decoded(data)
+
+
+def _python_files(top: Path) -> Iterator[tuple[Path, int]]:
+    """(path, size) of the regular ``.py`` files under ``top``, walked with a stack (no recursion,
+    whatever the depth), links neither listed nor followed."""
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
+            try:
+                status = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(status.st_mode):
+                pending.append(Path(entry.path))
+            elif stat.S_ISREG(status.st_mode) and entry.name.endswith(".py"):
+                yield Path(entry.path), status.st_size
