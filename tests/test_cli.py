@@ -195,6 +195,28 @@ def test_status_imports_no_other_commands_module_nor_the_release_check():
     assert "LOADED []" in result.stderr, result.stderr
 
 
+def test_status_converts_no_absent_value_and_imports_neither_pydantic_nor_the_patching_engine():
+    """typer 0.29 builds a pydantic TypeAdapter for every parameter it processes, a value given or
+    not: ``status --json`` processes ten, none given (docs/benchmarks.md, "status")."""
+    probe = ("import sys\nfrom tracker.commands.app import main\n"
+             "sys.argv = ['xpu-workarounds', 'status', '--json']\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print('LOADED', sorted(m for m in sys.modules if m.startswith(('pydantic', 'typer._adapters', "
+             "'tracker.api', 'tracker.engine.patching'))), file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "LOADED []" in result.stderr, result.stderr
+
+
+def test_a_value_given_is_converted_as_typer_converts_it():
+    refused = run("status", "--cluster", "--timeout", "soon")
+    assert refused.exit_code == 2
+    assert "Invalid value for '--timeout': Input should be a valid number" in refused.output
+    given = run("status", "--json", "--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.12.0")
+    assert given.exit_code == 0, given.output
+    versions = json.loads(given.stdout)["environment"]["versions"]
+    assert (versions["vllm"], versions["torch"]) == ("0.27.1", "2.12.0")
+
+
 def test_status_says_vllms_source_was_not_probed_for_a_described_vllm(tmp_path):
     # A workaround whose fix vLLM carries from 0.25.0, on a described vLLM 0.24.0 it is affected on.
     manifest = write_manifest(tmp_path / "w.toml", workaround(id="carried-later"))
