@@ -11,7 +11,7 @@ from support.manifests import workaround, write_manifest
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
-from tracker.commands.app import app
+from tracker.commands.app import COMMANDS, app
 from tracker.decision.gates import decide
 from tracker.model import reader
 from tracker.model.environment import Settings
@@ -182,17 +182,41 @@ def test_status_imports_neither_torch_nor_vllm_nor_pygithub_nor_ray():
     assert "HEAVY []" in result.stderr, result.stderr
 
 
-def test_status_imports_no_other_commands_module_nor_the_release_check():
-    """A command is loaded when it is called: ``status --json`` pays for its own imports alone."""
-    probe = ("import sys\nfrom tracker.commands.app import COMMANDS, main\n"
+def modules_after_status_json() -> list[str]:
+    """Every module in ``sys.modules`` when ``xpu-workarounds status --json`` is done, in a process of its own."""
+    probe = ("import sys\nfrom tracker.commands.app import main\n"
              "sys.argv = ['xpu-workarounds', 'status', '--json']\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "others = {module for name, (module, _) in COMMANDS.items() if name != 'status'}\n"
-             "print('LOADED', sorted(m for m in sys.modules if m in others or m.startswith(('tracker.release', "
-             "'tracker.upstream', 'tracker.retire', 'tracker.commands.upgrade', 'tracker.commands.release_cache'))), "
-             "file=sys.stderr)")
+             "print('LOADED', *sorted(sys.modules), file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert "LOADED []" in result.stderr, result.stderr
+    loaded = [line for line in result.stderr.splitlines() if line.startswith("LOADED ")]
+    assert loaded, result.stderr
+    return loaded[-1].split()[1:]
+
+
+def test_status_imports_no_other_commands_module_nor_the_release_check():
+    """A command is loaded when it is called: ``status --json`` pays for its own imports alone."""
+    others = {module for name, (module, _) in COMMANDS.items() if name != "status"}
+    assert [m for m in modules_after_status_json() if m in others or m.startswith((
+        "tracker.release", "tracker.upstream", "tracker.retire", "tracker.commands.upgrade",
+        "tracker.commands.release_cache"))] == []
+
+
+def test_status_converts_no_absent_value_and_imports_neither_pydantic_nor_the_patching_engine():
+    """typer 0.29 builds a pydantic TypeAdapter for every parameter it processes, a value given or
+    not: ``status --json`` processes ten, none given (docs/benchmarks.md, "status")."""
+    assert [m for m in modules_after_status_json() if m.startswith((
+        "pydantic", "typer._adapters", "tracker.api", "tracker.engine.patching"))] == []
+
+
+def test_a_value_given_is_converted_as_typer_converts_it():
+    refused = run("status", "--cluster", "--timeout", "soon")
+    assert refused.exit_code == 2
+    assert "Invalid value for '--timeout': Input should be a valid number" in refused.output
+    given = run("status", "--json", "--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.12.0")
+    assert given.exit_code == 0, given.output
+    versions = json.loads(given.stdout)["environment"]["versions"]
+    assert (versions["vllm"], versions["torch"]) == ("0.27.1", "2.12.0")
 
 
 def test_status_says_vllms_source_was_not_probed_for_a_described_vllm(tmp_path):

@@ -344,6 +344,45 @@ def test_plans_are_checked_against_the_manifest_however_toml_spells_it(tmp_path,
     assert not carries_out_plans(env)
 
 
+@pytest.mark.parametrize("unreadable", [
+    pytest.param(lambda raw: raw + b"\n[[workaround\n", id="not-toml"),
+    pytest.param(lambda raw: raw + b"\n# \xff\n", id="not-utf-8"),
+    pytest.param(lambda raw: raw + b"# " + b"x" * reader.LINE_LIMIT + b"\n", id="a-line-out-of-bounds"),
+    pytest.param(lambda raw: raw + b"x = { " + b" . ".join([b"a"] * (reader.KEY_PARTS_LIMIT + 1)) + b" = 1 }\n",
+                 id="a-dotted-key-out-of-bounds"),
+    pytest.param(lambda raw: raw + b"#" * reader.SIZE_LIMIT, id="too-large"),
+])
+def test_stored_plans_whose_manifest_the_replay_cannot_read_take_the_full_path(tmp_path, unreadable):
+    """docs/security.md: the manifest is read as every reader reads it, and one the replay cannot
+    read declares nothing. The record is forged to name the manifest as it is now, so that its key
+    matches and only that look-up stands between it and its plans."""
+    manifest = write_manifest(tmp_path / "workarounds.toml", workaround(id=FORCED["XPU_WORKAROUNDS_FORCE"]))
+    env, record = activation(tmp_path / "cache", **FORCED, XPU_WORKAROUNDS_MANIFEST=str(manifest),
+                             XPU_WORKAROUNDS_ASSUME="vllm==0.24.0")
+    assert carries_out_plans(env)
+    manifest.write_bytes(unreadable(manifest.read_bytes()))
+    forge(record, lambda d: d["key"].__setitem__(4, plugin.identity(str(manifest))))
+    assert plugin.matches(json.loads(record.read_text())["key"], env)
+    assert not carries_out_plans(env)
+
+
+def test_a_stored_plan_for_a_target_named_only_in_a_comment_or_a_string_is_refused(tmp_path):
+    from support.manifests import manifest_text
+
+    from tracker.runtime import record
+
+    decoy = FOREIGN["path"]
+    text = manifest_text(workaround("real-fix", targets=[{"path": "pkg.mod:A.b", "kind": "method", "params": ["self"]}],
+                                    symptom=f'fails where path = "{decoy}" is patched'))
+    text = text.replace('id = "real-fix"', f'id = "real-fix"\n# path = "{decoy}"', 1)
+    path = tmp_path / "workarounds.toml"
+    path.write_text(text, encoding="utf-8")
+    assert reader.load(path).ids == ("real-fix",)
+    key = [None, None, None, str(path), plugin.identity(str(path))]  # the parts of the key ``declared`` reads
+    assert record.declared([{"id": "real-fix", "targets": [{"path": "pkg.mod:A.b"}]}], key)
+    assert not record.declared([{"id": "real-fix", "targets": [{"path": decoy}]}], key)
+
+
 PLAN_FIELDS = st.sampled_from([("plans",), ("environment",), ("warnings",), ("strict",), ("kind",), ("plans", 0),
                                ("applied", "targets"), ("applied", "released"), ("applied", "id"),
                                ("applied", "targets", 0), ("applied", "targets", 0, "params"),

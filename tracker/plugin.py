@@ -15,7 +15,8 @@ Stdlib only, no dataclasses.
 
 - Where nothing applied (``kind: skipped``), the answer itself is replayed: the log line
   and the report. Where something applies (``kind: planned``), ``tracker.runtime.activate``
-  carries out the stored plans (``tracker.runtime.plan``): no manifest read, no decision made.
+  carries out the stored plans (``tracker.runtime.plan``): no manifest validated, no decision made
+  (the manifest is parsed only to check each plan against what it declares, ``record.declared``).
 - The key (``tracker.runtime.record.key``) is taken before a full activation reads anything
   and checked again (``matches``) before its answer is stored; a later process takes the
   cheap part (``head``) afresh and looks at each file and directory the rest lists again

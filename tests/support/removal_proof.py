@@ -45,7 +45,7 @@ NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 READS_SHIPPED = (
     "tests/test_census.py", "tests/test_census_releases.py", "tests/test_check.py", "tests/test_cli.py",
     "tests/test_cli_conventions.py", "tests/test_cluster_status.py", "tests/test_code_quality.py",
-    "tests/test_decision.py", "tests/test_declared.py", "tests/test_fastpath.py", "tests/test_hostile_cli.py",
+    "tests/test_decision.py", "tests/test_fastpath.py", "tests/test_hostile_cli.py",
     "tests/test_hostile_files.py", "tests/test_hostile_manifest.py", "tests/test_lint.py", "tests/test_manifest.py",
     "tests/test_manifest_discovery.py", "tests/test_metrics.py", "tests/test_plugin.py",
     "tests/test_release_sources.py", "tests/test_removal_proof.py", "tests/test_retire_removal.py",

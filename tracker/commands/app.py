@@ -7,25 +7,27 @@ torch, vLLM nor PyGithub. GitHub code is imported only by the commands that talk
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import signal
 import sys
-from collections.abc import Iterator, MutableMapping
 from typing import Annotated, Any
 
 import typer
 import typer.main
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 import tracker
 from tracker.commands import completion, context
 from tracker.commands.context import ManifestOption
 from tracker.model.vocabulary import ExitCode
 
-try:  # typer 0.2x carries its own copy of click, whose exceptions its commands raise
+try:  # typer 0.2x carries its own copy of click, whose classes its commands are
+    import typer._click as click
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - older typer runs on click itself
+    import click  # type: ignore[no-redef]
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 # Each command by name: its module and function, in the order help lists them. A module is imported
@@ -45,44 +47,82 @@ COMMANDS = {
 _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
-class CommandTable(MutableMapping[str, Any]):
-    """click's table of a group's commands, each imported and built the first time it is looked up
-    (click's lazily loaded group): listing names imports nothing."""
+def _plain_values(params: list[Any]) -> list[Any]:
+    """``params``, each of typer's parameters given a coercion that returns an absent value (None;
+    ``()`` where it takes several) as typer's does, without building anything, and builds typer's
+    own (``typer._coercion.build_runtime_param``) the first time a value is given.
 
-    def __init__(self, commands: dict[str, tuple[str, str]]) -> None:
-        self.commands = dict(commands)
-        self.built: dict[str, Any] = {}
+    typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter it processes, absent or not,
+    and imports pydantic's validation machinery to do so: most of what ``status --json`` cost beyond
+    importing typer and pydantic (docs/benchmarks.md), for ten parameters none of which had a value.
+    A parameter whose typer keeps its coercion elsewhere (a later typer) is left as typer made it."""
+    for param in params:
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+            param._runtime_param = _FirstValue()
+    return params
 
-    def __getitem__(self, name: str) -> Any:
-        if name not in self.built:
-            module, function = self.commands[name]  # KeyError: no such command
-            single = typer.Typer(add_completion=False, context_settings=_SETTINGS, pretty_exceptions_enable=False,
-                                 rich_markup_mode=None)
-            single.command(name)(getattr(importlib.import_module(module), function))
-            self.built[name] = typer.main.get_command(single)
-        return self.built[name]
 
-    def __setitem__(self, name: str, command: Any) -> None:
-        self.built[name] = command
-        self.commands.setdefault(name, ("", ""))
+class _FirstValue:
+    """typer's coercion of one parameter (``RuntimeParam.coerce``), built when a value comes."""
 
-    def __delitem__(self, name: str) -> None:
-        del self.commands[name]
-        self.built.pop(name, None)
+    def __init__(self) -> None:
+        self.built: Any = None
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.commands)
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:
+            return () if param.multiple or param.nargs == -1 else None
+        if self.built is None:
+            from typer._coercion import build_runtime_param
 
-    def __len__(self) -> int:
-        return len(self.commands)
+            self.built = build_runtime_param(param.type_descriptor)
+        return self.built.coerce(value, param=param, ctx=ctx)
+
+
+class PlainValuesCommand(TyperCommand):
+    """One command, its parameters' values converted as ``_plain_values`` says."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _plain_values(super().get_params(ctx))
 
 
 class LazyGroup(TyperGroup):
-    """The program's group, its commands loaded when called (``CommandTable``)."""
+    """The program's group through click's documented hooks for lazily loaded subcommands
+    (``list_commands``, ``get_command``): a command's module is imported and its command built the
+    first time it is asked for, so that listing names imports nothing and a command pays for its
+    own parameters alone; the group's own parameters, and each command's, as ``_plain_values`` says."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = CommandTable(COMMANDS)
+        self.built: dict[str, click.Command] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self.built:
+            module, function = COMMANDS[cmd_name]
+            single = typer.Typer(add_completion=False, context_settings=_SETTINGS, pretty_exceptions_enable=False,
+                                 rich_markup_mode=None)
+            single.command(cmd_name, cls=PlainValuesCommand)(getattr(importlib.import_module(module), function))
+            self.built[cmd_name] = typer.main.get_command(single)
+        return self.built[cmd_name]
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _plain_values(super().get_params(ctx))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                              list[str]]:
+        """typer suggests a close name for a mistyped command from the group's ``commands`` mapping,
+        which these hooks leave empty: the same suggestion, from ``list_commands``."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click_errors.UsageError as error:
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx)) if self.suggest_commands and args else []
+            if close:
+                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
 
 
 app = typer.Typer(

@@ -14,12 +14,15 @@ release's own tree with ``carried_fix(w, root)``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tracker.api import Finding
 from tracker.decision.gates import Decision
 from tracker.engine import source
 from tracker.model.manifest import SourceMarker, UpstreamRef, Workaround
 from tracker.model.vocabulary import Choice, DecidedBy, Reason, Role
+
+if TYPE_CHECKING:
+    from tracker.api import Finding
 
 
 def markers(w: Workaround) -> list[tuple[UpstreamRef, SourceMarker]]:
@@ -40,6 +43,8 @@ def carried_fix(w: Workaround, root: Path | None = None) -> tuple[bool, Finding 
             found = (source.contains(node, marker.contains) if marker.contains is not None
                      else source.declares(node, marker.declares or ""))
             if found:
+                from tracker.api import Finding  # the patching engine it brings: not for a status that finds nothing
+
                 return True, Finding(Reason.VLLM_CARRIES_FIX, f"{target.qualname} already carries {ref.ref}'s fix "
                                                          f"({marker} is in its source); nothing to do.")
     return read, None

@@ -12,8 +12,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tracker.model.document import Unreadable, declared_targets, parse
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, Platform, is_id
-from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir, read_regular
+from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
 from tracker.plugin import (
     _OWN_KEYS,
     KEY_METADATA,
@@ -135,15 +136,12 @@ def declared(plans: list[dict[str, Any]], key: list[Any]) -> bool:
     it would patch is one that workaround declares: a record someone else wrote can then make a
     process patch nothing the manifest does not ask for. ``key`` already matches this process
     (the manifest is the file it was, ``plugin.matches``, and a plan is stored only from a valid
-    one); its text is read by ``tracker.model.declared``, which the tests hold to the reader."""
-    from tracker.model.declared import declared_targets
-
-    manifest, size = key[3], key[4][2]
+    one); the manifest is read as every reader reads it (``tracker.model.document``: within
+    bounds, by ``tomllib``), and one it cannot read declares nothing."""
     try:
-        text = read_regular(manifest, size + 1).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        targets = declared_targets(parse(key[3]).data)
+    except Unreadable:
         return False
-    targets = declared_targets(text)
     return all(plan["id"] in targets and targets[plan["id"]].issuperset(step["path"] for step in plan["targets"])
                for plan in plans)
 
