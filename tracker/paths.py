@@ -1,4 +1,5 @@
-"""Where things are: the shipped manifest, the per-user cache directory, and safe file I/O.
+"""Where things are: the shipped manifest, the per-user cache directory, safe file I/O, and when
+a process started (``/proc``).
 
 Stdlib only (``platformdirs`` is imported only off Linux, or when neither
 ``XDG_CACHE_HOME`` nor ``HOME`` is usable): the plugin's fast path imports this
@@ -218,3 +219,14 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o600,
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def process_started(pid: int | str = "self") -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (``/proc/<pid>/stat``'s 22nd field,
+    counted after the command name, which may hold spaces and parentheses); None where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            fields = stream.read(4096)
+        return int(fields[fields.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None

@@ -46,6 +46,7 @@ from tracker.paths import (
     cache_dir,
     path_directories,
     private_dir,
+    process_started,
     read_private,
     shipped_manifest,
 )
@@ -403,17 +404,6 @@ def report() -> dict[str, Any]:
     assert replayed is not None
     return {"schema": replayed["schema"], "pid": os.getpid(), "process": process_role(), "parent": os.getppid(),
             "started": process_started(), **replayed}
-
-
-def process_started(pid: int | str = "self") -> int | None:
-    """When process ``pid`` started, in clock ticks after boot (``/proc/<pid>/stat``'s 22nd field,
-    counted after the command name, which may hold spaces and parentheses); None where /proc does not say."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stream:
-            fields = stream.read(4096)
-        return int(fields[fields.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def write_report(directory: str, document: Mapping[str, Any] | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from tracker.plugin import process_started
+from tracker.paths import process_started
 from tracker.runtime.reports import EnvironmentReport, ProcessReport, ToolReport, WorkaroundReport
 
 ENVIRONMENT: EnvironmentReport = {"platform": "xpu", "platform_source": "override",

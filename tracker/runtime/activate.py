@@ -8,11 +8,10 @@ place gating lives: the version gates, then the source probe, which may only tur
 process made on the same inputs, they are carried out without the first four steps,
 which this module imports only when it needs them.
 
-Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the
-platform only when vLLM is already imported, and imports a workaround module only
-when that workaround is to be applied, and then only once one of its targets' modules
-is imported (``_defer``): a process that never imports a target (vLLM's front end never
-imports the worker's modules) never imports the module that would patch it.
+Imports nothing heavy: no CLI, no GitHub, no catalogue. It asks vLLM for the platform only when
+vLLM is already imported, and imports a workaround module only when that workaround is to be
+applied, and then only once one of its targets' modules is imported (``_defer``): a process that
+never imports a target (vLLM's front end never imports the worker's modules) never imports it.
 
 ``report()`` (and ``XPU_WORKAROUNDS_REPORT=DIR`` -> ``DIR/<pid>.json``, rewritten when a
 waiting target is patched on import, and written by forked children too)::
@@ -53,6 +52,7 @@ from tracker import plugin
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
+from tracker.paths import process_started
 from tracker.runtime import StrictModeError
 from tracker.runtime.plan import Plan
 
@@ -373,7 +373,7 @@ def report() -> ProcessReport:
             "pid": os.getpid(),
             "process": plugin.process_role(),
             "parent": os.getppid(),
-            "started": plugin.process_started(),
+            "started": process_started(),
             "environment": cast("EnvironmentReport", dict(_state.environment)) if _state.environment is not None else None,
             "tool": cast("ToolReport", dict(_state.tool)) if _state.tool is not None else None,
             "warnings": list(_state.warnings),

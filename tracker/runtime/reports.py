@@ -197,7 +197,7 @@ def running(report: ProcessReport) -> bool:
     user's counts) and, where the report records when its writer started, started then: a pid
     the kernel has since given to another process is not the writer. A report without a start
     (an earlier version's, or no ``/proc``) is judged by its pid alone."""
-    from tracker.plugin import process_started
+    from tracker.paths import process_started
 
     pid = report["pid"]
     if not _pid(pid):
