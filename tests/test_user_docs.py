@@ -142,3 +142,9 @@ def test_every_vllm_release_the_docs_name_is_one_that_exists():
     named = {(page.name, version) for page in PAGES
              for version in re.findall(r"\bvllm==(\d+\.\d+\.\d+)\b", page.read_text(encoding="utf-8"))}
     assert named and not {(page, version) for page, version in named if version not in ALL_RELEASES}
+
+
+def test_the_readme_is_a_front_door_under_250_lines():
+    # Details live in docs/: README says what the tool is, how to install and run it, and where to read on.
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 250, f"README.md has {len(lines)} lines: move details into docs/"
