@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.manifests import SUPPORT, workaround
 
 from tracker.model import reader
 from tracker.model.declared import declared_targets
+
+pytestmark = pytest.mark.reads_shipped
 
 DECOY = "os:system"  # a path no generated workaround declares: reported, it would be patched
 DECOY_LINES = ("[[workaround]]", 'id = "decoy-fix"', f'path = "{DECOY}"', "[[workaround.targets]]",
