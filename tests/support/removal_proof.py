@@ -45,12 +45,12 @@ def _git_files(root: Path, *which: str) -> list[str]:
 
 def changed(root: Path = ROOT) -> tuple[set[str], set[str]]:
     """What a removal can change in ``root`` (absolute paths): the manifest, the catalogue, README and
-    every file a workaround owns, tracked by git or not; and the workarounds' module names."""
+    every file a workaround owns, tracked by git or not (git may not be on PATH); and the workarounds' module names."""
     try:
         workarounds = reader.load(root / MANIFEST_PATH).workarounds
     except ManifestError:  # the tests that lint it say what is wrong
         workarounds = ()
-    files = _git_files(root, "--cached", "--others", "--exclude-standard")
+    files = [path.relative_to(root).as_posix() for path in (*(root / "workarounds").rglob("*"), *(root / "tests").rglob("*"))]
     owned = {path for w in workarounds for path in owned_paths(w, files)}
     return {str(root / path) for path in {MANIFEST_PATH, DOCS_PATH, README, *owned}}, {w.module for w in workarounds}
 
