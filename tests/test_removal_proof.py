@@ -42,8 +42,9 @@ def proofs(request):
 
 
 def failures(result: subprocess.CompletedProcess[str]) -> str:
-    """pytest's report of each failure, and the end of stderr."""
-    return result.stdout[result.stdout.find("= FAILURES ="):][-6000:] + result.stderr[-2000:]
+    """pytest's report of each error and failure, and the end of stderr."""
+    start = min((at for at in (result.stdout.find("= ERRORS ="), result.stdout.find("= FAILURES =")) if at >= 0), default=0)
+    return result.stdout[start:][-6000:] + result.stderr[-2000:]
 
 
 @pytest.mark.removal_proof
