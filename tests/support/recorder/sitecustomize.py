@@ -5,8 +5,10 @@ The removal proof runs only the tests marked ``reads_shipped`` on each removal's
 module sees whether it does. The session calls ``record``; its child processes run this module at
 start-up as their ``sitecustomize`` (its directory goes first on their ``PYTHONPATH``) and record
 into the same log while ``REMOVAL_PROOF_READS`` names it: not an ``XPU_WORKAROUNDS_*`` variable,
-which tests clear from their children's environment. Standard library modules that Python has
-already imported at start-up only: a test that lists a child's modules sees the same ones.
+which tests clear from their children's environment. Not seen: a child whose PYTHONPATH a test
+replaces (the wheel's and vLLM's tests, marked anyway) and programs that are not Python (git).
+Standard library modules that Python has already imported at start-up only: a test that lists a
+child's modules sees the same ones.
 """
 
 from __future__ import annotations
