@@ -4,7 +4,9 @@ and small real packages on sys.path."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,49 +26,48 @@ from tracker.model import reader
 os.environ.setdefault(tracker.GITHUB_WRITE_INTERVAL, "0")
 
 # The markers of the tests that start vLLM, start Ray or download releases (pyproject.toml).
-SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")
+SLOW = removal_proof.SLOW
 
 
-def _rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("removal_proof"):
-        return 2
-    return 1 if any(item.get_closest_marker(marker) for marker in SLOW) else 0
+def pytest_configure(config: pytest.Config) -> None:
+    """Every test that reads what a removal changes without the ``reads_shipped`` marker fails
+    (tests/support/removal_proof.py ``Catch``)."""
+    directory = tempfile.mkdtemp(prefix="removal-proof-reads-")
+    config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
+    config.pluginmanager.register(removal_proof.Catch(Path(directory)), "removal-proof-catch")
+
+
+def _rank(item: pytest.Item) -> tuple[bool, bool, bool]:
+    return (bool(item.get_closest_marker("removal_proof")), any(item.get_closest_marker(marker) for marker in SLOW),
+            bool(item.get_closest_marker(removal_proof.MARKER)))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, then the slow ones, then the removal proof's (each group in its
-    usual order): meanwhile, in the background, what the slow tests need is built and the
-    removal proof's copies run (``pytest_runtestloop``)."""
+    """The fast tests first, the unmarked before the ``reads_shipped`` ones (what those leave in the
+    process is not read by a test that must not read it), then the slow ones, then the removal
+    proof's (each group in its usual order): meanwhile, in the background, what the slow tests
+    need is built (``pytest_runtestloop``)."""
     items.sort(key=_rank)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
-    """Starts, with the session's tests, the work they will wait for: the cached environments
-    and downloads the selected slow tests ask for (tests/support/vllm_harness.py ``prebuild``)
-    and the removal proof's copies (tests/support/removal_proof.py), each in processes of its
-    own; the machine's two cores stay busy while one test process runs."""
+    """Starts, with the session's tests, the cached environments and downloads the selected slow
+    tests ask for (tests/support/vllm_harness.py ``prebuild``), in processes of their own: the
+    machine's two cores stay busy while one test process runs."""
     items = session.items
-    if session.config.option.collectonly:
-        return (yield)
     slow = {marker for item in items for marker in SLOW if item.get_closest_marker(marker)}
-    prebuilt = None
-    if slow:
-        uses = {name for item in items for name in getattr(item, "fixturenames", ())}
-        ray_nodes = "ray_cluster" in slow
-        prebuilt = vllm_harness.prebuild(e2e="e2e_venv" in uses, ray_site=ray_nodes and "e2e_venv" in uses,
-                                         bare_ray=ray_nodes, releases="release_matrix" in slow, needed=check_needed())
-    proved = removal_proof.selected(items)
-    if proved:
-        session.config.stash[removal_proof.STARTED] = removal_proof.Proofs(proved)
+    if session.config.option.collectonly or not slow:
+        return (yield)
+    uses = {name for item in items for name in getattr(item, "fixturenames", ())}
+    ray_nodes = "ray_cluster" in slow
+    prebuilt = vllm_harness.prebuild(e2e="e2e_venv" in uses, ray_site=ray_nodes and "e2e_venv" in uses,
+                                     bare_ray=ray_nodes, releases="release_matrix" in slow, needed=check_needed())
     try:
         return (yield)
     finally:
-        if proved:
-            session.config.stash[removal_proof.STARTED].close()
-        if prebuilt is not None:
-            prebuilt.shutdown(wait=True, cancel_futures=True)
+        prebuilt.shutdown(wait=True, cancel_futures=True)
 
 
 def check_needed() -> set[str]:

@@ -14,6 +14,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
 from support import terminal
 from support.manifests import write_manifest
 from support.package_index import VERSION, pip_environment
@@ -25,6 +26,8 @@ from tracker.census.count import compare
 from tracker.commands.app import app
 from tracker.model import reader
 from tracker.release.census import census_tree
+
+pytestmark = pytest.mark.reads_shipped
 
 XPU_PINS = "torch==2.15.0+xpu\nvllm-xpu-kernels==0.1.17\n"
 STATIC_LAUNCHER = {"id": "vllm-static-launcher-off", "title": "vLLM switches the static launcher off",

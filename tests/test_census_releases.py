@@ -27,7 +27,7 @@ from tracker.commands.app import app
 from tracker.model import reader
 from tracker.release.census import census_tree
 
-pytestmark = pytest.mark.release_matrix
+pytestmark = [pytest.mark.release_matrix, pytest.mark.reads_shipped]
 
 MANIFEST = reader.load()
 # Consecutive releases: the pairs --since is checked across.

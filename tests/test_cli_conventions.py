@@ -20,6 +20,8 @@ from tracker.commands.app import COMMANDS, app
 from tracker.model import reader
 from tracker.model.vocabulary import ExitCode
 
+pytestmark = pytest.mark.reads_shipped
+
 CLEAN_ENV = {name: None for name in ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE",
                                      "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
                                      "NO_COLOR", "FORCE_COLOR")}

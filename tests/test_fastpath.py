@@ -20,6 +20,8 @@ from tracker.model import reader
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate
 
+pytestmark = pytest.mark.reads_shipped
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROCESS = (

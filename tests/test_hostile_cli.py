@@ -33,6 +33,8 @@ from tracker.model import reader
 from tracker.release import archive
 from tracker.retire.bot import check_repository
 
+pytestmark = pytest.mark.reads_shipped
+
 # Documented exit codes (docs/commands.md, "Exit codes"); 2 is also every usage error.
 EXITS = {"status": {0, 2}, "explain": {0, 2}, "lint": {0, 1, 2}, "docs": {0, 2}, "upstream": {0, 2, 4},
          "retire": {0, 2, 3, 4}}

@@ -8,6 +8,8 @@ import pytest
 
 from tracker.commands.lint import protocol_problems
 
+pytestmark = pytest.mark.reads_shipped
+
 GOOD = '''
     """``Symptom`` a user saw."""
 

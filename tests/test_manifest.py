@@ -14,6 +14,8 @@ from tracker.commands.lint import lint
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 
+pytestmark = pytest.mark.reads_shipped
+
 SHIPPED = reader.default_path()
 # The cases edit the frozen manifest (the shipped one of 2026-12-04), whose text no retirement removes.
 TEXT = FROZEN_MANIFEST.read_text(encoding="utf-8")

@@ -11,9 +11,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from support import terminal
 
 from tracker.model import reader
+
+pytestmark = pytest.mark.reads_shipped
 
 SHIPPED = reader.default_path()
 

@@ -9,11 +9,14 @@ import subprocess
 import sys
 from importlib import metadata
 
+import pytest
 from support.manifests import workaround, write_manifest
 
 import tracker
 import tracker.plugin
 from tracker.model import reader
+
+pytestmark = pytest.mark.reads_shipped
 
 HEAVY = ("typer", "github", "torch", "vllm", "tracker.commands", "tracker.model.catalogue", "tracker.upstream",
          "tracker.upstream.client", "requests", "prometheus_client", "tracker.runtime.metrics")

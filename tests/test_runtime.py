@@ -17,6 +17,8 @@ import tracker
 from tracker import runtime
 from tracker.model import reader
 
+pytestmark = pytest.mark.reads_shipped
+
 PP_HANDLER = """
     class PPHandler:
         def __init__(self, main_stream):

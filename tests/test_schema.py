@@ -28,6 +28,8 @@ from tracker.commands.lint import lint
 from tracker.model import reader, schema
 from tracker.retire.removal import remove_entry
 
+pytestmark = pytest.mark.reads_shipped
+
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = reader.default_path()
 COMMITTED = ROOT / schema.FILE_NAME

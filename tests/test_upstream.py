@@ -20,6 +20,8 @@ from tracker.model import reader
 from tracker.upstream.errors import GitHubUnavailable
 from tracker.upstream.settings import ClientSettings
 
+pytestmark = pytest.mark.reads_shipped
+
 TOKEN = "ghp_testtoken0123456789"
 PULL = "/repos/<owner>/<repo>/pulls/<int:number>"
 ISSUE = "/repos/<owner>/<repo>/issues/<int:number>"

@@ -2,7 +2,7 @@
 one of 2026-12-04), against the stand-in GitHub server seeded with the real history of every
 reference (tests/support/upstream_history.py). Nothing here reads the shipped manifest (that its
 references are in the history is tests/test_upstream.py's), so a removal cannot change what this
-file finds: the removal proof's copies skip it (tests/support/removal_proof.py ``FROZEN_ONLY``)."""
+file finds: it carries no ``reads_shipped`` marker, and the removal proof's copies skip it."""
 
 from __future__ import annotations
 
@@ -91,17 +91,23 @@ def test_an_issue_reference_is_followed_open_or_closed_and_answered_offline_from
     assert refs["intel/torch-xpu-ops#4600"]["state"] == "closed" and "commit" not in refs["intel/torch-xpu-ops#4600"]
 
 
+# The frozen workarounds' inline audit at vLLM 0.34.0 (which pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU).
+INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
+                       "cuda-event-redirect": False, "cudagraph-profile-skip": False, "pp-broadcast-sync": False}
+INLINE_PARTLY_DEAD_AT_0_34 = {"event-blocking-kwarg"}
+
+
 def test_upstream_inline_audit_names_the_vllm_workarounds_dead_at_vllm_0_34_0(github, tmp_path):
     result = run(github, tmp_path, "--json", "--refresh")
 
     audit = [item for item in json.loads(result.stdout)["inline_audit"]
              if item["vllm_ref"] == "v0.34.0" and not item["tracked"]]
-    assert {item["workaround"]: item["dead"] for item in audit} == upstream_history.INLINE_DEAD_AT_0_34
+    assert {item["workaround"]: item["dead"] for item in audit} == INLINE_DEAD_AT_0_34
     by_id = {item["workaround"]: item for item in audit}
     assert by_id["static-launcher-uva"]["evidence"] == (
         "vLLM pins torch 2.15.0 for XPU at vLLM 0.34.0; pytorch/pytorch#188240 is in torch 2.14.0.")
     assert "vllm-xpu-kernels 0.1.17" in by_id["uva-view-unpinned"]["evidence"]
-    assert {item["workaround"] for item in audit if item["partial"]} == upstream_history.INLINE_PARTLY_DEAD_AT_0_34
+    assert {item["workaround"] for item in audit if item["partial"]} == INLINE_PARTLY_DEAD_AT_0_34
     assert "still rejects the external keyword" in by_id["event-blocking-kwarg"]["evidence"]
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from support.vllm_harness import CPU_INDEX
 
+pytestmark = pytest.mark.reads_shipped
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
 ACTION = ROOT / "action.yml"

@@ -3,8 +3,8 @@
 ``frozen()`` is the stand-in for this project on the stand-in GitHub: this project's layout
 with the manifest frozen in ``tests/fixtures/frozen_repository/workarounds.toml`` (the
 shipped one of 2026-12-04, whose references ``support/upstream_history.py`` seeds). Tests
-that name workarounds (``static-launcher-uva``, ``cudagraph-profile-skip``) name the frozen
-ones, so retiring a shipped workaround never breaks them. Each frozen workaround gets a
+that name workarounds name the frozen ones and read nothing a removal changes, so retiring a
+shipped workaround never breaks them. Each frozen workaround gets a
 stand-in module that passes ``lint`` and a test file, both following the ownership
 convention (tracker/retire/removal.py); the catalogue and README's symptom table are generated
 from the frozen manifest; the rest of the project (``tracker/``, workflows) is this checkout's,
@@ -32,8 +32,8 @@ from tracker.retire import DOCS_PATH, MANIFEST_PATH
 ROOT = Path(__file__).resolve().parents[2]
 FROZEN = ROOT / "tests" / "fixtures" / "frozen_repository"
 FROZEN_MANIFEST = FROZEN / MANIFEST_PATH
-# What frozen() takes from the frozen fixture, not from this checkout.
-_NOT_FROM_THE_CHECKOUT = ("workarounds/", "tests/", MANIFEST_PATH, DOCS_PATH)
+# What frozen() takes from the frozen fixture, not from this checkout (nor reads there).
+_NOT_FROM_THE_CHECKOUT = ("workarounds/", "tests/", MANIFEST_PATH, DOCS_PATH, "README.md")
 
 
 @contextlib.contextmanager
@@ -59,10 +59,13 @@ def tracked_paths(root: Path = ROOT) -> list[str]:
     return [name for name in listed.decode().split("\0") if name]
 
 
-def checkout() -> dict[str, str]:
-    """Every tracked text file of this checkout, as it is in the working tree."""
+def checkout(leaving: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every tracked text file of this checkout, as it is in the working tree, but those whose
+    path starts with one of ``leaving`` (not read)."""
     files = {}
     for name in tracked_paths():
+        if name.startswith(leaving):
+            continue
         try:
             files[name] = (ROOT / name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -72,7 +75,7 @@ def checkout() -> dict[str, str]:
 
 def frozen() -> dict[str, str]:
     """The frozen repository (module docstring): its manifest, modules, tests and catalogue."""
-    files = {name: text for name, text in checkout().items() if not name.startswith(_NOT_FROM_THE_CHECKOUT)}
+    files = checkout(leaving=_NOT_FROM_THE_CHECKOUT)
     text = FROZEN_MANIFEST.read_text(encoding="utf-8")
     manifest = reader.load(FROZEN_MANIFEST)
     files[MANIFEST_PATH] = text

@@ -13,7 +13,8 @@ fixes merged after the cut by cherry-pick; pytorch's merge bot lands PRs (GitHub
 them closed); vllm-xpu-kernels ships #513 by cherry-pick on ``releases/v0.1.13``.
 
 ``seed(server)`` builds it; ``EXPECTED`` is what `upstream` must report for it, written
-from those facts (not computed), and ``INLINE_DEAD_AT_0_34`` the inline audit at v0.34.0.
+from those facts (not computed), and ``TRACKED_DEAD_AT_0_34`` the audit of the [[tracked]] entries
+at v0.34.0 (tests/test_upstream_cli.py holds the workarounds' audit there: it names them).
 """
 
 from __future__ import annotations
@@ -118,11 +119,8 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "intel/intel-xpu-backend-for-triton#8121": ("open", None),  # an issue, labelled vllm and tests: vllm
     "intel/intel-xpu-backend-for-triton#6758": ("merged", None),  # triton is no component: no release
 }
-# vLLM 0.34.0 pins torch 2.15.0 and vllm-xpu-kernels 0.1.17 for XPU.
-INLINE_DEAD_AT_0_34 = {"static-launcher-uva": True, "uva-view-unpinned": True, "event-blocking-kwarg": False,
-                       "cuda-event-redirect": False, "cudagraph-profile-skip": False, "pp-broadcast-sync": False}
-INLINE_PARTLY_DEAD_AT_0_34 = {"event-blocking-kwarg"}
-# vLLM's own inline workarounds ([[tracked]]) at v0.34.0: census, "waits on".
+# vLLM's own inline workarounds ([[tracked]]) at v0.34.0 (which pins torch 2.15.0 and vllm-xpu-kernels
+# 0.1.17 for XPU): census, "waits on".
 TRACKED_DEAD_AT_0_34 = {"vllm-static-launcher-off", "vllm-ec-uint64-pointers"}
 TRACKED_PARTLY_DEAD_AT_0_34 = {"vllm-uva-view-unpinned", "vllm-xpu-event-keywords"}
 
