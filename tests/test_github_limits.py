@@ -72,7 +72,7 @@ def test_the_dashboard_of_thousands_of_workarounds_fits_and_counts_the_rest():
 
 
 def test_the_upstream_facts_pr_of_thousands_of_changes_fits_and_counts_the_rest():
-    changes = [FactChange("static-launcher-uva", f"pytorch/pytorch#{n}", "state", "open", "merged")
+    changes = [FactChange(MANIFEST.workarounds[0].id, f"pytorch/pytorch#{n}", "state", "open", "merged")
                for n in range(1, 3001)]
     report = Report("live", datetime(2026, 1, 5, tzinfo=UTC), [], [])
     body = texts.facts_body(changes, report, SNAPSHOT, "c" * 20)
