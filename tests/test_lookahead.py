@@ -102,6 +102,9 @@ def test_a_new_release_on_the_index_is_a_dashboard_section_with_the_workarounds_
     assert f"Inline XPU workarounds it brings since vLLM {PINNED}: 1:" in shown
     assert f"- `{SITE}:6-8` (`pytorch/pytorch#123456`): Workaround for" in shown
     assert f"Inline XPU workarounds it drops since vLLM {PINNED}: 0." in shown
+    assert (f"Not tracked, and naming an upstream reference, in vLLM {NEWEST}: 1. `xpu-workarounds census "
+            f"vllm=={NEWEST} --adopt` prints the `[[tracked]]` entries a maintainer would add for them:\n\n"
+            f"- `{SITE}:6-8` (`pytorch/pytorch#123456`): Workaround for") in shown
     # The stand-in sdists hold none of the workarounds' targets: every one is drift at the new release.
     assert "**Drift** (" in shown and "vanished" in shown
 
