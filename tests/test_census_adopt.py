@@ -158,3 +158,7 @@ def test_what_cannot_be_adopted_is_one_line_and_exit_2(tmp_path):
     (unversioned / "PKG-INFO").unlink()
     result = run("--manifest", manifest, "census", str(unversioned), "--adopt")
     assert result.exit_code == 2 and "declares no vLLM version" in result.stderr
+    misnamed = write_tree(tmp_path / "misnamed", {"vllm/my-worker.py": REFERENCED["vllm/v1/worker/xpu_worker.py"]})
+    result = run("--manifest", manifest, "census", str(misnamed), "--adopt")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "vllm/my-worker.py: a [[tracked]] entry's file is a .py path of letters" in result.stderr

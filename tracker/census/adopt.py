@@ -33,7 +33,7 @@ from tracker import one_line
 from tracker.census.count import Census, CountedSite
 from tracker.census.notes import lines as numbered_lines
 from tracker.census.wording import SHORT_NAMES
-from tracker.model.keys import REF, RELEASED_IN
+from tracker.model.keys import REF, RELEASED_IN, TRACKED_FILE
 from tracker.model.manifest import Manifest
 from tracker.model.versions import COMPONENTS
 
@@ -89,6 +89,9 @@ def adopted(census: Census, manifest: Manifest, chosen: list[tuple[str, int]] | 
     taken = {entry.id for entry in manifest.tracked}
     written = []
     for counted in sites:
+        if not TRACKED_FILE.fullmatch(counted.site.file):
+            raise NotAdoptable(f"{one_line(counted.site.file)}: a [[tracked]] entry's file is a .py path of letters, "
+                               "digits, '_' and '/' under vllm/, which this is not")
         identifier = _id(counted, taken)
         taken.add(identifier)
         entry = _entry(census, counted, identifier)
