@@ -461,6 +461,33 @@ def test_the_comment_lists_the_inline_xpu_workarounds_the_new_release_brings_and
                    "reference)"
 
 
+def test_thousands_of_new_sites_make_a_comment_within_githubs_limit_and_the_whole_list_a_summary(upgrade, tmp_path):
+    from support.fakegithub_git import BODY_LIMIT
+    from test_workflow import check_script
+
+    repo, pr, step, env = upgrade
+    good = "self, sampled_token_ids, num_sampled, num_rejected, input_batch"
+    many = "from vllm.platforms import current_platform\n" + "".join(
+        f"\n\nif current_platform.is_xpu():\n    # Remove once torch ships pytorch/pytorch#{190000 + n}\n"
+        f"    npid_{n} = 1\n" for n in range(3000))
+    vllm_sdist(tmp_path / "index", "0.25.0", good, fixed=True, more={"vllm/lora/many.py": many})
+    result = step.run(check_script(), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [body] = comments(step, pr.number)  # the stand-in refuses a longer body, as GitHub does
+    assert len(body) <= BODY_LIMIT
+    assert "vLLM's own inline XPU workarounds: 3000 new at vLLM 0.25.0, 0 gone since vLLM 0.24.0" in body
+    items = [item for item in list_items(body) if item.startswith(("new: ", "and "))]
+    shown = len(items) - 1
+    assert shown > 100 and items[-1] == (
+        f"and {3000 - shown} more new ({3000 - shown} of them not tracked and naming a reference): the whole list is "
+        "in this check's step summary; `xpu-workarounds census vllm==0.25.0 --since vllm==0.24.0` lists them")
+    assert items[0].startswith("new: `vllm/lora/many.py:4-6` Remove once torch ships pytorch/pytorch#190000")
+    assert "`xpu-workarounds census vllm==0.25.0 --adopt` prints the `[[tracked]]` entries of the 3000 new" in body
+    summary = step.summary.read_text()  # every site, in the step summary
+    assert len([item for item in list_items(summary) if item.startswith("new: ")]) == 3000
+    assert "pytorch/pytorch#192999" in summary and "pytorch/pytorch#192999" not in body
+
+
 def test_an_old_release_that_cannot_be_fetched_is_named_and_the_new_one_still_checked(upgrade, tmp_path):
     from test_workflow import check_script
 

@@ -48,12 +48,15 @@ class World:
         self.project.commit("The project, pinning vLLM", files={**frozen(), "requirements.txt": f"vllm=={PINNED}\n"})
         self.cache = tmp_path / "cache"
 
-    def run(self, *options: str, look_ahead: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(self, *options: str, look_ahead: bool = True, summary: Path | None = None
+            ) -> subprocess.CompletedProcess[str]:
         env = {key: value for key, value in os.environ.items()
                if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
         env.update({"GITHUB_API_URL": self.server.base_url, "XPU_WORKAROUNDS_GITHUB_TOKEN": TOKEN,
                     "XPU_WORKAROUNDS_CACHE_DIR": str(self.cache), **pip_environment(self.index),
                     "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL": "0"})  # the stand-in has no secondary rate limits
+        if summary is not None:
+            env["GITHUB_STEP_SUMMARY"] = str(summary)
         self.server.settle()
         self.server.reset_log()
         command = ["retire", "--open-prs", "--repo", REPOSITORY, "--no-refresh", *(["--look-ahead"] * look_ahead)]
@@ -99,6 +102,9 @@ def test_a_new_release_on_the_index_is_a_dashboard_section_with_the_workarounds_
     assert f"Inline XPU workarounds it brings since vLLM {PINNED}: 1:" in shown
     assert f"- `{SITE}:6-8` (`pytorch/pytorch#123456`): Workaround for" in shown
     assert f"Inline XPU workarounds it drops since vLLM {PINNED}: 0." in shown
+    assert (f"Not tracked, and naming an upstream reference, in vLLM {NEWEST}: 1. `xpu-workarounds census "
+            f"vllm=={NEWEST} --adopt` prints the `[[tracked]]` entries a maintainer would add for them:\n\n"
+            f"- `{SITE}:6-8` (`pytorch/pytorch#123456`): Workaround for") in shown
     # The stand-in sdists hold none of the workarounds' targets: every one is drift at the new release.
     assert "**Drift** (" in shown and "vanished" in shown
 
@@ -120,6 +126,30 @@ def test_an_idle_week_writes_nothing_and_downloads_nothing_again(world):
     assert idle.returncode == 0, idle.stderr
     assert writes(world.server) == 0
     assert len(world.downloads()) == fetched  # both came from the release cache
+
+
+def test_thousands_of_untracked_sites_are_counted_in_the_dashboard_and_listed_whole_in_the_summary(world, tmp_path):
+    from support.fakegithub_git import BODY_LIMIT
+
+    many = "from vllm.platforms import current_platform\n" + "".join(
+        f"\n\nif current_platform.is_xpu():\n    # Remove once torch ships pytorch/pytorch#{190000 + n}\n"
+        f"    npid_{n} = 1\n" for n in range(3000))
+    world.index.publish(NEWEST, vllm_sdist(NEWEST, {"vllm/lora/many.py": many}))
+    summary = tmp_path / "summary.md"
+    result = world.run(summary=summary)
+    assert result.returncode == 0, result.stderr
+    body = world.dashboard()  # the stand-in refuses a longer body, as GitHub does
+    assert len(body) <= BODY_LIMIT
+    shown = section(body)
+    assert f"Inline XPU workarounds it brings since vLLM {PINNED}: 3000:" in shown
+    assert (f"Not tracked, and naming an upstream reference, in vLLM {NEWEST}: 3000. `xpu-workarounds census "
+            f"vllm=={NEWEST} --adopt` prints the `[[tracked]]` entries a maintainer would add for them:") in shown
+    assert (f"- and 2980 more: the whole list is in the run's step summary; `xpu-workarounds census vllm=={NEWEST} "
+            f"--since vllm=={PINNED}` lists them") in shown
+    assert "- and 2980 more: the whole list is in the run's step summary\n" in shown
+    whole = summary.read_text()
+    assert whole.count("(`pytorch/pytorch#192999`)") == 2  # brought, and not tracked: every site, twice
+    assert "pytorch/pytorch#192999" not in body
 
 
 def test_a_release_that_drops_a_workaround_says_so(world):

@@ -262,6 +262,23 @@ def test_the_pr_body_carries_the_evidence_and_what_to_run(scenario):
     assert read_marker(body).id == STATIC
 
 
+def test_a_removal_of_thousands_of_files_has_a_body_within_githubs_limit_counting_the_rest(scenario):
+    from support.fakegithub_git import BODY_LIMIT
+
+    fixtures = {f"tests/fixtures/static_launcher_uva/case_{n:04d}_with_a_long_descriptive_name.json": "{}\n"
+                for n in range(3000)}
+    scenario.repo.commit("Thousands of fixtures", files=fixtures)
+    outcome = scenario.run()
+    assert actions(outcome) == {STATIC: ("opened", scenario.pr(STATIC).number)}  # the stand-in took the body
+    body = scenario.pr(STATIC).body
+    assert len(body) <= BODY_LIMIT and read_marker(body).id == STATIC
+    deleted = [line for line in body.splitlines() if line.startswith("- deletes `")]
+    assert 100 < len(deleted) < 3003
+    assert f"- and deletes {3003 - len(deleted)} more files: the commit lists every one" in body
+    assert not set(fixtures) & set(scenario.files(BRANCH_PREFIX + STATIC))  # the commit removes every one
+    assert writes(scenario.server) and scenario.run().actions[0].action == "unchanged"  # the same body again
+
+
 def test_first_run_opens_one_dashboard_issue_listing_every_workaround(scenario):
     outcome = scenario.run()
     [dashboard] = scenario.dashboards()

@@ -15,6 +15,8 @@ GitHub does:
   (squash; 405 when closed or in conflict with the base);
 - issues: list (PRs included, ``labels`` and ``state`` filters), create, get, edit,
   comments (list, create, edit), labels on issues and PRs, repository labels;
+- a body (of an issue, a pull request or a comment, created or edited) longer than GitHub's
+  65,536 characters is refused with GitHub's 422, and nothing is written;
 - a PR's changed files (``GET pulls/N/files``: its head commit against its base branch).
 
 A PR's head commit follows its branch while it is open. Trees are the ``Commit.files``
@@ -146,6 +148,20 @@ def _invalid(message: str, **error: Any) -> Reply:
     errors = [error] if error else []
     return Reply(422, {"message": message, "errors": errors,
                        "documentation_url": "https://docs.github.com/rest"})
+
+
+# GitHub refuses a longer body of an issue, a pull request or a comment (422), counted in characters.
+BODY_LIMIT = 65_536
+
+
+def _too_long(data: Any, resource: str) -> Reply | None:
+    """GitHub's 422 for a body over ``BODY_LIMIT`` characters; None for one within it."""
+    body = data.get("body") if isinstance(data, dict) else None
+    if not isinstance(body, str) or len(body) <= BODY_LIMIT:
+        return None
+    field = "data" if resource == "IssueComment" else "body"
+    return _invalid("Validation Failed", resource=resource, code="custom", field=field,
+                    message=f"body is too long (maximum is {BODY_LIMIT} characters)")
 
 
 def _key(r: Repo) -> str:
@@ -427,6 +443,8 @@ def list_pulls(server: FakeGitHub, request: Request, owner: str, repo: str) -> A
 def create_pull(server: FakeGitHub, request: Request, owner: str, repo: str) -> Any:
     r = server.repo(owner, repo)
     data = _body(request) or {}
+    if (refused := _too_long(data, "PullRequest")) is not None:
+        return refused
     head, base = data.get("head", ""), data.get("base", "")
     head = head.split(":", 1)[1] if ":" in head else head
     if base not in r.branches:
@@ -455,6 +473,8 @@ def edit_pull(server: FakeGitHub, request: Request, owner: str, repo: str, numbe
         raise NotFound(number)
     pr = r.pulls[number]
     data = _body(request) or {}
+    if (refused := _too_long(data, "PullRequest")) is not None:
+        return refused
     state = data.get("state")
     if state == "open" and pr.state == "closed":
         if pr.merged:
@@ -545,6 +565,8 @@ def create_issue(server: FakeGitHub, request: Request, owner: str, repo: str) ->
     data = _body(request) or {}
     if not data.get("title"):
         return _invalid("Validation Failed", resource="Issue", field="title", code="missing_field")
+    if (refused := _too_long(data, "Issue")) is not None:
+        return refused
     number = r.next_number
     r.next_number += 1
     moment = server.tick()
@@ -568,6 +590,8 @@ def get_any_issue(server: FakeGitHub, request: Request, owner: str, repo: str, n
 def edit_issue(server: FakeGitHub, request: Request, owner: str, repo: str, number: int) -> Any:
     r = server.repo(owner, repo)
     data = _body(request) or {}
+    if (refused := _too_long(data, "Issue")) is not None:
+        return refused
     if number in r.pulls:
         pr = r.pulls[number]
         for name in ("title", "body"):
@@ -612,6 +636,8 @@ def create_comment(server: FakeGitHub, request: Request, owner: str, repo: str, 
     r = server.repo(owner, repo)
     _labels_of(server, r, number)
     data = _body(request) or {}
+    if (refused := _too_long(data, "IssueComment")) is not None:
+        return refused
     comment = Comment(next(server.counter), data.get("body", ""), BOT, server.tick())
     store(server).comments.setdefault((_key(r), number), []).append(comment)
     return Reply(201, _comment_json(server, r, number, comment))
@@ -620,10 +646,13 @@ def create_comment(server: FakeGitHub, request: Request, owner: str, repo: str, 
 @route("PATCH", "/repos/<owner>/<repo>/issues/comments/<int:comment_id>")
 def edit_comment(server: FakeGitHub, request: Request, owner: str, repo: str, comment_id: int) -> Any:
     r = server.repo(owner, repo)
+    data = _body(request) or {}
+    if (refused := _too_long(data, "IssueComment")) is not None:
+        return refused
     for (key, number), comments in store(server).comments.items():
         for comment in comments:
             if key == _key(r) and comment.id == comment_id:
-                comment.body = (_body(request) or {}).get("body", comment.body)
+                comment.body = data.get("body", comment.body)
                 return _comment_json(server, r, number, comment)
     raise NotFound(str(comment_id))
 

@@ -14,6 +14,8 @@ Nothing of a release is imported or run: its files are read as text (``tokenize`
 - ``count``: a release's census (``take``): each site matched to the ``[[tracked]]`` entry that
   covers it and judged dead or alive at the release's own XPU pins; two releases compared
   (``compare``).
+- ``adopt``: the ``[[tracked]]`` entries of the sites not tracked (``census --adopt``), as TOML
+  and added to a manifest's text.
 
 The command line (``census``) and the upgrade check use this package; it renders nothing.
 """

@@ -66,6 +66,8 @@ class Census:
     since: Census | None = None
     new: list[CountedSite] = field(default_factory=list)
     gone: list[CountedSite] = field(default_factory=list)
+    # The text of each file that holds a site, as read (``census --adopt`` chooses markers in it).
+    sources: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def untracked_with_reference(self) -> list[CountedSite]:
@@ -89,6 +91,7 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
         by_file.setdefault(inline.file, []).append(inline)
     counted: list[CountedSite] = []
     unplaced: list[str] = []
+    sources: dict[str, str] = {}
     label = release or "of unknown version"
     for file, text in files:
         scan = FileScan(file, text)
@@ -104,6 +107,8 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
                 unplaced.append(f"{inline.id}: {_where_marker(scan, inline)}")
             else:
                 covering.setdefault(index, inline)
+        if sites:
+            sources[file] = scan.source
         for index, site in enumerate(sites):
             cover = covering.get(index)
             if cover is None:
@@ -118,7 +123,7 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
                if version is None or inline.carried_in.contains(version, prereleases=True)}
     unplaced = [line for line in unplaced if line.partition(":")[0] in carried]
     counted.sort(key=lambda c: (c.site.file, c.site.line))
-    return Census(release, source, dict(pins), counted, unplaced)
+    return Census(release, source, dict(pins), counted, unplaced, sources=sources)
 
 
 def _uncommented(scan: FileScan, inline: InlineWorkaround, sites: list[Site]) -> int | None:

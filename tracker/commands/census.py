@@ -1,21 +1,38 @@
 """``census``: vLLM's own inline XPU workarounds in a release's source, rendered.
 
 The work is ``tracker.census``'s (reading the source) and ``tracker.release.census``'s (getting
-it, as ``check`` does); this module renders the answer and maps errors to exit codes.
+it, as ``check`` does); this module renders the answer and maps errors to exit codes. With
+``--adopt`` it prints (or ``--write`` adds to a manifest) the ``[[tracked]]`` entries
+``tracker.census.adopt`` writes for the sites not tracked.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
+import tempfile
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from tracker import one_line
+from tracker import PATH_ECHO_LIMIT, echoed, one_line, paths
+from tracker.census.adopt import Adopted, NotAdoptable, adopted, carried_note, entries_text, with_tracked
 from tracker.census.count import Census, CountedSite
-from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest, must_name_a_release
+from tracker.commands.context import (
+    MANIFEST_NAME,
+    JsonOption,
+    QuietOption,
+    fail,
+    given_manifest,
+    load_manifest,
+    must_name_a_release,
+)
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
+from tracker.model import reader
+from tracker.model.manifest import Manifest
 from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
 from tracker.release.errors import CheckInputError, NotFetchable
@@ -70,12 +87,23 @@ def census_command(
     json_output: JsonOption = False,
     check_tracked: Annotated[bool, typer.Option(
         "--check", help="Exit 3 when a site no [[tracked]] entry covers names an upstream reference.")] = False,
+    adopt: Annotated[bool, typer.Option(
+        "--adopt", help="Print, as TOML, the [[tracked]] entries of the untracked sites that name an upstream "
+                        "reference (or of those --site chooses).")] = False,
+    site: Annotated[list[str] | None, typer.Option(
+        "--site", metavar="FILE:LINE", show_default=False,
+        help="With --adopt: the untracked site holding this line of this file (vllm/...); repeatable.")] = None,
+    write: Annotated[bool, typer.Option(
+        "--write", help="With --adopt: add the entries to the manifest --manifest names, keeping its comments "
+                        "(the shipped manifest is never written).")] = False,
     quiet: QuietOption = False,
 ) -> None:
     """vLLM's own inline XPU workarounds in a release.
 
     Read from its source, never imported or run: per site its file and lines, a summary, the
-    upstream references, and the [[tracked]] entry that covers it (or none)."""
+    upstream references, and the [[tracked]] entry that covers it (or none); with --adopt, the
+    [[tracked]] entries for those not tracked."""
+    chosen = adoption(ctx, adopt, site or [], write, json_output, check_tracked)
     for given, option in ((release, "the release"), (since, "--since")):
         if given is not None:
             must_name_a_release(given, option)
@@ -87,6 +115,102 @@ def census_command(
         fail(str(error))
     except NotFetchable as error:
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    if adopt:
+        adopt_sites(ctx, manifest, result, chosen, write)
+        return
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
         raise typer.Exit(ExitCode.FINDING)
+
+
+# ------------------------------------------------------------------------------ --adopt
+
+
+def adoption(ctx: typer.Context, adopt: bool, sites: list[str], write: bool, json_output: bool,
+             check_tracked: bool) -> list[tuple[str, int]] | None:
+    """The sites ``--site`` chooses (None: every untracked one naming a reference), every refusal of
+    the adopting options said before anything is fetched or read."""
+    for asked, option in ((bool(sites), "--site"), (write, "--write")):
+        if asked and not adopt:
+            fail(f"{option} goes with --adopt")
+    if adopt and (json_output or check_tracked):
+        fail(f"--adopt prints TOML entries: it does not go with {'--json' if json_output else '--check'}")
+    if write:
+        writable_manifest(given_manifest(ctx))
+    chosen = []
+    for given in sites:
+        file, _, line = given.rpartition(":")
+        if not file or not line.isdigit() or int(line) < 1:
+            fail(f"--site {echoed(given)} is not FILE:LINE (a file of vLLM's tree as census prints it, such as "
+                 "vllm/platforms/xpu.py:402)")
+        chosen.append((file, int(line)))
+    return chosen or None
+
+
+def writable_manifest(given: Path | None) -> Path:
+    """The manifest ``--write`` adds to: the one ``--manifest`` names, never the shipped one (of this
+    copy, or of any installed copy)."""
+    if given is None:
+        fail("--write adds to the manifest --manifest PATH names (the shipped manifest is never written)")
+    shipped = [reader.default_path(), Path(paths.PACKAGE_DIR) / MANIFEST_NAME]
+    resolved = given.resolve()
+    installed = resolved.parent.name == "tracker" and (resolved.parent / "plugin.py").is_file()
+    if installed or any(resolved == path.resolve() for path in shipped):
+        fail(f"{echoed(str(given), PATH_ECHO_LIMIT, quoted=False)} is the shipped manifest, which census --adopt "
+             "never writes: --manifest PATH names a repository's")
+    return given
+
+
+def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: list[tuple[str, int]] | None,
+                write: bool) -> None:
+    """Print the entries (or with ``write`` add them to the manifest), and on stderr which releases
+    their ``carried_in`` was not judged from."""
+    try:
+        entries = adopted(result, manifest, chosen)
+    except NotAdoptable as error:
+        fail(str(error))
+    if not entries:
+        typer.echo(one_line(f"xpu-workarounds: nothing to adopt: every site of vLLM {result.release} that names an "
+                            "upstream reference is tracked"), err=True)
+        return
+    release = result.release or ""
+    for one in entries:
+        if one.warning is not None:
+            typer.echo(one_line(f"xpu-workarounds: warning: {one.warning}"), err=True)
+    if write:
+        path = writable_manifest(given_manifest(ctx))
+        write_entries(path, entries, release)
+        for one in entries:
+            typer.echo(one_line(f"added [[tracked]] {one.id} for {one.counted.site.where}"))
+        typer.echo(one_line(f"wrote {path}: review each entry's id, title and marker, then `xpu-workarounds lint`"))
+    else:
+        typer.echo(entries_text(entries, release), nl=False)
+    typer.echo(one_line(f"xpu-workarounds: note: {carried_note(result)}"), err=True)
+
+
+def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
+    """Add ``entries`` to the manifest at ``path``, which must still pass lint: replaced atomically,
+    its mode kept, only if nobody changed it meanwhile; nothing written on any failure."""
+    try:
+        original = path.read_text(encoding="utf-8")
+        updated = with_tracked(original, entries, release)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        fail(f"{path} not written: {getattr(error, 'strerror', None) or error}")
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-adopt-") as scratch:
+        checked = Path(scratch) / MANIFEST_NAME
+        checked.write_text(updated, encoding="utf-8")
+        problems = reader.check(checked)
+    if problems:
+        fail(f"{path} not written: with the entries it would not pass lint ({problems[0].field}: "
+             f"{problems[0].message})")
+
+    def unchanged(temporary: Path) -> None:
+        if path.read_text(encoding="utf-8") != original:
+            raise OSError(f"{path} changed while census ran; run it again")
+
+    target = Path(os.path.realpath(path))
+    try:
+        paths.atomic_write(target, updated.encode("utf-8"), mode=stat.S_IMODE(os.stat(target).st_mode),
+                           before_replace=unchanged)
+    except OSError as error:
+        fail(f"nothing written: {error.strerror or error}")

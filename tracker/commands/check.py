@@ -145,7 +145,7 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
         fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
     except GitHubError as error:
         fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    for text in (checked.text, checked.notice):
+    for text in (checked.summary, checked.notice):  # the summary: the comment with every list whole
         if text is not None:
             append(SUMMARY_VARIABLE, text)
     if json_output:

@@ -11,6 +11,7 @@ from github.PullRequest import PullRequest
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import Retirement
 from tracker.retire.failures import GITHUB_ERRORS
+from tracker.retire.limits import fitted, shortened
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind, DashboardResult
 from tracker.retire.texts import facts_text, floors_text, read_marker
@@ -54,7 +55,8 @@ def pr_cell(action: Action | None, latest: PullRequest | None, dry_run: bool) ->
 def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, Retirement],
                    states: dict[str, str], floors: Floors | None = None, facts: Report | None = None,
                    facts_pr: Action | None = None, next_release: str | None = None) -> str:
-    """The dashboard issue's body; ``next_release``: the look-ahead's section (Markdown), when it looked."""
+    """The dashboard issue's body, within GitHub's limit (``limits.fitted``: as many workarounds'
+    rows as fit, the rest counted); ``next_release``: the look-ahead's section (Markdown), when it looked."""
     floors = floors or fixed_floors(manifest)
     rows = []
     for w in manifest.workarounds:
@@ -65,7 +67,7 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
         verdict = verdicts[w.id]
         rows.append(f"| `{w.id}` | {windows} | {upstream} | **{verdict.verdict}**: {verdict.detail} | "
                     f"{states.get(w.id, '-')} |")
-    return "\n".join([
+    return fitted(lambda shown: "\n".join([
         f"Every XPU workaround carried in `{snapshot.manifest_path}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`, "
         f"with its decision windows, the state of its upstream references and its retirement verdict.",
         "",
@@ -76,14 +78,15 @@ def dashboard_body(snapshot: Snapshot, manifest: Manifest, verdicts: dict[str, R
         "",
         "| workaround | affected windows (any one) | upstream | retirement | removal PR |",
         "|---|---|---|---|---|",
-        *rows,
+        *shortened(rows, shown, lambda rest: f"| and {rest} more: the run's step summary lists every workaround's "
+                                             "verdict | | | | |"),
         "",
         *([next_release.rstrip("\n"), ""] if next_release else []),
         "Kept current by `xpu-workarounds retire --open-prs` (weekly, "
         "`.github/workflows/retire-workarounds.yml`); edits here are overwritten.",
         "",
         DASHBOARD_MARKER,
-    ]) + "\n"
+    ]) + "\n")
 
 
 def facts_cell(action: Action | None) -> str:

@@ -29,6 +29,7 @@ from tracker.escape import markdown_cell, markdown_code
 from tracker.model.manifest import DEFAULT_SOURCES, InlineWorkaround, Manifest
 from tracker.model.pins import xpu_pins
 from tracker.retire.failures import GITHUB_ERRORS
+from tracker.retire.limits import clipped, cut, fitted, shortened
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import marker, read_marker, replace_marker
@@ -43,6 +44,7 @@ INLINE_LABEL = "xpu-workarounds-inline"
 INLINE_LABEL_DESCRIPTION = "inline XPU workarounds that are dead code at this repository's pins"
 MARKER_GONE = "marker-gone"
 NEEDED_AGAIN = "needed-again"
+EVIDENCE_SHOWN = 500  # characters of an entry's evidence in its dashboard row (its issue has it whole)
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,9 @@ def title(state: InlineState) -> str:
 
 
 def body(state: InlineState, snapshot: Snapshot, pins: str) -> str:
+    """The issue's body, within GitHub's limit (``limits.cut``: a manifest's fields are of any length)."""
     inline = state.inline
-    return "\n".join([
+    return cut("\n".join([
         f"{markdown_code(inline.file)} still carries an XPU workaround that this repository's own pins make dead code.",
         "",
         f"**Evidence** (`{pins}` on `{snapshot.branch}` at `{snapshot.commit[:12]}`): {state.verdict.evidence}",
@@ -108,7 +111,7 @@ def body(state: InlineState, snapshot: Snapshot, pins: str) -> str:
         "in place when the evidence changes. Closing it keeps it closed until the evidence changes.",
         "",
         marker(inline.id, state.evidence, kind="inline"),
-    ]) + "\n"
+    ]) + "\n")
 
 
 class InlineIssues:
@@ -167,9 +170,9 @@ class InlineIssues:
                       f"it is not dead code at these pins: {state.verdict.evidence}", NEEDED_AGAIN))
             if not self.dry_run:
                 mark = read_marker(current.body)
-                current.create_comment(f"Closing: on `{self.snapshot.branch}` at `{self.snapshot.commit[:12]}` "
-                                       f"{why}. (`xpu-workarounds retire --open-prs`)")
-                current.edit(state="closed", body=replace_marker(current.body or "", mark.closing(closed))
+                current.create_comment(cut(f"Closing: on `{self.snapshot.branch}` at `{self.snapshot.commit[:12]}` "
+                                           f"{why}. (`xpu-workarounds retire --open-prs`)"))
+                current.edit(state="closed", body=cut(replace_marker(current.body or "", mark.closing(closed)))
                              if mark is not None else current.body)
             verb = "would close" if self.dry_run else "closed"
             return Action(inline.id, ActionKind.CLOSED, current.number, "", f"{verb} #{current.number}: {said}")
@@ -214,19 +217,21 @@ def issue_cell(action: Action | None, issues: list[Any], dry_run: bool) -> str:
 
 def dashboard_body(snapshot: Snapshot, all_states: list[InlineState], cells: dict[str, str], pins: str,
                    dashboard_marker: str) -> str:
+    """The tracked-only dashboard's body, within GitHub's limit (as many entries' rows as fit, the rest counted)."""
     rows = [f"| `{state.inline.id}` | {markdown_cell(markdown_code(state.inline.file))} | {'yes' if state.present else 'no'} | "
             f"**{'dead' if state.dead else 'needed' if state.present else 'gone'}**: "
-            f"{markdown_cell(state.verdict.evidence)} | {cells.get(state.inline.id, '-')} |"
+            f"{markdown_cell(clipped(state.verdict.evidence, EVIDENCE_SHOWN))} | {cells.get(state.inline.id, '-')} |"
             for state in all_states]
-    return "\n".join([
+    return fitted(lambda shown: "\n".join([
         f"Every inline XPU workaround tracked in `{snapshot.manifest_path}` on `{snapshot.branch}` at "
         f"`{snapshot.commit[:12]}`, judged at this repository's own XPU pins (`{pins}`).",
         "",
         "| inline workaround | file | marker there | at the pins | issue |",
         "|---|---|---|---|---|",
-        *rows,
+        *shortened(rows, shown, lambda rest: f"| and {rest} more: `xpu-workarounds upstream --offline` lists every "
+                                             "one | | | | |"),
         "",
         "Kept current by `xpu-workarounds retire --open-prs`; edits here are overwritten.",
         "",
         dashboard_marker,
-    ]) + "\n"
+    ]) + "\n")

@@ -28,13 +28,17 @@ from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
 from tracker.retire.failures import StepFailed
+from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import vllm_requirements
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import LookAheadSection as Section
-from tracker.retire.upgrade import ReleaseMove, verdicts
+from tracker.retire.upgrade import REFERENCES_SHOWN, SUMMARY_SHOWN, ReleaseMove, verdicts
 
 TITLE = "### Next vLLM release"
-SITES_SHOWN = 20  # sites listed per kind (new, gone); the rest are counted
+SITES_SHOWN = 20  # items the dashboard lists of each list (drift, sites new, gone, not tracked); the rest counted
+# The section's share of the dashboard's body (GitHub takes 65,536 characters); the step summary has it whole.
+SECTION_LIMIT = 16_384
+IN_SUMMARY = ": the whole list is in the run's step summary"
 
 
 def pinned_release(manifest: Manifest, paths: Iterable[str],
@@ -110,8 +114,9 @@ def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None,
 # ------------------------------------------------------------------------------ the section
 
 
-def section(manifest: Manifest, found: NextRelease) -> str:
-    """The dashboard's section about the next vLLM release (Markdown, ending in a newline)."""
+def section(manifest: Manifest, found: NextRelease, shown: int | None = None) -> str:
+    """The dashboard's section about the next vLLM release (Markdown, ending in a newline); ``shown``:
+    how many items each of its lists shows, the rest counted (None: every one)."""
     pinned = (f"vLLM {found.pinned} (pinned in {markdown_code(found.pin_path or '')})" if found.pinned is not None
               else "no vLLM release (no pin file at the base names `vllm==X`)")
     lines = [TITLE, ""]
@@ -136,46 +141,60 @@ def section(manifest: Manifest, found: NextRelease) -> str:
         lines.append("")
     drift = found.checked.problems
     lines += [f"**Drift** ({len(drift)}):" if drift else "**No drift**: every target is where the manifest says.", ""]
-    lines += [f"- {markdown_text(problem)}" for problem in drift]
+    lines += shortened([f"- {markdown_text(problem)}" for problem in drift], shown,
+                       lambda rest: f"- and {rest} more{IN_SUMMARY}; `xpu-workarounds check vllm=={found.newest}` "
+                                    "lists them")
     if drift:
         lines.append("")
     move = ReleaseMove([found.pin_path] if found.pin_path else [], found.pinned, found.newest)
     changes = verdicts(manifest, move, found.checked, found.old)
     if changes:
         lines += [f"What changes at vLLM {found.newest}:", "",
-                  *[f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], ""]
+                  *shortened([f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], shown,
+                             lambda rest: f"- and {rest} more workarounds{IN_SUMMARY}"), ""]
     elif found.old is not None:
         lines += [f"No workaround starts or stops applying, or becomes retirable, at vLLM {found.newest}.", ""]
-    lines += _sites(found)
+    lines += _sites(found, shown)
     return "\n".join(lines) + "\n"
 
 
-def _sites(found: NextRelease) -> list[str]:
+def _sites(found: NextRelease, shown: int | None) -> list[str]:
     sites = found.sites
     if sites is None:
         return []
     if sites.since is None:
         tracked = sum(1 for c in sites.sites if c.tracked is not None)
-        return [f"vLLM's own inline XPU workarounds in it: {len(sites.sites)} ({tracked} tracked); what it brings "
-                f"or drops is not known without a pinned release to compare with.", ""]
-    lines = []
-    for title, listed in (("brings", sites.new), ("drops", sites.gone)):
-        lines += [f"Inline XPU workarounds it {title} since vLLM {found.pinned}: {len(listed)}"
-                  + (":" if listed else "."), ""]
-        lines += [_site_line(c) for c in listed[:SITES_SHOWN]]
-        if len(listed) > SITES_SHOWN:
-            lines.append(f"- and {len(listed) - SITES_SHOWN} more (`xpu-workarounds census vllm=={found.newest} "
-                         f"--since vllm=={found.pinned}`)")
-        if listed:
-            lines.append("")
-    return lines
+        lines = [f"vLLM's own inline XPU workarounds in it: {len(sites.sites)} ({tracked} tracked); what it brings "
+                 f"or drops is not known without a pinned release to compare with.", ""]
+    else:
+        lines = []
+        for title, changed in (("brings", sites.new), ("drops", sites.gone)):
+            lines += [f"Inline XPU workarounds it {title} since vLLM {found.pinned}: {len(changed)}"
+                      + (":" if changed else "."), ""]
+            lines += shortened([_site_line(c) for c in changed], shown,
+                               lambda rest: f"- and {rest} more{IN_SUMMARY}; `xpu-workarounds census "
+                                            f"vllm=={found.newest} --since vllm=={found.pinned}` lists them")
+            if changed:
+                lines.append("")
+    untracked = sites.untracked_with_reference
+    if not untracked:
+        return [*lines, f"Every inline XPU workaround of vLLM {found.newest} that names an upstream reference is "
+                        "tracked.", ""]
+    lines += [f"Not tracked, and naming an upstream reference, in vLLM {found.newest}: {len(untracked)}. "
+              f"`xpu-workarounds census vllm=={found.newest} --adopt` prints the `[[tracked]]` entries a maintainer "
+              "would add for them:", ""]
+    lines += shortened([_site_line(c) for c in untracked], shown, lambda rest: f"- and {rest} more{IN_SUMMARY}")
+    return [*lines, ""]
 
 
 def _site_line(counted: CountedSite) -> str:
     site = counted.site
-    refs = f" ({', '.join(markdown_code(ref) for ref in site.references)})" if site.references else ""
+    named = ", ".join(markdown_code(ref) for ref in site.references[:REFERENCES_SHOWN])
+    if len(site.references) > REFERENCES_SHOWN:
+        named += f" and {len(site.references) - REFERENCES_SHOWN} more"
+    refs = f" ({named})" if named else ""
     tracked = f", tracked as `{counted.tracked}`" if counted.tracked else ""
-    return f"- {markdown_code(site.where)}{refs}{tracked}: {markdown_text(site.summary)}"
+    return f"- {markdown_code(site.where)}{refs}{tracked}: {markdown_text(clipped(site.summary, SUMMARY_SHOWN))}"
 
 
 def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callable[[], Version] = newest_release,
@@ -190,7 +209,9 @@ def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callabl
         return Section(f"{TITLE}\n\nThe newest vLLM release was not looked at: {markdown_text(why)}.\n", why,
                        NextRelease(None, None, None).as_json())
     found = look_ahead(manifest, pinned, path, newest=newest, progress=progress, warn=warn)
-    return Section(section(manifest, found), found.failure, found.as_json())
+    shown_section = fitted(lambda shown: section(manifest, found, min(shown, SITES_SHOWN) if shown is not None
+                                            else SITES_SHOWN), SECTION_LIMIT)
+    return Section(shown_section, found.failure, found.as_json(), section(manifest, found))
 
 
 __all__ = ["TITLE", "NextRelease", "dashboard_section", "look_ahead", "pinned_release", "section"]

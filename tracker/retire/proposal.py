@@ -24,6 +24,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
+from tracker.retire.limits import cut
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import TRAILER, read_marker, replace_marker
@@ -291,8 +292,8 @@ class Proposer:
         if mark is not None:
             body = replace_marker(body, mark.closing(closed))
         with self.step(f"#{pr.number} should be closed ({why}) but: {{error}}", pr=pr.number):
-            pr.create_issue_comment(comment)
-            pr.edit(state="closed", body=body)
+            pr.create_issue_comment(cut(comment))
+            pr.edit(state="closed", body=cut(body))  # the closing marker is longer than the open one
 
     def label(self, plan: Proposal, pr: PullRequest) -> None:
         """``pr`` labelled with ``plan``'s label: created in the repository where it is missing

@@ -69,11 +69,14 @@ class FactsResult:
 @dataclass(frozen=True)
 class LookAheadSection:
     """The dashboard's section about the newest vLLM release (the look-ahead, ``tracker.retire.lookahead``):
-    the Markdown, why it could not look (None: it did), and what it found, for ``--json``."""
+    the Markdown (its lists shortened to the dashboard's share), why it could not look (None: it
+    did), what it found, for ``--json``, and the Markdown with every list whole, for the step
+    summary (None: the same)."""
 
     section: str
     failure: str | None
     found: dict[str, Any]
+    whole: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {**self.found, "failure": self.failure}

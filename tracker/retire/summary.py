@@ -11,6 +11,7 @@ annotation.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Iterable, Mapping
 
@@ -18,6 +19,7 @@ import tracker
 from tracker.escape import annotation, markdown_cell
 from tracker.model.environment import OutsideVariables
 from tracker.model.manifest import Problem
+from tracker.retire.limits import SUMMARY_LIMIT, cut_bytes
 from tracker.retire.results import ActionKind, RetireResult
 
 OUTPUT_VARIABLE = tracker.GITHUB_OUTPUT
@@ -62,12 +64,16 @@ def output_lines(values: Mapping[str, str]) -> str:
 
 
 def append(variable: str, text: str, environ: Mapping[str, str] | None = None) -> bool:
-    """Append ``text`` to the file Actions named in ``variable``; False when it named none."""
+    """Append ``text`` to the file Actions named in ``variable``; False when it named none. The step
+    summary is held to GitHub's limit (``SUMMARY_LIMIT`` for the whole file, what the step wrote
+    before included): what does not fit is left out, and a line says so."""
     variables = OutsideVariables.from_env(environ)
     path = {OUTPUT_VARIABLE: variables.actions_output, SUMMARY_VARIABLE: variables.actions_summary}[variable]
     if not path:
         return False
     with open(path, "a", encoding="utf-8") as handle:
+        if variable == SUMMARY_VARIABLE:
+            text = cut_bytes(text, SUMMARY_LIMIT - os.fstat(handle.fileno()).st_size)
         handle.write(text)
     return True
 
@@ -139,7 +145,7 @@ def summary_markdown(outcome: RetireResult) -> str:
     if outcome.halted is not None:
         lines.append(f"Halted: {markdown_cell(outcome.halted)}.")
     if outcome.next_release is not None:
-        lines += ["", outcome.next_release.section.rstrip("\n")]
+        lines += ["", (outcome.next_release.whole or outcome.next_release.section).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from tracker.escape import markdown_cell, markdown_text
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, removal_condition
 from tracker.model.vocabulary import Role
+from tracker.retire.limits import fitted, shortened
 from tracker.retire.removal import MANIFEST_PATH, Removal, Snapshot, module_name
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
@@ -119,6 +120,12 @@ def branch_note(snapshot: Snapshot, tip: str) -> str:
 
 def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapshot, removal: Removal,
             evidence: str, facts: Report | None = None, foreign_tip: str | None = None) -> str:
+    """A removal PR's body, within GitHub's limit (as many references and deleted files as fit, the rest counted)."""
+    return fitted(lambda shown: _pr_text(w, verdict, floors, snapshot, removal, evidence, facts, foreign_tip, shown))
+
+
+def _pr_text(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapshot, removal: Removal,
+             evidence: str, facts: Report | None, foreign_tip: str | None, shown: int | None) -> str:
     refs = [f"| [{ref.ref}](https://github.com/{ref.repo}/pull/{ref.number}) | {ref.role} | {ref.state} | "
             f"{('`' + str(ref.released_in) + '`') if ref.released_in else 'not in a release'} | "
             f"{_evidence_of(ref.ref, facts)} |"
@@ -142,11 +149,13 @@ def pr_body(w: Workaround, verdict: Retirement, floors: Floors, snapshot: Snapsh
         "",
         "| reference | role | state | released in | evidence |",
         "|---|---|---|---|---|",
-        *refs,
+        *shortened(refs, shown, lambda rest: f"| and {rest} more: `xpu-workarounds explain {w.id}` lists every "
+                                             "one | | | | |"),
         "",
         branch_note(snapshot, foreign_tip) if foreign_tip else "**This PR** (one commit on the base above):",
         "",
-        *[f"- deletes `{path}`" for path in removal.deleted],
+        *shortened([f"- deletes `{path}`" for path in removal.deleted], shown,
+                   lambda rest: f"- and deletes {rest} more files: the commit lists every one"),
         f"- removes the `{w.id}` entry from `{snapshot.manifest_path}` (every other line kept)",
         *([f"- regenerates `{snapshot.docs_path}` from the edited manifest"] if snapshot.docs_path else []),
         "",
@@ -202,6 +211,12 @@ def facts_title(changes: list[FactChange]) -> str:
 
 def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, digest: str,
                foreign_tip: str | None = None) -> str:
+    """The upstream-facts PR's body, within GitHub's limit (as many changes as fit, the rest counted)."""
+    return fitted(lambda shown: _facts_text(changes, facts, snapshot, digest, foreign_tip, shown))
+
+
+def _facts_text(changes: list[FactChange], facts: Report, snapshot: Snapshot, digest: str, foreign_tip: str | None,
+                shown: int | None) -> str:
     rows = []
     for change in changes:
         found = facts.facts(change.ref)
@@ -216,7 +231,8 @@ def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, dig
         "",
         "| reference | workaround | field | on the base | now | evidence |",
         "|---|---|---|---|---|---|",
-        *rows,
+        *shortened(rows, shown, lambda rest: f"| and {rest} more: the commit's change to `{snapshot.manifest_path}` "
+                                             "holds every one | | | | | |"),
         "",
         branch_note(snapshot, foreign_tip) if foreign_tip else "**This PR** (one commit on the base above):",
         "",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from tracker.census.count import Census
+from tracker.census.count import Census, CountedSite
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
@@ -38,6 +38,7 @@ from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
+from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
 from tracker.upstream.identity import token_login, written_by
 
@@ -47,6 +48,9 @@ if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull reques
     from tracker.upstream.settings import ClientSettings
 
 MARKER = "<!-- xpu-workarounds:upgrade-check -->"
+IN_SUMMARY = ": the whole list is in this check's step summary"  # where a list the comment shortens is whole
+SUMMARY_SHOWN = 300  # characters of a site's summary in the comment
+REFERENCES_SHOWN = 5  # references named per site in the comment
 
 
 class UpgradeError(Exception):
@@ -112,9 +116,11 @@ def verdicts(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: Rele
 
 
 def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: ReleaseCheck | None,
-                 manifest_path: str, old_unavailable: str | None = None, inline: Census | None = None) -> list[str]:
+                 manifest_path: str, old_unavailable: str | None = None, inline: Census | None = None,
+                 shown: int | None = None) -> list[str]:
     """The comment's part about one release; ``old_unavailable``: why the old release could not be
-    fetched (None: it was, or there was no old pin); ``inline``: its census since the old one."""
+    fetched (None: it was, or there was no old pin); ``inline``: its census since the old one;
+    ``shown``: how many items each of its lists shows, the rest counted (None: every one)."""
     before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
@@ -131,12 +137,13 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     changes = verdicts(manifest, move, new, old)
     if changes:
         lines += [f"What changes at vLLM {move.new}, one line per workaround:", "",
-                  *[f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], ""]
+                  *shortened([f"- `{w}`: " + "; ".join(said) for w, said in changes.items()], shown,
+                             lambda rest: f"- and {rest} more workarounds{IN_SUMMARY}"), ""]
     else:
         lines += [f"Nothing changes at vLLM {move.new}: no workaround drifts, starts or stops applying, or becomes "
                   "retirable.", ""]
     if inline is not None:
-        lines += inline_lines(move, inline)
+        lines += inline_lines(move, inline, shown)
     rows = []
     for w in new.workarounds:
         decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
@@ -145,27 +152,43 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
         rows.append(f"| `{w.id}` | {was_decided} | {decided} | {targets} |")
     if rows:
         lines += ["<details><summary>Every workaround</summary>", "",
-                  f"| workaround | at {was} | at vLLM {move.new} | targets |", "|---|---|---|---|", *rows, "",
+                  f"| workaround | at {was} | at vLLM {move.new} | targets |", "|---|---|---|---|",
+                  *shortened(rows, shown, lambda rest: f"| and {rest} more{IN_SUMMARY} | | | |"), "",
                   "</details>", ""]
     return lines
 
 
-def inline_lines(move: ReleaseMove, inline: Census) -> list[str]:
+def inline_lines(move: ReleaseMove, inline: Census, shown: int | None = None) -> list[str]:
     """vLLM's own inline XPU workarounds the new release brings or drops (``census --since`` the
-    old one): one list item per site, an untracked one that names a reference flagged."""
+    old one): one list item per site, an untracked one that names a reference flagged; with
+    ``shown``, that many of each list, the rest counted."""
     if not inline.new and not inline.gone:
         return [f"vLLM's own inline XPU workarounds: none new at vLLM {move.new}, none gone since vLLM {move.old}.", ""]
     lines = [f"vLLM's own inline XPU workarounds: {len(inline.new)} new at vLLM {move.new}, {len(inline.gone)} gone "
              f"since vLLM {move.old} (`xpu-workarounds census`):", ""]
+    command = f"`xpu-workarounds census vllm=={move.new} --since vllm=={move.old}`"
     for change, sites in (("new", inline.new), ("gone", inline.gone)):
-        for counted in sites:
-            site = counted.site
-            refs = ", ".join(markdown_code(ref) for ref in site.references)
-            tracked = (f"tracked as `{counted.tracked}`" if counted.tracked else
-                       f"**not tracked**, names {refs}" if refs else "not tracked, names no reference")
-            lines.append(f"- {change}: {markdown_code(f'{site.file}:{site.line}-{site.end_line}')} "
-                         f"{markdown_text(site.summary)} ({tracked})")
+        def rest(count: int, sites: list[CountedSite] = sites, change: str = change) -> str:
+            flagged = sum(1 for counted in sites[len(sites) - count:] if not counted.tracked and counted.site.references)
+            return (f"- and {count} more {change} ({flagged} of them not tracked and naming a reference){IN_SUMMARY}; "
+                    f"{command} lists them")
+        lines += shortened([_site_item(change, counted) for counted in sites], shown, rest)
+    untracked = sum(1 for counted in inline.new if not counted.tracked and counted.site.references)
+    if untracked:
+        lines += ["", f"`xpu-workarounds census vllm=={move.new} --adopt` prints the `[[tracked]]` entries of the "
+                      f"{untracked} new {'site' if untracked == 1 else 'sites'} not tracked that name a reference."]
     return [*lines, ""]
+
+
+def _site_item(change: str, counted: CountedSite) -> str:
+    site = counted.site
+    refs = ", ".join(markdown_code(ref) for ref in site.references[:REFERENCES_SHOWN])
+    if len(site.references) > REFERENCES_SHOWN:
+        refs += f" and {len(site.references) - REFERENCES_SHOWN} more"
+    tracked = (f"tracked as `{counted.tracked}`" if counted.tracked else
+               f"**not tracked**, names {refs}" if refs else "not tracked, names no reference")
+    return (f"- {change}: {markdown_code(f'{site.file}:{site.line}-{site.end_line}')} "
+            f"{markdown_text(clipped(site.summary, SUMMARY_SHOWN))} ({tracked})")
 
 
 def disagreement(moves: list[ReleaseMove]) -> str | None:
@@ -182,17 +205,19 @@ def unchecked_lines(moves: list[PinMove]) -> list[str]:
             for move in moves if move.new is None]
 
 
-def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove]) -> str:
+def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove],
+                 shown: int | None = None) -> str:
     """The PR comment: what no release could be checked for and whether the pin files agree, then one
-    part per release (``release_text``), then the marker."""
+    part per release (``release_text``), then the marker; ``shown``: as in ``release_text``."""
     lines: list[str] = []
     unchecked = [move for move in moves if move.new is None]
     if unchecked:
         lines += ["### vLLM requirements that were not checked", "",
                   "The check fetches a release from the package index by its version; these name none, so what "
                   "they would install is not known:", "",
-                  *[f"- {markdown_code(move.path)}: {markdown_code(move.requirement.text)}: {move.requirement.why}"
-                    for move in unchecked], ""]
+                  *shortened([f"- {markdown_code(move.path)}: {markdown_code(move.requirement.text)}: "
+                              f"{move.requirement.why}" for move in unchecked], shown,
+                             lambda rest: f"- and {rest} more{IN_SUMMARY}"), ""]
     if len(releases) > 1:
         lines += ["**The pin files disagree**: " + "; ".join(
             f"{', '.join(markdown_code(path) for path in move.paths)} {'pins' if len(move.paths) == 1 else 'pin'} "
@@ -217,6 +242,7 @@ class Checked:
     disagreement: str | None = None  # the pin files move to different releases
     elsewhere: list[str] = field(default_factory=list)  # files that move vLLM and are not pin files: a notice
     notice: str | None = None  # the step summary's text about them (Markdown)
+    summary: str | None = None  # the step summary's text: the comment with every list whole (None: no comment)
 
 
 def check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
@@ -256,7 +282,9 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
             return None
         return found
 
-    parts, drift, warnings = [], [], []
+    parts: list[tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census | None]] = []
+    drift: list[str] = []
+    warnings: list[str] = []
     for move in releases:
         new = checked_release(move.new, True)
         assert new is not None
@@ -272,13 +300,18 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
                 inline = census(manifest, f"vllm=={move.new}", since=f"vllm=={move.old}", progress=progress, warn=warn)
             except (NotFetchable, CheckInputError) as error:
                 warnings.append(f"vLLM's own inline XPU workarounds were not compared: {' '.join(str(error).split())}")
-        parts.append(release_text(manifest, move, new, old, manifest_path, unavailable, inline))
+        parts.append((move, new, old, unavailable, inline))
         drift += [problem for problem in new.problems if problem not in drift]
-    text = comment_text(parts, moves, releases)
+
+    def written(shown: int | None) -> str:
+        return comment_text([release_text(manifest, move, new, old, manifest_path, unavailable, inline, shown)
+                             for move, new, old, unavailable, inline in parts], moves, releases, shown)
+
+    text, whole = fitted(written), written(None)  # the comment within GitHub's limit; every list in the summary
     unchecked, disagree = unchecked_lines(moves), disagreement(releases)
 
     def outcome(comment: str, note: str) -> Checked:
-        return Checked(text, drift, comment, note, warnings, unchecked, disagree, elsewhere, notice)
+        return Checked(text, drift, comment, note, warnings, unchecked, disagree, elsewhere, notice, whole)
 
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:
