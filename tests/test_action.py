@@ -518,6 +518,31 @@ def test_a_new_release_that_cannot_be_fetched_fails_in_one_line_with_exit_4_and_
     assert writes(step.server) == 0 and comments(step, pr.number) == []
 
 
+def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path, monkeypatch):
+    """Its check, its census and the census compared with the old release's: each release's archive
+    read once and hashed once (the function the step runs, in this process, to count)."""
+    import github
+    from github import Auth
+    from test_lookahead import counted_reads
+
+    from tracker.retire.upgrade import check_pull_request
+    from tracker.upstream.settings import ClientSettings
+
+    repo, pr, step, env = upgrade
+    for name in ("PIP_NO_INDEX", "PIP_FIND_LINKS"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("XPU_WORKAROUNDS_CACHE_DIR", str(tmp_path / "cache"))
+    read, hashed = counted_reads(monkeypatch)
+    gh = github.Github(auth=Auth.Token(TOKEN), base_url=step.server.base_url, retry=None, timeout=15,
+                       seconds_between_requests=None, seconds_between_writes=None)
+    settings = ClientSettings(token=TOKEN, base_url=step.server.base_url, retries=0, timeout=15)
+    checked = check_pull_request(gh, settings, ADOPTER, pr.number, "workarounds.toml")
+    assert checked.comment == "created" and checked.warnings == [] and len(checked.drift) == 1
+    assert "vLLM's own inline XPU workarounds: none new at vLLM 0.25.0, none gone since vLLM 0.24.0" in checked.text
+    each_once = {"vllm-0.25.0.tar.gz": 1, "vllm-0.24.0.tar.gz": 1}
+    assert (read, hashed) == (each_once, each_once)
+
+
 def test_drift_fails_the_step_only_with_fail_on_drift(upgrade):
     from test_workflow import check_script
 

@@ -14,11 +14,13 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -405,10 +407,113 @@ def test_a_fifo_given_as_an_sdist_is_bad_input_at_once(tmp_path):
                            "source tree\n")
 
 
-def test_a_release_whose_version_has_more_digits_than_python_converts_is_of_unknown_version(tmp_path):
+# ------------------------------------ a release that breaks a rule: check and census alike
+
+READERS = ("check", "census")
+
+
+def run_reader(command: str, args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``command`` (check or census) of ``args`` with the frozen manifest and a cache of its own."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    clean.update(XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"), **env)
+    return subprocess.run([sys.executable, "-m", "tracker.commands", "--manifest", str(FROZEN_MANIFEST), command,
+                           *args], capture_output=True, text=True, env=clean, timeout=300)
+
+
+def refused(done: subprocess.CompletedProcess[str], code: int, start: str) -> str:
+    """The one line of a refusal with exit ``code``, starting ``start`` after the tool's prefix."""
+    assert (done.returncode, done.stdout) == (code, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"xpu-workarounds: error: {start}"), done.stderr
+    return done.stderr
+
+
+def patched_wheel(path: Path, *, flags: int = 0, method: int | None = None) -> Path:
+    """A wheel of vLLM 9.9.9 (its METADATA, the probed module), every entry's local and central
+    header then patched as no writer of zipfile's makes one: ``flags`` set (bit 0: encrypted), the
+    compression ``method`` changed."""
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr("vllm-9.9.9.dist-info/METADATA", PKG_INFO)
+        wheel.writestr(PROBED_FILE, definition_source("x = 1"))
+    data = bytearray(path.read_bytes())
+    for signature, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # general purpose flags, then the method
+        start = data.find(signature)
+        while start >= 0:
+            data[start + at] |= flags
+            if method is not None:
+                data[start + at + 2:start + at + 4] = method.to_bytes(2, "little")
+            start = data.find(signature, start + 4)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize(("flags", "method", "said"), [(0x1, None, "is encrypted"), (0, 99, "compressed with method 99")],
+                         ids=["encrypted-entry", "unknown-compression"])
+def test_a_wheel_whose_entries_zipfile_cannot_read_is_refused_in_one_line(tmp_path, command, flags, method, said):
+    wheel = patched_wheel(tmp_path / "vllm-9.9.9-py3-none-any.whl", flags=flags, method=method)
+    assert said in refused(run_reader(command, [str(wheel)], tmp_path), 2, f"{wheel}: ")
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_release_whose_version_has_more_digits_than_python_converts_is_refused_in_one_line(tmp_path, command):
     archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [member(f"vllm-9.9.9/{PROBED_FILE}",
                                                                    data=definition_source("x = 1"))],
                             info=b"Metadata-Version: 2.1\nName: vllm\nVersion: " + b"9" * 5001 + b"\n")
-    done = run_check([str(archive)], XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path / "cache"))
-    assert done.returncode in (0, 3) and done.stderr == "", done.stderr
-    assert PROBED.id in done.stdout
+    line = refused(run_reader(command, [str(archive)], tmp_path), 2, f"{archive}: its version, 5001 characters, ")
+    assert "more digits than Python converts" in line
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_an_sdist_holding_a_file_twice_is_refused_whichever_reads_it(tmp_path, command):
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1")),
+        member(f"vllm-9.9.9/./{PROBED_FILE}", data=definition_source("x = 2"))])  # the same path, spelled otherwise
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert refused(done, 2, f"{archive}: {PROBED_FILE} is in it twice: not a vLLM release")
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_an_sdist_from_the_index_that_breaks_a_rule_is_the_indexs_answer_exit_4(tmp_path, command):
+    links = tmp_path / "links"
+    links.mkdir()
+    hostile_sdist(links / "vllm-9.9.9.tar.gz", [member(f"vllm-9.9.9/{PROBED_FILE}", data=b"x = 1\n"),
+                                               member(f"vllm-9.9.9/{PROBED_FILE}", data=b"x = 2\n")])
+    done = run_reader(command, ["vllm==9.9.9"], tmp_path, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links), PIP_INDEX_URL="")
+    assert "is in it twice" in refused(done, 4, "vllm==9.9.9 from the index: ")
+
+
+def release_tree(root: Path, version: str = "9.9.9") -> Path:
+    for relative, text in {"PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n",
+                           "requirements/xpu.txt": "torch==2.13.0\n", "vllm/__init__.py": "",
+                           PROBED_FILE: definition_source("x = 1").decode()}.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize("linked", ["vllm", "PKG-INFO", "requirements/xpu.txt", "requirements", PROBED_FILE])
+def test_a_link_out_of_a_source_tree_is_refused_never_followed(tmp_path, command, linked):
+    elsewhere = release_tree(tmp_path / "elsewhere")  # what the link leads to: readable, and not the tree's
+    tree = release_tree(tmp_path / "tree")
+    target = tree / linked
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    target.symlink_to(elsewhere / linked)
+    line = refused(run_reader(command, [str(tree)], tmp_path), 2, f"{tree}: {linked} is a link out of the tree ")
+    assert line.endswith(": not followed\n")
+    os.replace(tree / linked, tmp_path / "spent")  # a link that stays in the tree is read
+    (tree / linked).symlink_to(os.path.relpath(tree / "kept", (tree / linked).parent))
+    shutil.move(elsewhere / linked, tree / "kept")
+    assert run_reader(command, [str(tree)], tmp_path).returncode in (0, 3)
+
+
+def test_census_since_a_later_release_is_refused_in_one_line(tmp_path):
+    older, newer = release_tree(tmp_path / "older", "0.99.0"), release_tree(tmp_path / "newer", "0.100.0")
+    done = run_reader("census", [str(older), "--since", str(newer)], tmp_path)
+    assert refused(done, 2, f"--since {newer} is vLLM 0.100.0, later than vLLM 0.99.0 ({older}): --since names the "
+                            "earlier release")
+    assert run_reader("census", [str(newer), "--since", str(older)], tmp_path).returncode == 0

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,9 @@ from test_retire_github import REPOSITORY, TOKEN
 
 from tracker.model import reader
 from tracker.model.manifest import Manifest
+from tracker.release import archive, cache
 from tracker.retire import DASHBOARD_LABEL
-from tracker.retire.lookahead import pinned_release
+from tracker.retire.lookahead import look_ahead, pinned_release
 
 PINNED = "0.99.0"
 NEWEST = "0.100.0"
@@ -150,6 +152,49 @@ def test_thousands_of_untracked_sites_are_counted_in_the_dashboard_and_listed_wh
     whole = summary.read_text()
     assert whole.count("(`pytorch/pytorch#192999`)") == 2  # brought, and not tracked: every site, twice
     assert "pytorch/pytorch#192999" not in body
+
+
+def counted_reads(monkeypatch) -> tuple[Counter[str], Counter[str]]:
+    """How many times each release's archive is read (``archive.members``, what every unpacking reads
+    it with) and hashed (``cache.sha256_of``: verified in the release cache, or recorded there), by
+    file name, from now on in this process."""
+    read: Counter[str] = Counter()
+    hashed: Counter[str] = Counter()
+    members, sha256_of = archive.members, cache.sha256_of
+
+    def reading(path: Path, *args, **options):
+        read[path.name] += 1
+        return members(path, *args, **options)
+
+    def hashing(path: Path) -> str:
+        hashed[path.name] += 1
+        return sha256_of(path)
+
+    monkeypatch.setattr(archive, "members", reading)
+    monkeypatch.setattr(cache, "sha256_of", hashing)
+    return read, hashed
+
+
+def test_a_look_ahead_reads_and_hashes_each_release_once(tmp_path, monkeypatch):
+    """The newest release checked and its census taken, the pinned one checked and its census taken,
+    the two censuses compared: each release opened once, downloaded into the release cache and again
+    from it."""
+    index = Index()  # it serves the pinned release
+    try:
+        index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
+        for name, value in {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}.items():
+            monkeypatch.setenv(name, value)
+        manifest = reader.load(FROZEN_MANIFEST)
+        for run in ("downloaded", "from the release cache"):
+            read, hashed = counted_reads(monkeypatch)
+            found = look_ahead(manifest, Version(PINNED), "requirements.txt", newest=lambda: Version(NEWEST))
+            assert (found.failure, found.notes) == (None, []) and found.checked and found.old, run
+            assert [c.site.file for c in found.sites.new] == [SITE] and found.sites.gone == [], run
+            each_once = {f"vllm-{NEWEST}.tar.gz": 1, f"vllm-{PINNED}.tar.gz": 1}
+            assert (read, hashed) == (each_once, each_once), run
+        assert len([path for path in index.requests if path.startswith("/files/")]) == 2
+    finally:
+        index.close()
 
 
 def test_a_release_that_drops_a_workaround_says_so(world):

@@ -334,14 +334,14 @@ def release_sdist(version: str) -> Path:
 
 def release_source(version: str) -> Path:
     """A directory whose ``vllm`` package is release ``version``'s real Python source: its sdist's
-    files that ``xpu-workarounds census`` reads (``tracker.release.census.wanted``: vLLM's Python
-    source, the files that say its version and its XPU pins). The probe imports it; the census
-    reads it."""
+    files that ``xpu-workarounds census`` reads (``tracker.release.opened.release_file``: vLLM's
+    Python source, the files that say its version and its XPU pins). The probe imports it; the
+    census reads it."""
     from tracker.release.archive import unpack
-    from tracker.release.census import wanted
+    from tracker.release.opened import release_file
 
     def build(dest: Path) -> dict:
-        unpack(release_sdist(version), dest, wanted)
+        unpack(release_sdist(version), dest, release_file)
         return {"files": sum(1 for path in dest.rglob("*") if path.is_file())}
 
     return cached(cache_root() / "vllm-python" / version, build)

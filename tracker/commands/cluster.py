@@ -26,9 +26,10 @@ import tracker
 from tracker import echoed
 from tracker.commands.output import table
 from tracker.model.environment import OutsideVariables
+from tracker.model.versions import PINNED_COMPONENTS
 from tracker.model.vocabulary import SCHEMA, Choice, NodeState, Outcome, Reason
 
-SHOWN_COMPONENTS = ("vllm", "torch", "vllm-xpu-kernels")
+SHOWN_COMPONENTS = ("vllm", *PINNED_COMPONENTS)  # a node's vLLM and what it pins for XPU
 
 
 class ClusterUnreachable(Exception):

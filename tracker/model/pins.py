@@ -1,7 +1,7 @@
 """vLLM's XPU pins: the torch and vllm-xpu-kernels releases a ``requirements/xpu.txt`` names.
 
 Read by the inline audit (the file at vLLM's default branch and latest tag, from GitHub)
-and by ``check`` (the file in a release's source distribution).
+and by ``check`` and ``census`` (the file in a release's source, ``tracker.release.opened``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 from urllib.parse import unquote
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 from tracker.model.versions import DISTRIBUTIONS, release_of
 
@@ -22,7 +22,8 @@ _COMPONENT_OF_DISTRIBUTION = {canonicalize_name(name): component
 
 
 def xpu_pins(text: str) -> dict[str, Version]:
-    """Component -> pinned release from a requirements file (``==`` pins and wheel URLs)."""
+    """Component -> pinned release from a requirements file (``==`` pins and wheel URLs), of every
+    component it pins (``versions.PINNED_COMPONENTS`` are those a release's XPU pins are)."""
     pins: dict[str, Version] = {}
     for raw in text.splitlines():
         line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
@@ -42,7 +43,7 @@ def xpu_pins(text: str) -> dict[str, Version]:
         elif requirement.url:
             try:
                 version = release_of(str(parse_wheel_filename(unquote(requirement.url.rsplit("/", 1)[-1]))[1]))
-            except (InvalidWheelFilename, InvalidVersion):
+            except ValueError:  # InvalidWheelFilename, InvalidVersion, or a number Python will not convert
                 version = None
         if version is not None:
             pins[component] = version

@@ -22,7 +22,7 @@ from typing import Any
 
 from tracker.model import keys
 from tracker.model.manifest import Layout
-from tracker.model.versions import COMPONENTS
+from tracker.model.versions import COMPONENTS, PINNED_COMPONENTS
 from tracker.model.vocabulary import (
     PARTIAL_ROLES,
     PLATFORMS,
@@ -97,7 +97,7 @@ def _support() -> dict[str, Any]:
                      "description": "the torch and vllm-xpu-kernels floors are what the oldest supported vLLM "
                                     "pins for XPU"},
     }, "[support.policy]: floors that follow vLLM's releases; the fixed floors stay the lowest")
-    return _table((*COMPONENTS, "policy"), ("vllm", "torch", "vllm-xpu-kernels"), {**floors, "policy": policy},
+    return _table((*COMPONENTS, "policy"), ("vllm", *PINNED_COMPONENTS), {**floors, "policy": policy},
                   "[support]: the oldest stacks still supported; retirement is judged against them")
 
 

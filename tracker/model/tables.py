@@ -21,7 +21,7 @@ from tracker.model.keys import LAYOUT_KEYS, POLICY_KEYS, RELATIVE, RELEASED_IN, 
 from tracker.model.manifest import DEFAULT_SOURCES, Layout, Problem, Release, Source, SupportPolicy
 from tracker.model.pin_files import pin_glob_problem
 from tracker.model.specifiers import satisfiable, specifier_set, version
-from tracker.model.versions import COMPONENTS
+from tracker.model.versions import COMPONENTS, PINNED_COMPONENTS
 
 if TYPE_CHECKING:
     from tracker.model.lines import LineLocator
@@ -105,7 +105,7 @@ class TableValidator:
                 floors[name] = version(value)
             except InvalidVersion:
                 self.problem(at, f"support.{name}", f"{echoed(value)} is not a PEP 440 version")
-        for name in ("vllm", "torch", "vllm-xpu-kernels"):
+        for name in ("vllm", *PINNED_COMPONENTS):
             if name not in table:
                 self.problem(lambda: self.lines.of("support"), f"support.{name}",
                              "the oldest supported release is required")

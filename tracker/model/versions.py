@@ -40,6 +40,9 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "triton": ("pytorch-triton-xpu", "triton-xpu", "triton", "pytorch-triton-rocm", "pytorch-triton"),
 }
 COMPONENTS: tuple[str, ...] = tuple(DISTRIBUTIONS)
+# The components vLLM pins for XPU (its ``requirements/xpu.txt``): a release's XPU pins, and the
+# floors beside vLLM's that ``[support]`` requires and the support policy may move.
+PINNED_COMPONENTS: tuple[str, ...] = ("torch", "vllm-xpu-kernels")
 
 
 class ComponentVersion(NamedTuple):
@@ -289,6 +292,7 @@ def parse_assumption(text: str) -> tuple[str, str]:
 __all__ = [
     "COMPONENTS",
     "DISTRIBUTIONS",
+    "PINNED_COMPONENTS",
     "ComponentVersion",
     "detect_versions",
     "matches",

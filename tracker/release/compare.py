@@ -4,8 +4,9 @@ For each workaround: are its targets still there with the manifest's fingerprint
 parameter names, read from the syntax tree: ``tracker.engine.source.declared_fingerprint``),
 does the release carry its own fix (the workaround's source probe, run on the release's files),
 and what would be decided at the release's XPU pins (its ``requirements/xpu.txt``); and where
-those answers disagree with the manifest. Nothing of the release is imported or executed. The
-test suite's release matrix calls ``check_tree`` for every release.
+those answers disagree with the manifest. Nothing of the release is imported or executed: it is
+read from its opened tree (``opened.open_release``, ``check_opened``). The test suite's release
+matrix calls ``check_tree`` for every release.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from tracker.decision.stack import decide_stack
 from tracker.engine.source import declared_fingerprint, file_under
 from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
-from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
+from tracker.model.pins import XPU_REQUIREMENTS
 from tracker.model.vocabulary import SCHEMA, TargetFound
-from tracker.release.archive import release_version
-from tracker.release.errors import CheckInputError
-from tracker.release.fetch import Say, silent, source_tree
+from tracker.release.fetch import Say, silent
+from tracker.release.opened import OpenedRelease, open_release, opened_tree
 
 
 @dataclass(frozen=True)
@@ -174,19 +174,10 @@ def check_workaround(w: Workaround, root: Path, version: Version | None, decided
     return result
 
 
-def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
-               progress: Callable[[str], None] = silent) -> ReleaseCheck:
-    """Check every workaround against the vLLM source tree at ``root`` (with ``requirements/xpu.txt``)."""
-    if not (root / "vllm").is_dir():
-        raise CheckInputError(f"{root}: no vllm/ package in it")
-    raw = release_version(root)
-    try:
-        version = Version(raw) if raw else None
-    except ValueError:  # InvalidVersion, or a number of more digits than Python converts (a forged PKG-INFO)
-        version = None
-    requirements = root / XPU_REQUIREMENTS
-    pins = xpu_pins(requirements.read_text(encoding="utf-8", errors="replace")) if requirements.is_file() else {}
-    pins = {name: pins[name] for name in ("torch", "vllm-xpu-kernels") if name in pins}
+def check_opened(manifest: Manifest, release: OpenedRelease, *, progress: Callable[[str], None] = silent) -> ReleaseCheck:
+    """Check every workaround against an opened release (``opened.open_release``): its tree, its
+    version and its XPU pins."""
+    root, version, pins = release.root, release.version, release.pins
     decisions: list[Decision | None] = [None] * len(manifest.workarounds)
     if version is not None and pins:
         # The version gates alone at the release's XPU pins (the settings' defaults, not this
@@ -199,7 +190,14 @@ def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
         progress(f"checking {w.id} ({index}/{len(manifest.workarounds)})")
         checks.append(check_workaround(w, root, version, decided))
     tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
-    return ReleaseCheck(raw, label or str(root), pins, checks, tracked)
+    return ReleaseCheck(release.declared, release.label, pins, checks, tracked)
+
+
+def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
+               progress: Callable[[str], None] = silent) -> ReleaseCheck:
+    """Check every workaround against the vLLM source tree at ``root`` (with ``requirements/xpu.txt``),
+    read where it is (``opened.opened_tree``)."""
+    return check_opened(manifest, opened_tree(root, label, also=needed_files(manifest)), progress=progress)
 
 
 def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) -> TrackedCheck:
@@ -218,11 +216,10 @@ def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) 
 
 def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progress: Say = silent,
           warn: Say = silent) -> ReleaseCheck:
-    """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``fetch.source_tree``)."""
-    with source_tree(what, needed_files(manifest).__contains__, workdir=workdir, progress=progress,
-                     warn=warn) as (root, label):
-        return check_tree(manifest, root, label=label, progress=progress)
+    """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``opened.open_release``)."""
+    with open_release(what, also=needed_files(manifest), workdir=workdir, progress=progress, warn=warn) as release:
+        return check_opened(manifest, release, progress=progress)
 
 
-__all__ = ["ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_target",
-           "check_tree", "check_workaround", "needed_files"]
+__all__ = ["ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_opened",
+           "check_target", "check_tree", "check_workaround", "needed_files"]

@@ -3,8 +3,9 @@
 ``vllm==X``'s source distribution is fetched with ``pip download --no-deps``, and pip's metadata
 step is given a stand-in build backend that only reads the sdist's ``PKG-INFO``, so vLLM's
 ``setup.py`` never runs; it is kept in the per-user cache for the next time (``cache``).
-``source_tree`` turns any of the four into a source tree holding the files wanted;
-``newest_release`` asks the index (``pip index versions``) which release is the newest.
+``release_source`` gives any of the four for the length of a block (``opened.open_release`` opens
+it once for every reader); ``newest_release`` asks the index (``pip index versions``) which
+release is the newest.
 What pip says when it fails is kept only with every address in it reduced to a host and a file
 name (``redact``): a private index's token in its URL is never shown. pip never asks for a
 password (``--no-input``): an index's refusal is an answer, never a wait.
@@ -24,7 +25,6 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from tracker.release import cache
-from tracker.release.archive import unpack
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.redact import without_addresses
 
@@ -173,26 +173,4 @@ def index_answered(asked: str | None) -> Iterator[None]:
         raise NotFetchable(f"vllm=={asked} from the index: {error}") from None
 
 
-@contextlib.contextmanager
-def source_tree(what: str, wanted: Callable[[str], bool], *, reader: str = "the check", workdir: Path | None = None,
-                progress: Say = silent, warn: Say = silent) -> Iterator[tuple[Path, str]]:
-    """The source tree of ``what`` and what to call it, for the length of the block.
-
-    ``what``: ``vllm==X`` (its sdist, from the cache or fetched), or the path of a wheel, an
-    sdist or a source tree. Of an archive only the ``wanted`` files (paths relative to the tree)
-    are unpacked, within bounds, into a temporary directory removed after the block; a source
-    tree is used where it is. ``CheckInputError`` when ``what`` is none of these or cannot be
-    read; ``NotFetchable`` when the index does not give the release, or gives something that is
-    no release. ``reader`` names who reads the files in the progress line."""
-    with release_source(what, workdir=workdir, progress=progress, warn=warn) as (found, asked):
-        if found.is_dir():
-            yield found, str(found)
-            return
-        with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
-            progress(f"unpacking the files {reader} reads from {found.name}")
-            with index_answered(asked):
-                root = unpack(found, Path(scratch) / "tree", wanted)
-            yield root, found.name
-
-
-__all__ = ["REQUIREMENT", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent", "source_tree"]
+__all__ = ["REQUIREMENT", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent"]

@@ -1,6 +1,6 @@
 """A new workaround's first files: ``xpu-workarounds new``.
 
-Its targets are read from a vLLM release's source as ``check`` reads them (``fetch.source_tree``,
+Its targets are read from a vLLM release's source as ``check`` reads them (``opened.open_release``,
 ``engine.source.declared_fingerprint``), so the manifest entry starts with the kind and
 parameters the release declares. What only a person can say (the symptom, why, how, the
 affected window, the upstream references) is written as placeholders that ``lint`` names
@@ -24,9 +24,9 @@ from tracker.engine.source import Fingerprint, declared_fingerprint, definition,
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, module_of
-from tracker.release.archive import release_version
 from tracker.release.errors import CheckInputError
-from tracker.release.fetch import Say, silent, source_tree
+from tracker.release.fetch import Say, silent
+from tracker.release.opened import open_release
 
 DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 
@@ -98,11 +98,10 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
     for a target that is not there, ``NotFetchable`` when the index does not give the release."""
     for target in targets:
         check_spelling(target)
-    with source_tree(release, wanted_files(targets).__contains__, reader="new", progress=progress,
-                     warn=warn) as (root, label):
-        version = release_version(root)
-        named = f"vLLM {version}" if version else label
-        return ReadRelease(label, version, [find_target(target, root, named) for target in targets])
+    with open_release(release, also=wanted_files(targets), reader="new", progress=progress, warn=warn) as opened:
+        named = f"vLLM {opened.declared}" if opened.declared else opened.label
+        return ReadRelease(opened.label, opened.declared,
+                           [find_target(target, opened.root, named) for target in targets])
 
 
 def _string(text: str) -> str:

@@ -3,8 +3,9 @@
 The weekly run asks pip for the newest vLLM release on the index (``PIP_INDEX_URL`` and pip's
 other settings honoured, as ``check vllm==X`` fetches one), finds the release the repository pins
 in its pin files (``[layout] pins``, as the upgrade check reads them, at the base branch), and
-when the newest is ahead of the pin checks it against the manifest (``compare.check``) and takes
-its census since the pinned one (``census``). The
+when the newest is ahead of the pin checks it against the manifest (``compare.check_opened``) and
+takes its census since the pinned one (``census.census_opened``), each release opened once
+(``opened.open_release``). The
 answer is one section of the dashboard issue, written only from what was read, so that a week
 with no new release writes the same text again (and the dashboard is not edited). An index that
 cannot be reached, or a release it gives that cannot be read, is said in the section and as the
@@ -19,14 +20,15 @@ from typing import Any
 
 from packaging.version import Version
 
-from tracker.census.count import Census, CountedSite
+from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.pin_files import is_pin_file
-from tracker.release.census import census
-from tracker.release.compare import ReleaseCheck, check
+from tracker.release.census import census_opened
+from tracker.release.compare import ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, newest_release, silent
+from tracker.release.opened import open_release
 from tracker.retire.failures import StepFailed
 from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import vllm_requirements
@@ -94,17 +96,22 @@ def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None,
     result = NextRelease(found, pinned, pin_path)
     if not result.ahead:
         return result
-    try:
-        result.checked = check(manifest, f"vllm=={found}", progress=progress, warn=warn)
-        result.sites = census(manifest, f"vllm=={found}", progress=progress, warn=warn)
+    needed = needed_files(manifest)
+    try:  # each release opened once: its check and its census read the same tree
+        with open_release(f"vllm=={found}", also=needed, reader="the check and the census", progress=progress,
+                          warn=warn) as newest_opened:
+            result.checked = check_opened(manifest, newest_opened, progress=progress)
+            result.sites = sites = census_opened(manifest, newest_opened, progress=progress, warn=warn)
     except (NotFetchable, CheckInputError) as error:
         result.checked = result.sites = None
         result.failure = f"vLLM {found} could not be read from the package index: {error}"
         return result
     if pinned is not None:
         try:
-            result.old = check(manifest, f"vllm=={pinned}", progress=progress, warn=warn)
-            result.sites = census(manifest, f"vllm=={found}", since=f"vllm=={pinned}", progress=progress, warn=warn)
+            with open_release(f"vllm=={pinned}", also=needed, reader="the check and the census", progress=progress,
+                              warn=warn) as pinned_opened:
+                result.old = check_opened(manifest, pinned_opened, progress=progress)
+                result.sites = compare(sites, census_opened(manifest, pinned_opened, progress=progress, warn=warn))
         except (NotFetchable, CheckInputError) as error:
             result.old = None
             result.notes.append(f"vLLM {pinned} (the pin) could not be compared: {error}")

@@ -4,9 +4,9 @@ The check believes only itself. What the pull request changes is read as data th
 its list of files, then each pin file at its base and head commits; nothing of it is checked out
 or run. Pin files are those ``[layout] pins`` names in the base commit's manifest (by default the
 root's ``pyproject.toml`` and ``requirements*.txt``; ``pin_moves``). Every pin file whose vLLM
-requirement changes is read, and every release they move to is
-checked once, as ``check vllm==X`` checks one (source distributions fetched with pip, never
-installed or run); pin files that move to different releases disagree, which the comment says
+requirement changes is read, and every release they move to (and from) is opened once and
+checked, as ``check vllm==X`` checks one (source distributions fetched with pip, never
+installed or run), its census read from the same opened release; pin files that move to different releases disagree, which the comment says
 and ``--fail-on-drift`` fails on. A requirement that names no release the index can give (a URL,
 a path, a wildcard, ``===``, a range, not a version) is never checked as another: the comment
 names it with why, and the step fails. The new releases must be fetched (else exit 4); an old one
@@ -24,20 +24,23 @@ summary names it, with the ``[layout] pins`` line that would count it.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from tracker.census.count import Census, CountedSite
+from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import ExitCode
-from tracker.release.census import census
-from tracker.release.compare import ReleaseCheck, check
-from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.census import census_opened
+from tracker.release.compare import ReleaseCheck, check_opened, needed_files
+from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
+from tracker.release.opened import OpenedRelease, open_release
 from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
 from tracker.upstream.identity import token_login, written_by
@@ -245,6 +248,66 @@ class Checked:
     summary: str | None = None  # the step summary's text: the comment with every list whole (None: no comment)
 
 
+Part = tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census | None]
+
+
+def read_releases(manifest: Manifest, releases: list[ReleaseMove], *, progress: Say = silent,
+                  warn: Say = silent) -> tuple[list[Part], list[str], list[str]]:
+    """What the comment says of each release (the move, the new release's check, the old one's or
+    why it could not be compared, the census since it), the drift, the warnings. Each release is opened once
+    (``opened.open_release``, kept open until every part is written) for its check and its census; a
+    new release that cannot be fetched stops the check (exit 4), an old one only loses the comparison."""
+    with contextlib.ExitStack() as stack:
+        return _read(manifest, releases, stack, progress, warn)
+
+
+def _read(manifest: Manifest, releases: list[ReleaseMove], stack: contextlib.ExitStack,
+          progress: Say, warn: Say) -> tuple[list[Part], list[str], list[str]]:
+    read: dict[Version, tuple[OpenedRelease, ReleaseCheck] | NotFetchable] = {}
+    censuses: dict[Version, Census] = {}
+
+    def checked(version: Version, needed: bool) -> ReleaseCheck | None:
+        if version not in read:
+            try:
+                opened = stack.enter_context(open_release(f"vllm=={version}", also=needed_files(manifest),
+                                                          reader="the check and the census", progress=progress,
+                                                          warn=warn))
+                read[version] = (opened, check_opened(manifest, opened, progress=progress))
+            except NotFetchable as error:
+                read[version] = error
+        found = read[version]
+        if isinstance(found, NotFetchable):
+            if needed:
+                raise found
+            return None
+        return found[1]
+
+    def census_of(version: Version) -> Census:
+        found = read[version]
+        assert not isinstance(found, NotFetchable)
+        if version not in censuses:
+            censuses[version] = census_opened(manifest, found[0], progress=progress, warn=warn)
+        return censuses[version]
+
+    parts: list[Part] = []
+    drift: list[str] = []
+    warnings: list[str] = []
+    for move in releases:
+        new = checked(move.new, True)
+        assert new is not None
+        old, unavailable, inline = None, None, None
+        if move.old is not None:
+            old = checked(move.old, False)
+            if old is None:  # only the comparison is lost
+                unavailable = " ".join(str(read[move.old]).split())
+                warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
+            else:  # what vLLM's own XPU code brings or drops (``census --since``): news, never a failure
+                inline = compare(dataclasses.replace(census_of(move.new)), census_of(move.old))
+        parts.append((move, new, old, unavailable, inline))
+        drift += [problem for problem in new.problems if problem not in drift]
+    return parts, drift, warnings
+
+
 def check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
                        progress: Say = silent, warn: Say = silent) -> Checked:
     """Check PR ``number`` of ``repository`` (each release as ``compare.check`` checks one); keep
@@ -266,42 +329,7 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check",
                        elsewhere=elsewhere, notice=notice)
     releases = release_moves(moves)
-    results: dict[Version, ReleaseCheck | NotFetchable] = {}
-
-    def checked_release(version: Version, needed: bool) -> ReleaseCheck | None:
-        """Each release once; a new release that cannot be fetched stops the check (exit 4)."""
-        if version not in results:
-            try:
-                results[version] = check(manifest, f"vllm=={version}", progress=progress, warn=warn)
-            except NotFetchable as error:
-                results[version] = error
-        found = results[version]
-        if isinstance(found, NotFetchable):
-            if needed:
-                raise found
-            return None
-        return found
-
-    parts: list[tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census | None]] = []
-    drift: list[str] = []
-    warnings: list[str] = []
-    for move in releases:
-        new = checked_release(move.new, True)
-        assert new is not None
-        old, unavailable = None, None
-        if move.old is not None:
-            old = checked_release(move.old, False)
-            if old is None:  # only the comparison is lost
-                unavailable = " ".join(str(results[move.old]).split())
-                warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
-        inline = None
-        if old is not None:  # what vLLM's own XPU code brings or drops: news, never a failure of the step
-            try:
-                inline = census(manifest, f"vllm=={move.new}", since=f"vllm=={move.old}", progress=progress, warn=warn)
-            except (NotFetchable, CheckInputError) as error:
-                warnings.append(f"vLLM's own inline XPU workarounds were not compared: {' '.join(str(error).split())}")
-        parts.append((move, new, old, unavailable, inline))
-        drift += [problem for problem in new.problems if problem not in drift]
+    parts, drift, warnings = read_releases(manifest, releases, progress=progress, warn=warn)
 
     def written(shown: int | None) -> str:
         return comment_text([release_text(manifest, move, new, old, manifest_path, unavailable, inline, shown)
@@ -334,4 +362,4 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
 
 __all__ = ["MARKER", "Checked", "ReleaseMove", "UpgradeError", "check_pull_request", "comment_text", "inline_lines",
-           "release_text", "verdicts"]
+           "read_releases", "release_text", "verdicts"]

@@ -19,12 +19,12 @@ from urllib.parse import quote
 from packaging.version import Version
 
 from tracker.model.manifest import Manifest
+from tracker.model.versions import PINNED_COMPONENTS
 
 if TYPE_CHECKING:  # GitHub code, imported only when a policy is evaluated
     from tracker.upstream.releases import Releases, Tag
 
 FIXED = "fixed in [support]"
-PINNED_COMPONENTS = ("torch", "vllm-xpu-kernels")
 
 
 @dataclass(frozen=True)
