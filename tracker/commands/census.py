@@ -1,7 +1,7 @@
 """``census``: vLLM's own inline XPU workarounds in a release's source, rendered.
 
 The work is ``tracker.census``'s (reading the source) and ``tracker.release.census``'s (getting
-it, as ``check`` does); this module renders the answer and maps errors to exit codes.
+it, as ``check`` does); this module renders the answer and picks the exit code of a finding.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import typer
 
 from tracker import one_line
 from tracker.census.count import Census, CountedSite
-from tracker.commands.context import JsonOption, QuietOption, fail, load_manifest, must_name_a_release
+from tracker.commands.context import JsonOption, QuietOption, load_manifest, must_name_a_release
+from tracker.commands.exits import ExitCode
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
-from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
-from tracker.release.errors import CheckInputError, NotFetchable
 
 HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
 # Cut to the width (a site from its start: its file name and lines stay); the entry never is.
@@ -80,13 +79,8 @@ def census_command(
         if given is not None:
             must_name_a_release(given, option)
     manifest = load_manifest(ctx)
-    try:
-        with shown_progress(quiet) as shown:
-            result = census(manifest, release, since=since, progress=shown.step, warn=warn)
-    except CheckInputError as error:
-        fail(str(error))
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    with shown_progress(quiet) as shown:
+        result = census(manifest, release, since=since, progress=shown.step, warn=warn)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
         raise typer.Exit(ExitCode.FINDING)
