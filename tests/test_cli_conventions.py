@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 import tracker
 from tracker.commands.app import COMMANDS, app
+from tracker.commands.exits import ExitCode
 from tracker.model import reader
-from tracker.model.vocabulary import ExitCode
 
 pytestmark = pytest.mark.reads_shipped
 
@@ -580,3 +580,57 @@ def test_every_command_ends_with_a_member_of_the_one_exit_code_vocabulary():
 def test_a_planted_exit_status_written_as_a_number_is_found():
     assert exit_statuses_written_as_numbers(ast.parse("raise typer.Exit(1)\nfail('x', 4)\nsys.exit(ExitCode.FINE)")) \
         == [1, 2]
+
+
+def every_tool_error() -> list[type]:
+    """Every class of error the tool foresees, each module of the package imported."""
+    import importlib
+    import pkgutil
+
+    from tracker.model.vocabulary import ToolError
+
+    for module in pkgutil.walk_packages(tracker.__path__, "tracker."):
+        if not module.name.endswith(".__main__"):  # which would run the program
+            importlib.import_module(module.name)
+    found, unseen = [], [ToolError]
+    while unseen:
+        for subclass in unseen.pop().__subclasses__():
+            found.append(subclass)
+            unseen.append(subclass)
+    return found
+
+
+def test_every_error_the_tool_foresees_names_a_kind_and_every_kind_has_its_code():
+    # The one mapping (tracker.commands.exits.CODES): an error carries a kind, the way out its code.
+    from tracker.commands.exits import CODES
+    from tracker.model.vocabulary import ErrorKind
+
+    errors = every_tool_error()
+    assert {"GitHubError", "CheckInputError", "NotFetchable", "RetireError", "InputError"} <= {e.__name__ for e in errors}
+    assert [e.__qualname__ for e in errors if not isinstance(getattr(e, "kind", None), ErrorKind)] == []
+    assert CODES == {ErrorKind.BAD_INPUT: ExitCode.BAD_INPUT, ErrorKind.OUTSIDE_SERVICE: ExitCode.OUTSIDE_SERVICE}
+
+
+def test_an_error_raised_below_a_command_is_its_line_and_the_code_of_its_kind(monkeypatch):
+    # No command catches it: `docs` knows nothing of a package index, and still ends as its kind says.
+    import tracker.model.catalogue
+    from tracker.release.errors import NotFetchable
+
+    def unreachable(manifest: object) -> str:
+        raise NotFetchable("the package index did not answer")
+
+    monkeypatch.setattr(tracker.model.catalogue, "markdown", unreachable)
+    result = run("docs")
+    assert (result.exit_code, result.stdout) == (ExitCode.OUTSIDE_SERVICE, "")
+    assert result.stderr == "xpu-workarounds: error: the package index did not answer\n"
+
+
+def test_an_exception_that_is_no_error_the_tool_foresees_is_a_bug_and_not_said_as_one(monkeypatch):
+    import tracker.model.catalogue
+
+    def broken(manifest: object) -> str:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(tracker.model.catalogue, "markdown", broken)
+    result = run("docs")
+    assert isinstance(result.exception, KeyError) and "xpu-workarounds: error" not in result.stderr

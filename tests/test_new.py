@@ -245,6 +245,18 @@ def test_a_module_already_there_is_refused(repository, tree):
     assert snapshot(repository) == before
 
 
+def test_a_repository_manifest_that_links_out_of_it_is_refused_in_one_line(repository, tree, tmp_path):
+    outside = tmp_path / "elsewhere.toml"
+    (repository / "workarounds.toml").rename(outside)
+    (repository / "workarounds.toml").symlink_to(outside)
+    before = snapshot(repository), outside.read_bytes()
+    result = new(tree)
+    assert result.exit_code == 2
+    assert result.stderr == (f"xpu-workarounds: error: {repository / 'workarounds.toml'} links to {outside}, outside "
+                             "the repository: not read (--manifest PATH to read a manifest by name)\n")
+    assert (snapshot(repository), outside.read_bytes()) == before
+
+
 def test_outside_a_repository_without_a_manifest_named_it_writes_nothing(tmp_path, monkeypatch, tree):
     monkeypatch.chdir(tmp_path)
     result = new(tree)

@@ -1,4 +1,5 @@
-"""``xpu-workarounds``: the command line. Exit codes and JSON shapes are docs/commands.md's.
+"""``xpu-workarounds``: the command line. Exit codes and JSON shapes are docs/commands.md's; how a
+command ends, ``tracker.commands.exits``'s.
 
 One module per command beside this one; ``status``, ``explain``, ``lint``, ``docs`` and the
 ``retire`` plan answer from distribution metadata and the manifest alone: they import neither
@@ -19,9 +20,10 @@ import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 import tracker
-from tracker.commands import completion, context
+from tracker.commands import completion, context, exits
 from tracker.commands.context import ManifestOption
-from tracker.model.vocabulary import ExitCode
+from tracker.commands.exits import ExitCode
+from tracker.model.vocabulary import ToolError
 
 try:  # typer 0.2x carries its own copy of click, whose classes its commands are
     import typer._click as click
@@ -122,6 +124,14 @@ class LazyGroup(TyperGroup):
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return _plain_values(super().get_params(ctx))
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command; an error the tool foresees ends it as ``exits.said`` says (one line, the code
+        of its kind), whether ``main`` or a test's runner invoked the program."""
+        try:
+            return super().invoke(ctx)
+        except ToolError as error:
+            raise typer.Exit(exits.said(error)) from None
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                               list[str]]:
         """typer suggests a close name for a mistyped command from the group's ``commands`` mapping,
@@ -169,26 +179,16 @@ def _print_version(manifest: os.PathLike[str] | None) -> None:
     typer.echo(tracker.one_line(f"xpu-workarounds {tracker.__version__} (manifest {path}, "
                                 f"sha256 {tracker.short_digest(sha256)})"))
     if sha256 is None:
-        context.fail(f"cannot read the manifest {tracker.echoed(path, tracker.PATH_ECHO_LIMIT, quoted=False)}")
+        exits.fail(f"cannot read the manifest {tracker.echoed(path, tracker.PATH_ECHO_LIMIT, quoted=False)}")
     raise typer.Exit(ExitCode.FINE)
 
 
-
-
-class Interrupted(BaseException):
-    """Ctrl-C. Not a KeyboardInterrupt, which click's own handling may turn into "Aborted!" and
-    exit 1, and which ``except Exception`` code would not pass on either way: raised by
-    ``_interrupt``, answered in ``main`` alone."""
-
-
 def _interrupt(signum: int, frame: object) -> None:
-    raise Interrupted
+    raise exits.Interrupted
 
 
 def main() -> None:
-    """Run the command; a failed write of its output (``status > /dev/full``, a closed pipe)
-    is one line on stderr and exit 1, never a traceback; Ctrl-C is one line and exit 130."""
-    code: int | str | None = ExitCode.FINE
+    """Run the command, then write what its output still holds; how it ends is ``exits.ended``'s."""
     signal.signal(signal.SIGINT, _interrupt)
     from tracker.model.environment import OutsideVariables
 
@@ -203,36 +203,11 @@ def main() -> None:
     # click strips the escapes of output that is not a terminal; FORCE_COLOR (NO_COLOR winning) keeps them.
     forced = outside.colour is True
     command = typer.main.get_command(app)
-    completion.guard_install(command, context.fail)
-    try:
-        code = command(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds", color=True if forced else None,
-                       standalone_mode=False)
-    except click_errors.NoArgsIsHelpError as error:  # the program or a group without arguments: its help
-        error.show()
-        code = error.exit_code
-    except click_errors.UsageError as error:  # one line, like every other error, and where to look
-        where = f"{error.ctx.command_path} -h" if error.ctx is not None else "xpu-workarounds -h"
-        message = error.format_message().rstrip(".")
-        sys.stderr.write(tracker.one_line(f"xpu-workarounds: error: {message} (see '{where}')") + "\n")
-        code = error.exit_code
-    except click_errors.ClickException as error:
-        error.show()
-        code = error.exit_code
-    except typer.Abort:  # click's end of input (EOF at a prompt)
-        sys.stderr.write("xpu-workarounds: interrupted\n")
-        code = ExitCode.INTERRUPTED
-    except SystemExit as done:
-        code = done.code
-    except OSError as error:
-        code = _output_failed(error)
-    except Interrupted:
-        sys.stderr.write("xpu-workarounds: interrupted\n")
-        code = ExitCode.INTERRUPTED
-    try:
-        sys.stdout.flush()
-    except OSError as error:
-        code = _output_failed(error)
-    sys.exit(code)
+    completion.guard_install(command, exits.fail)
+    code = exits.ended(lambda: command(args=hoist_manifest(sys.argv[1:]), prog_name="xpu-workarounds",
+                                       color=True if forced else None, standalone_mode=False))
+    flushed = exits.ended(sys.stdout.flush)
+    sys.exit(code if flushed is None else flushed)
 
 
 def hoist_manifest(args: list[str]) -> list[str]:
@@ -254,17 +229,6 @@ def hoist_manifest(args: list[str]) -> list[str]:
         (moved if token.startswith("--manifest=") else head).append(token)
         index += 1
     return moved + head + tail
-
-
-def _output_failed(error: OSError) -> ExitCode:
-    try:  # what is still buffered goes nowhere, not into a second error as Python exits
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    where = f"{error.filename}" if error.filename else "the output"
-    sys.stderr.write(f"xpu-workarounds: error: cannot write {where}: {error.strerror or error}\n")
-    return ExitCode.PROBLEMS
-
 
 
 if __name__ == "__main__":

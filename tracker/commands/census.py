@@ -1,7 +1,7 @@
 """``census``: vLLM's own inline XPU workarounds in a release's source, rendered.
 
 The work is ``tracker.census``'s (reading the source) and ``tracker.release.census``'s (getting
-it, as ``check`` does); this module renders the answer and maps errors to exit codes. With
+it, as ``check`` does); this module renders the answer and picks the exit code of a finding. With
 ``--adopt`` it prints (or ``--write`` adds to a manifest) the ``[[tracked]]`` entries
 ``tracker.census.adopt`` writes for the sites not tracked.
 """
@@ -24,18 +24,16 @@ from tracker.commands.context import (
     MANIFEST_NAME,
     JsonOption,
     QuietOption,
-    fail,
     given_manifest,
     load_manifest,
     must_name_a_release,
 )
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
 from tracker.model import reader
 from tracker.model.manifest import Manifest
-from tracker.model.vocabulary import ExitCode
 from tracker.release.census import census
-from tracker.release.errors import CheckInputError, NotFetchable
 
 HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
 # Cut to the width (a site from its start: its file name and lines stay); the entry never is.
@@ -108,13 +106,8 @@ def census_command(
         if given is not None:
             must_name_a_release(given, option)
     manifest = load_manifest(ctx)
-    try:
-        with shown_progress(quiet) as shown:
-            result = census(manifest, release, since=since, progress=shown.step, warn=warn)
-    except CheckInputError as error:
-        fail(str(error))
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    with shown_progress(quiet) as shown:
+        result = census(manifest, release, since=since, progress=shown.step, warn=warn)
     if adopt:
         adopt_sites(ctx, manifest, result, chosen, write)
         return

@@ -1,8 +1,9 @@
 """``check``: the manifest against a vLLM release's own source, before an upgrade, rendered.
 
-The work is ``tracker.release``'s: getting the release (``fetch``), comparing it with the
-manifest (``compare``) and a pull request that moves the vLLM pin (``pull_request``); this
-module renders the answers and maps their errors to exit codes.
+The work is ``tracker.release``'s (getting the release: ``fetch``; comparing it with the manifest:
+``compare``) and, for a pull request that moves the vLLM pin, ``tracker.retire.upgrade``'s; this
+module renders the answers and picks the exit code of a finding (errors end as
+``tracker.commands.exits`` says).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from typing import Annotated
 import typer
 
 from tracker import one_line
-from tracker.commands.context import JsonOption, QuietOption, fail, given_manifest, load_manifest, must_name_a_release
+from tracker.commands.context import JsonOption, QuietOption, given_manifest, load_manifest, must_name_a_release
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, warn
-from tracker.model.vocabulary import ExitCode
 from tracker.release.compare import ReleaseCheck, check
-from tracker.release.errors import CheckInputError, NotFetchable
 
 
 def render(result: ReleaseCheck) -> str:
@@ -86,13 +86,8 @@ def check_release(
              "--repo OWNER/NAME")
     must_name_a_release(release, "the release")
     manifest = load_manifest(ctx)
-    try:
-        with shown_progress(quiet) as shown:
-            result = check(manifest, release, progress=shown.step, warn=warn)
-    except CheckInputError as error:
-        fail(str(error))
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    with shown_progress(quiet) as shown:
+        result = check(manifest, release, progress=shown.step, warn=warn)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
     if result.problems:
         raise typer.Exit(ExitCode.FINDING)
@@ -110,41 +105,16 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
         fail("--pull-request N and --repo OWNER/NAME go together")
     require_extra("github", "github", "check --pull-request")
     from tracker.escape import annotation
-    from tracker.retire import ManifestInvalid, RetireError, check_repository
-    from tracker.retire.failures import GITHUB_ERRORS
+    from tracker.retire import check_repository
     from tracker.retire.removal import MANIFEST_PATH
-    from tracker.retire.summary import SUMMARY_VARIABLE, append, in_actions, manifest_annotations
-    from tracker.retire.upgrade import UpgradeError, check_pull_request
+    from tracker.retire.summary import SUMMARY_VARIABLE, append, in_actions
+    from tracker.retire.upgrade import check_pull_request
     from tracker.upstream.client import connect
-    from tracker.upstream.errors import GitHubError, classify
-    from tracker.upstream.fields import WrongField
 
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     settings = context.github_settings()
-    try:
-        check_repository(repository)
-        checked = check_pull_request(connect(settings), settings, repository, number, manifest_path, warn=warn)
-    except WrongField as error:  # a ValueError too: GitHub answered wrongly (a file that is not base64), not the caller
-        fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
-    except ValueError as error:
-        fail(str(error))
-    except UpgradeError as error:
-        fail(str(error), error.code)
-    except ManifestInvalid as error:
-        if in_actions():
-            for line in manifest_annotations(error.problems, error.path):
-                typer.echo(line)
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    except RetireError as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    except CheckInputError as error:
-        fail(str(error))
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    except GITHUB_ERRORS as error:
-        fail(str(classify(error, settings, f"{repository}#{number}")), ExitCode.OUTSIDE_SERVICE)
-    except GitHubError as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    check_repository(repository)
+    checked = check_pull_request(connect(settings), settings, repository, number, manifest_path, warn=warn)
     for text in (checked.summary, checked.notice):  # the summary: the comment with every list whole
         if text is not None:
             append(SUMMARY_VARIABLE, text)

@@ -11,11 +11,11 @@ import json
 import typer
 
 from tracker import one_line
-from tracker.commands.context import fail, load_manifest
+from tracker.commands.context import load_manifest
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, warn
-from tracker.model.vocabulary import ExitCode, unknown_id_hint
-from tracker.release.errors import NotFetchable
+from tracker.model.vocabulary import unknown_id_hint
 from tracker.release.supported import SupportedCheck, check_supported
 
 
@@ -44,11 +44,8 @@ def check_supported_command(ctx: typer.Context, workaround: str | None, json_out
     if workaround is not None and workaround not in manifest.by_id:
         hint = unknown_id_hint(workaround, list(manifest.ids))
         fail(f"unknown workaround id {workaround!r}{hint} (known: {', '.join(manifest.ids) or 'none'})")
-    try:
-        with shown_progress(quiet) as shown:
-            result = check_supported(manifest, workaround, progress=shown.step, warn=warn)
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    with shown_progress(quiet) as shown:
+        result = check_supported(manifest, workaround, progress=shown.step, warn=warn)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
     if result.not_fetched:
         raise typer.Exit(ExitCode.OUTSIDE_SERVICE)

@@ -27,18 +27,22 @@ from tracker import echoed
 from tracker.commands.output import table
 from tracker.model.environment import OutsideVariables
 from tracker.model.versions import PINNED_COMPONENTS
-from tracker.model.vocabulary import SCHEMA, Choice, NodeState, Outcome, Reason
+from tracker.model.vocabulary import SCHEMA, Choice, ErrorKind, NodeState, Outcome, Reason, ToolError
 
 SHOWN_COMPONENTS = ("vllm", *PINNED_COMPONENTS)  # a node's vLLM and what it pins for XPU
 
 
-class ClusterUnreachable(Exception):
+class ClusterUnreachable(ToolError):
     """No Ray here, or no cluster at the address: one sentence for the user."""
 
+    kind = ErrorKind.OUTSIDE_SERVICE
 
-class BadAddress(ValueError):
+
+class BadAddress(ToolError, ValueError):
     """An address that names no place (not HOST:PORT, ray://HOST:PORT or auto): bad input, not an
     unreachable cluster."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 # A host name as DNS spells one (RFC 1123 labels), an IPv4 address, or an IPv6 address in brackets.

@@ -29,7 +29,7 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     from tracker.decision.stack import decide_stack
     from tracker.model import manifest as manifest_module
     from tracker.model import reader
-    from tracker.model.environment import InputError, Settings
+    from tracker.model.environment import Settings
 
     try:
         installed: str | None = version("xpu-workarounds")
@@ -38,17 +38,12 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     variables = Settings.from_env()
     answer: dict[str, Any] = {"xpu_workarounds_version": installed}
     try:
-        manifest = reader.load(variables.manifest)
+        manifest = reader.load(variables.manifest)  # a file it cannot read is a problem too: "cannot read: ..."
     except manifest_module.ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         return {**answer, "state": NodeState.ERROR.value, "detail": f"the manifest is invalid: {first}"}
-    except OSError as error:
-        return {**answer, "state": NodeState.ERROR.value, "detail": f"cannot read the manifest: {error.strerror or error}"}
-    settings = variables.for_ids(manifest.ids)
-    try:
-        decided = decide_stack(manifest, settings)
-    except InputError as error:
-        return {**answer, "state": NodeState.ERROR.value, "detail": str(error)}
+    settings = variables.for_ids(manifest.ids)  # a malformed variable is a warning of the answer, not an error
+    decided = decide_stack(manifest, settings)
     document = status_document(manifest, decided)
     directory = reports_dir or settings.report_dir
     return {

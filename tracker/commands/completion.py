@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from tracker.model.vocabulary import ExitCode
+from tracker.commands.exits import ExitCode
 
 PROGRAM = "xpu-workarounds"
 

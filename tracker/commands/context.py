@@ -1,22 +1,23 @@
 """What every command shares: the global ``--manifest``, the common options, reading the manifest
-and the settings, the stack to decide for, and failing with one line and the documented exit code."""
+and the settings, and the stack to decide for. How a command ends (``fail``) is
+``tracker.commands.exits``'s."""
 
 from __future__ import annotations
 
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 import tracker
 from tracker import PATH_ECHO_LIMIT, echoed, one_line
+from tracker.commands.exits import fail, on_os_error
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
-from tracker.model.environment import Environment, InputError, OutsideVariables, Settings, assumptions, parse_platform
-from tracker.model.vocabulary import ExitCode
+from tracker.model.environment import Environment, OutsideVariables, Settings, assumptions, parse_platform
+from tracker.model.vocabulary import ErrorKind, ToolError
 
 if TYPE_CHECKING:
     from tracker.decision.stack import StackDecisions
@@ -69,14 +70,6 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (shown only on a terminal).")]
 
 
-
-def fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> NoReturn:
-    from tracker.commands.output import styled
-
-    typer.echo(f"{styled('xpu-workarounds: error:', 'bold red', sys.stderr)} {one_line(message)}", err=True)
-    raise typer.Exit(code)
-
-
 def installed(module: str) -> bool:
     """Whether ``module`` (an optional dependency) can be imported here."""
     import importlib.util
@@ -91,13 +84,6 @@ def require_extra(module: str, extra: str, what: str) -> None:
     """Exit 2 with the install command when ``module`` (an optional dependency) is not installed."""
     if not installed(module):
         fail(f"{what} needs the {extra} extra: pip install 'xpu-workarounds[{extra}]'")
-
-
-def learn_upstream_hint() -> str:
-    """What to run for the upstream facts the cache lacks, and on a base install what to install for it."""
-    if installed("github"):
-        return "run `xpu-workarounds upstream` once, where GitHub is reachable"
-    return "run `xpu-workarounds upstream` once (needs `pip install 'xpu-workarounds[github]'`)"
 
 
 def must_name_a_release(given: str, option: str) -> None:
@@ -123,16 +109,13 @@ def must_name_a_release(given: str, option: str) -> None:
 
 def github_settings() -> ClientSettings:
     """The GitHub client's settings from the environment; a malformed ``GITHUB_API_URL`` (or one
-    with credentials in it) is one line that never repeats it, exit 2, as is an
+    with credentials in it: ``BadApiUrl``, whose line never repeats it) is bad input, as is an
     ``XPU_WORKAROUNDS_GITHUB_API`` that is neither graphql nor rest."""
-    from tracker.upstream.settings import BadApiUrl, ClientSettings
+    from tracker.upstream.settings import ClientSettings
 
     for problem in OutsideVariables.from_env().problems:
         fail(problem)
-    try:
-        return ClientSettings.from_env()
-    except BadApiUrl as error:
-        fail(str(error))
+    return ClientSettings.from_env()
 
 
 def manifest_must_exist(path: Path | str | None) -> None:
@@ -140,17 +123,17 @@ def manifest_must_exist(path: Path | str | None) -> None:
     import os
 
     named = path if path is not None else reader.default_path()
-    try:
+    with on_os_error(f"cannot read the manifest {echoed(str(named), PATH_ECHO_LIMIT, quoted=False)}"):
         os.stat(named)
-    except OSError as error:
-        fail(f"cannot read the manifest {echoed(str(named), PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}")
 
 
 MANIFEST_NAME = "workarounds.toml"
 
 
-class ManifestLinkedOut(Exception):
-    """The repository's ``workarounds.toml`` is a link to a file outside the repository."""
+class ManifestLinkedOut(ToolError):
+    """The repository's ``workarounds.toml`` is a link to a file outside the repository: not read."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 def repository_manifest(start: Path | None = None) -> Path | None:
@@ -199,13 +182,10 @@ def found_manifest(given: Path | None, repository: bool = True) -> tuple[Path | 
 
 
 def chosen_manifest(given: Path | None, repository: bool = True) -> tuple[Path | None, bool]:
-    """``found_manifest`` for a command: a repository's manifest that links out of it is refused
-    (one line, exit 2), and a ``./workarounds.toml`` outside any repository, which is not read, is
+    """``found_manifest`` for a command (a repository's manifest that links out of it refused:
+    ``ManifestLinkedOut``); a ``./workarounds.toml`` outside any repository, which is not read, is
     named in a note on stderr (the command goes on with the shipped manifest)."""
-    try:
-        named, found = found_manifest(given, repository)
-    except ManifestLinkedOut as error:
-        fail(str(error))
+    named, found = found_manifest(given, repository)
     if given is None and repository and not found:
         unread = unread_manifest_here()
         if unread is not None:
@@ -291,12 +271,9 @@ def decided_for(manifest: manifest_module.Manifest, platform: str | None = None,
     settings = Settings.from_env(known_ids=manifest.ids)
     if settings.problems:
         fail("; ".join(settings.problems))
-    try:
-        described = assumptions(assume or [], "--assume")
-        if platform is not None:
-            settings = settings._replace(platform=parse_platform(platform, "--platform"))
-    except InputError as error:
-        fail(str(error))
+    described = assumptions(assume or [], "--assume")  # InputError: bad input
+    if platform is not None:
+        settings = settings._replace(platform=parse_platform(platform, "--platform"))
     decided = decide_stack(manifest, settings, described=described, platform=described_platform(settings, described))
     note = unlabelled_torch_note(described, decided.environment)
     if note is not None:

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from tracker import PATH_ECHO_LIMIT, echoed, one_line
-from tracker.commands.context import fail, load_manifest
+from tracker.commands.context import load_manifest
+from tracker.commands.exits import on_os_error
 
 
 def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
@@ -21,9 +22,7 @@ def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option("--outp
     if output is None:
         sys.stdout.write(text)
         return
-    try:
+    with on_os_error(f"cannot write {echoed(str(output), PATH_ECHO_LIMIT, quoted=False)}"):
         output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        fail(f"cannot write {echoed(str(output), PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}")
     typer.echo(one_line(f"wrote {output}"))  # a path from the command line cannot break the line
 

@@ -14,10 +14,10 @@ from tracker.commands.context import (
     ManifestLinkedOut,
     PlatformOption,
     decided_for,
-    fail,
     found_manifest,
     load_manifest,
 )
+from tracker.commands.exits import fail
 from tracker.commands.output import terminal_width
 from tracker.model.vocabulary import unknown_id_hint
 

@@ -27,14 +27,15 @@ import typer
 from tracker import one_line
 from tracker.api import API_MODULE, OPTIONAL_FUNCTIONS, REQUIRED_FUNCTIONS
 from tracker.commands import context
-from tracker.commands.context import JsonOption, fail
+from tracker.commands.context import JsonOption
+from tracker.commands.exits import ExitCode, fail
 from tracker.engine import source
 from tracker.escape import annotation
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.placeholders import is_placeholder
 from tracker.model.reader import default_path, read
-from tracker.model.vocabulary import SCHEMA, ExitCode
+from tracker.model.vocabulary import SCHEMA
 
 
 def lint(path: Path | str | None = None) -> list[Problem]:

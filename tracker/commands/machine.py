@@ -19,7 +19,7 @@ from typing import Any
 from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.commands.cluster import stack_differences
 from tracker.commands.output import table
-from tracker.model.vocabulary import SCHEMA, Outcome
+from tracker.model.vocabulary import SCHEMA, ErrorKind, Outcome, ToolError
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
 
@@ -115,8 +115,10 @@ class Machine:
                 "differences": self.differences}
 
 
-class ReportsUnreadable(Exception):
-    """The directory cannot be listed: one sentence for the user."""
+class ReportsUnreadable(ToolError):
+    """The directory cannot be listed, or is not one the plugin writes into: one sentence for the user."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 def gather(directory: str) -> Machine:
@@ -127,13 +129,8 @@ def gather(directory: str) -> Machine:
     try:
         private_dir(directory, create=False)
         files = report_files(directory)
-    except UnsafeLocation as error:
-        raise ReportsUnreadable(f"--reports {directory}: not read: {error}, where the plugin writes no report") from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise ReportsUnreadable(f"--reports {echoed(directory, PATH_ECHO_LIMIT, quoted=False)}: not a directory") from None
     except OSError as error:
-        raise ReportsUnreadable(f"--reports {echoed(directory, PATH_ECHO_LIMIT, quoted=False)}: cannot read: "
-                                f"{error.strerror or error}") from None
+        raise ReportsUnreadable(_unreadable(directory, error)) from None
     processes, ignored = [], list(files.ignored)
     for name, pid in files.reports:
         report = read_report(os.path.join(directory, name), pid)
@@ -144,6 +141,16 @@ def gather(directory: str) -> Machine:
     machine = Machine(directory, processes, sorted(ignored))
     machine.differences = compare(machine.running)
     return machine
+
+
+def _unreadable(directory: str, error: OSError) -> str:
+    """Why ``--reports directory`` is not read, in one sentence."""
+    if isinstance(error, UnsafeLocation):
+        return f"--reports {directory}: not read: {error}, where the plugin writes no report"
+    shown = echoed(directory, PATH_ECHO_LIMIT, quoted=False)
+    if isinstance(error, (FileNotFoundError, NotADirectoryError)):
+        return f"--reports {shown}: not a directory"
+    return f"--reports {shown}: cannot read: {error.strerror or error}"
 
 
 def compare(processes: list[Process]) -> list[str]:

@@ -20,14 +20,14 @@ import typer
 
 from tracker import one_line, paths
 from tracker.commands import context
-from tracker.commands.context import QuietOption, fail
+from tracker.commands.context import QuietOption
+from tracker.commands.exits import fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import warn
 from tracker.model import reader
 from tracker.model.manifest import Layout
 from tracker.model.tables import TableValidator
-from tracker.model.vocabulary import ExitCode, is_id, module_of
-from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.model.vocabulary import is_id, module_of
 from tracker.release.scaffold import ReadRelease, entry_text, module_text, read_targets, test_text, with_entry
 
 TO_FILL = "to fill in:"  # how lint names a placeholder (tracker.model.placeholders)
@@ -112,10 +112,9 @@ def new(
             fail(f"{shown(path)} already exists: a new workaround starts from no files of its own")
     read = read_release(target, release, quiet)
     entry = entry_text(workaround_id, read.targets, _dt.date.today())
-    try:
-        updated = with_entry(text, entry)
-    except ValueError as error:
-        fail(f"{manifest} not written: {error}")
+    updated = with_entry(text, entry)
+    if updated is None:
+        fail(f"{manifest} not written: the entry could not be added without changing the rest of the manifest")
     write(manifest, text, updated, {module: module_text(workaround_id), test: test_text(workaround_id)})
     for found in read.targets:
         typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
@@ -131,16 +130,11 @@ def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRe
     """The targets read from ``release`` (default: the newest vLLM on the package index)."""
     from tracker.release.fetch import newest_release
 
-    try:
-        with shown_progress(quiet) as progress:
-            if release is None:
-                progress.step("asking the package index for the newest vLLM (pip index versions)")
-                release = f"vllm=={newest_release()}"
-            return read_targets(targets, release, progress=progress.step, warn=warn)
-    except CheckInputError as error:
-        fail(str(error))
-    except NotFetchable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    with shown_progress(quiet) as progress:
+        if release is None:
+            progress.step("asking the package index for the newest vLLM (pip index versions)")
+            release = f"vllm=={newest_release()}"
+        return read_targets(targets, release, progress=progress.step, warn=warn)
 
 
 def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -> None:
@@ -152,7 +146,11 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
         if manifest.read_text(encoding="utf-8") != original:
             raise OSError(f"{manifest} changed while new ran; run it again")
 
-    try:
+    def undo() -> None:
+        for path in created:
+            path.unlink(missing_ok=True)
+
+    with on_os_error("nothing written", undo):
         for path, content in files.items():
             with open(path, "x", encoding="utf-8") as stream:
                 created.append(path)
@@ -160,7 +158,3 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
         target = Path(os.path.realpath(manifest))
         paths.atomic_write(target, updated.encode("utf-8"), mode=stat.S_IMODE(os.stat(target).st_mode),
                            before_replace=unchanged)
-    except OSError as error:
-        for path in created:
-            path.unlink(missing_ok=True)
-        fail(f"nothing written: {error.strerror or error}")

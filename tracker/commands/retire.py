@@ -14,13 +14,13 @@ from tracker.commands import context
 from tracker.commands.context import (
     JsonOption,
     QuietOption,
-    fail,
     load_manifest,
     require_extra,
 )
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress, warn
 from tracker.model import manifest as manifest_module
-from tracker.model.vocabulary import SCHEMA, ExitCode
+from tracker.model.vocabulary import SCHEMA
 
 if TYPE_CHECKING:
     from tracker.upstream.floors import Floors
@@ -109,7 +109,7 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
 
     if not fresh and not manifest.policy.active:
         return manifest, fixed_floors(manifest), {"source": "manifest"}
-    from tracker.upstream.cache import Mode, NoUsableCache
+    from tracker.upstream.cache import Mode, NoUsableCache, learn_hint
     from tracker.upstream.failure import GitHubError
     from tracker.upstream.overlay import with_facts
     from tracker.upstream.tracking import learn
@@ -119,7 +119,7 @@ def _judged(manifest: manifest_module.Manifest, fresh: bool) -> tuple[manifest_m
         # A policy alone is evaluated from the cache (no network); --fresh asks GitHub as `upstream` does.
         learned = learn(manifest, client=client, mode=Mode.NORMAL if fresh else Mode.OFFLINE)
     except (GitHubError, NoUsableCache, OSError) as error:
-        why = (f"the support policy needs upstream facts: {context.learn_upstream_hint()}" if not fresh
+        why = (f"the support policy needs upstream facts: {learn_hint()}" if not fresh
                else f"upstream facts could not be learned ({error})")
         return manifest, fixed_floors(manifest, f"{why}; judged with the fixed floors and the manifest's facts"), {
             "source": "manifest", "note": why}
@@ -143,39 +143,21 @@ def repository_path(value: str, option: str) -> str:
 def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dry_run: bool, only: str | None,
                       json_output: bool, check: bool, refresh: bool, docs: str | None, quiet: bool,
                       ahead: bool = False) -> None:
-    from tracker.retire import (
-        MANIFEST_PATH,
-        ConfigurationError,
-        ManifestInvalid,
-        RetireError,
-        check_branch,
-        check_repository,
-        open_prs,
-    )
-    from tracker.retire.summary import in_actions, manifest_annotations, publish
+    from tracker.retire import MANIFEST_PATH, check_branch, check_repository, open_prs
+    from tracker.retire.summary import publish
 
     if repo is None:
         fail("--open-prs needs --repo OWNER/NAME")
     manifest_path = repository_path(given.as_posix(), "--manifest") if given is not None else MANIFEST_PATH
     docs_path = repository_path(docs, "--docs") if docs is not None else None
     settings = context.github_settings()
-    try:
-        check_repository(repo)
-        if base is not None:
-            check_branch(base)
-        with progress(quiet) as shown:
-            outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
-                               refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
-                               settings=replace(settings, progress=shown.request), look_ahead=ahead, warn=warn)
-    except (ValueError, ConfigurationError) as error:
-        fail(str(error))
-    except ManifestInvalid as error:
-        if in_actions():
-            for line in manifest_annotations(error.problems, error.path):
-                typer.echo(line)
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
-    except RetireError as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    check_repository(repo)
+    if base is not None:
+        check_branch(base)
+    with progress(quiet) as shown:
+        outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
+                           refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
+                           settings=replace(settings, progress=shown.request), look_ahead=ahead, warn=warn)
     publish(outcome, (lambda line: typer.echo(line, err=True)) if json_output else typer.echo)
     if json_output:
         typer.echo(json.dumps(outcome.as_json(), indent=2))

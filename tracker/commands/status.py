@@ -12,13 +12,12 @@ from tracker.commands.context import (
     JsonOption,
     PlatformOption,
     decided_for,
-    fail,
     load_manifest,
     note_repository_manifest,
     require_extra,
 )
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import terminal_width
-from tracker.model.vocabulary import ExitCode
 
 DEFAULT_TIMEOUT = 60.0  # seconds --cluster waits for each node
 
@@ -72,10 +71,7 @@ def _machine_status(json_output: bool, platform: str | None, assume: list[str] |
         fail("--platform and --assume describe one stack; with --reports every process answers for its own")
     if address is not None:
         fail("--address goes with --cluster")
-    try:
-        result = machine.gather(reports)
-    except machine.ReportsUnreadable as error:
-        fail(str(error))
+    result = machine.gather(reports)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result))
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)
@@ -90,12 +86,7 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
     if not 0 < timeout <= 3600:
         fail(f"--timeout {timeout:g}: give a number of seconds above 0 and at most 3600")
     require_extra("ray", "ray", "status --cluster")
-    try:
-        result = cluster_module.gather(address or "auto", timeout, reports)
-    except cluster_module.BadAddress as error:
-        fail(str(error))
-    except cluster_module.ClusterUnreachable as error:
-        fail(str(error), ExitCode.OUTSIDE_SERVICE)
+    result = cluster_module.gather(address or "auto", timeout, reports)
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)

@@ -13,16 +13,14 @@ from tracker.commands.context import (
     JsonOption,
     QuietOption,
     chosen_manifest,
-    fail,
     github_settings,
     given_manifest,
-    learn_upstream_hint,
     load_manifest,
     require_extra,
 )
+from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress
 from tracker.model.reader import default_path
-from tracker.model.vocabulary import ExitCode
 
 
 def upstream(
@@ -44,7 +42,6 @@ def upstream(
     if not offline:  # --offline reads the cache alone: no GitHub client (the base install has none)
         require_extra("github", "github", "upstream")
     from tracker import upstream as upstream_module
-    from tracker.upstream.failure import GitHubError
 
     if offline and refresh:
         fail("--offline and --refresh exclude each other")
@@ -54,16 +51,9 @@ def upstream(
     manifest = load_manifest(ctx)
     client = github_settings()
     mode = "offline" if offline else "refresh" if refresh else "normal"
-    try:
-        with progress(quiet) as shown:
-            shown.step("reading the upstream cache" if offline else "asking GitHub")
-            report = upstream_module.track(manifest, mode=mode, client=replace(client, progress=shown.request))
-    except (upstream_module.NoUsableCache, GitHubError) as error:
-        if isinstance(error, GitHubError):
-            fail(f"{error}; {'the cache is left as it was' if refresh else 'and no usable cache'}", ExitCode.OUTSIDE_SERVICE)
-        fail(f"{error}: {learn_upstream_hint()}", ExitCode.OUTSIDE_SERVICE)
-    except OSError as error:
-        fail(f"cannot use the upstream cache: {error.strerror or error}", ExitCode.OUTSIDE_SERVICE)
+    with progress(quiet) as shown:
+        shown.step("reading the upstream cache" if offline else "asking GitHub")
+        report = upstream_module.track(manifest, mode=mode, client=replace(client, progress=shown.request))
     failed = [facts for facts in report.references if facts.error]
     if failed and len(failed) == len(report.references):
         fail(f"no upstream reference could be learned ({failed[0].error}"
@@ -85,10 +75,7 @@ def upstream(
         fail(f"{len(failed)} of {len(report.references)} upstream references could not be learned (see the "
              f"warnings above)", ExitCode.OUTSIDE_SERVICE)
     if write:
-        try:
-            changes = upstream_module.write_back(manifest.path, report)
-        except (ValueError, OSError) as error:
-            fail(f"{manifest.path} not written: {error}")
+        changes = upstream_module.write_back(manifest.path, report)
         for line in changes or [f"{manifest.path}: already up to date"]:
             typer.echo(line, err=json_output)
 

@@ -18,14 +18,16 @@ from typing import Any, NamedTuple
 import tracker
 from tracker import echoed
 from tracker.model.versions import COMPONENTS, ComponentVersion, detect_versions, parse_assumption
-from tracker.model.vocabulary import PLATFORMS, Platform, unknown_id_hint
+from tracker.model.vocabulary import PLATFORMS, ErrorKind, Platform, ToolError, unknown_id_hint
 
 _OFF = {"0", "off", "false", "no"}
 _ON = {"", "1", "on", "true", "yes"}
 
 
-class InputError(ValueError):
-    """A user-supplied value (variable, option) is malformed."""
+class InputError(ToolError, ValueError):
+    """A user-supplied value (variable, option, argument) is malformed."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 class Environment(NamedTuple):

@@ -1,28 +1,37 @@
 """The manifest's closed vocabularies, each defined once.
 
 ``StrEnum`` members are their own strings: JSON, f-strings and comparisons with plain
-strings see the values as written in ``workarounds.toml``.
+strings see the values as written in ``workarounds.toml``. Here too: the kinds of error the
+tool foresees (``ErrorKind``) and the error that carries one (``ToolError``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import TypeGuard
 
 SCHEMA = 1  # of workarounds.toml and of every JSON document the tracker prints (its caches keep their own)
 
 
-class ExitCode(IntEnum):
-    """How a command ends (docs/commands.md, "Conventions every command keeps"): every command
-    exits with one of these, and no other module writes an exit status as a number."""
+class ErrorKind(StrEnum):
+    """Whose an error the tool foresees is (``ToolError``); the command line gives each kind its
+    exit code in one place (``tracker.commands.exits``)."""
 
-    FINE = 0
-    PROBLEMS = 1  # lint found problems, or the output could not be written
-    BAD_INPUT = 2  # bad input or setup: a malformed value, a missing extra, manifest or path
-    FINDING = 3  # a finding the caller asked to fail on: drift, retirable with --check, nodes that disagree
-    OUTSIDE_SERVICE = 4  # GitHub, a release index or a Ray cluster could not be reached or answered wrongly
-    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
+    BAD_INPUT = "bad-input"  # the caller's: a malformed value, a missing extra, manifest, path or layout
+    OUTSIDE_SERVICE = "outside-service"  # GitHub, a package index or a Ray cluster: unreachable, or answered wrongly
+
+
+class ToolError(Exception):
+    """An error the tool foresees, said in one line (its text); ``kind`` says whose it is, never how
+    a process ends. Each subclass names its kind. An exception that is no ``ToolError`` is a bug."""
+
+    kind: ErrorKind
+
+    def annotations(self) -> list[str]:
+        """GitHub Actions workflow commands that place the error in a file, said before its line in
+        an Actions step; none unless a subclass has a place to name."""
+        return []
 
 
 class Platform(StrEnum):

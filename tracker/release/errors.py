@@ -1,14 +1,20 @@
-"""Why a release could not be checked: the caller's input (exit 2) or the package index (exit 4)."""
+"""Why a release could not be read: the caller's input or the package index."""
 
 from __future__ import annotations
 
-
-class CheckInputError(ValueError):
-    """What to check is malformed or unreadable (exit 2)."""
+from tracker.model.vocabulary import ErrorKind, ToolError
 
 
-class NotFetchable(RuntimeError):
-    """pip could not fetch the release, or the index gave something that is no release (exit 4)."""
+class CheckInputError(ToolError, ValueError):
+    """What to check is malformed or unreadable."""
+
+    kind = ErrorKind.BAD_INPUT
+
+
+class NotFetchable(ToolError, RuntimeError):
+    """pip could not fetch the release, or the index gave something that is no release."""
+
+    kind = ErrorKind.OUTSIDE_SERVICE
 
 
 __all__ = ["CheckInputError", "NotFetchable"]

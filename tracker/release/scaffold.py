@@ -192,9 +192,10 @@ _WORKAROUND = re.compile(r"^\s*\[\[\s*workaround\s*\]\]")
 _COMMENT_OR_BLANK = re.compile(r"^\s*(#.*)?$")
 
 
-def with_entry(text: str, entry: str) -> str:
+def with_entry(text: str, entry: str) -> str | None:
     """``text`` (a manifest) with ``entry`` after its last ``[[workaround]]``, every other byte kept;
-    checked to read as the manifest with one more entry (else tomlkit's own append, which may move comments)."""
+    checked to read as the manifest with one more entry (else tomlkit's own append, which may move
+    comments). None when neither reads so: the entry cannot be added without changing the rest."""
     expected = tomllib.loads(text)
     expected.setdefault("workaround", []).append(tomllib.loads(entry)["workaround"][0])
     lines = text.splitlines(keepends=True)
@@ -207,14 +208,15 @@ def with_entry(text: str, entry: str) -> str:
     edited = f"{head}\n\n{entry}" + (f"\n{tail}" if tail else "")
     if tomllib.loads(edited) == expected:
         return edited
-    document = tomlkit.parse(text)
+    try:
+        document = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError:  # TOML that tomllib reads and tomlkit does not
+        return None
     if "workaround" not in document:
         document["workaround"] = tomlkit.aot()
     document["workaround"].append(tomlkit.parse(entry)["workaround"][0])
     edited = tomlkit.dumps(document)
-    if tomllib.loads(edited) != expected:
-        raise ValueError("the entry could not be added without changing the rest of the manifest")
-    return str(edited)
+    return str(edited) if tomllib.loads(edited) == expected else None
 
 
 __all__ = ["ReadRelease", "ReadTarget", "entry_text", "module_text", "read_targets", "test_text", "with_entry"]

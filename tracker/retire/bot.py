@@ -27,6 +27,7 @@ from github.GitTree import GitTree
 from github.Repository import Repository
 
 from tracker import echoed
+from tracker.model.environment import InputError
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
 from tracker.retire.dashboard import DASHBOARD_MARKER, dashboard_body, keep_dashboard, pr_cell
@@ -90,7 +91,7 @@ _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-
 
 def check_repository(name: str) -> str:
     if not _REPOSITORY.fullmatch(name or ""):
-        raise ValueError(f"--repo must be OWNER/NAME (owner: up to 39 letters, digits or hyphens; name: up to "
+        raise InputError(f"--repo must be OWNER/NAME (owner: up to 39 letters, digits or hyphens; name: up to "
                          f"100 letters, digits, '.', '-' or '_', not starting with '.'), got {echoed(name)}")
     return name
 
@@ -100,10 +101,10 @@ _BRANCH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\%]|\.\.|@\{|//|^/|/$|^-|
 
 def check_branch(name: str, option: str = "--base") -> str:
     """``name`` if git would take it as a branch name (``git check-ref-format --branch``'s rules, and
-    no '%'); else ValueError. No '.' or '..' segment, no escape: the name cannot lead a request
+    no '%'); else ``InputError``. No '.' or '..' segment, no escape: the name cannot lead a request
     path out of the repository's refs."""
     if not name or name == "@" or _BRANCH_FORBIDDEN.search(name):
-        raise ValueError(f"{option} must be a branch name (no '..', no path segment starting with '.', no "
+        raise InputError(f"{option} must be a branch name (no '..', no path segment starting with '.', no "
                          f"spaces, control characters, '%', '~^:?*[\\' or '@{{', not starting or ending with "
                          f"'/'), got {echoed(name)}")
     return name
@@ -227,7 +228,7 @@ class Retirer:
         if tracked_only(manifest):
             return self.run_tracked(repo, snapshot, manifest, only)
         if only is not None and only not in manifest.by_id:
-            raise ValueError(f"unknown workaround id {echoed(only)} on {base} (known: {', '.join(manifest.ids)})")
+            raise InputError(f"unknown workaround id {echoed(only)} on {base} (known: {', '.join(manifest.ids)})")
         if self.refresh:
             self.progress("refreshing upstream facts")
         fresh, halted = self.learn(manifest)
@@ -326,7 +327,7 @@ class Retirer:
         never a code PR, no upstream-facts PR (the manifest has no references to record)."""
         ids = [inline.id for inline in manifest.tracked]
         if only is not None and only not in ids:
-            raise ValueError(f"unknown tracked id {echoed(only)} on {snapshot.branch} (known: {', '.join(ids)})")
+            raise InputError(f"unknown tracked id {echoed(only)} on {snapshot.branch} (known: {', '.join(ids)})")
         what = f"{self.repository}@{snapshot.branch}"
         texts: dict[str, str] = {}
 

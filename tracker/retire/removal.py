@@ -29,10 +29,12 @@ from pathlib import Path, PurePosixPath
 import tomlkit
 
 from tracker import echoed
+from tracker.escape import annotation
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 from tracker.model.catalogue import markdown
 from tracker.model.manifest import Layout, Manifest, Problem, Workaround
+from tracker.model.vocabulary import ErrorKind, ToolError
 
 MANIFEST_PATH = "workarounds.toml"  # the defaults: this repository's layout
 DOCS_PATH = "docs/workarounds.md"
@@ -43,8 +45,10 @@ _COMMENT = re.compile(r"^\s*#")
 _OTHER_TABLE = re.compile(r"^\s*\[\[?\s*(?!workaround\b)[A-Za-z0-9_-]+\s*\]")
 
 
-class RetireError(Exception):
+class RetireError(ToolError):
     """The run cannot act at all (repository, base or manifest unreadable): one line."""
+
+    kind = ErrorKind.OUTSIDE_SERVICE
 
 
 class ManifestInvalid(RetireError):
@@ -55,9 +59,16 @@ class ManifestInvalid(RetireError):
         self.problems = problems
         self.path = path
 
+    def annotations(self) -> list[str]:
+        """Each problem at its line of the manifest, as an error annotation."""
+        return [annotation("error", f"{p.field}: {p.message}", title="workarounds manifest", file=self.path,
+                           line=p.line) for p in self.problems]
 
-class ConfigurationError(Exception):
-    """The repository is not laid out as the run was told (a missing manifest or layout path): exit 2."""
+
+class ConfigurationError(ToolError):
+    """The repository is not laid out as the run was told (a missing manifest or layout path)."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 class RemovalError(Exception):

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import tracker
 from tracker.escape import annotation, markdown_cell
 from tracker.model.environment import OutsideVariables
-from tracker.model.manifest import Problem
 from tracker.retire.limits import SUMMARY_LIMIT, cut_bytes
 from tracker.retire.results import ActionKind, RetireResult
 
@@ -79,11 +78,6 @@ def append(variable: str, text: str, environ: Mapping[str, str] | None = None) -
 
 
 # ------------------------------------------------------------------------- annotations
-
-
-def manifest_annotations(problems: Iterable[Problem], path: str) -> list[str]:
-    return [annotation("error", f"{p.field}: {p.message}", title="workarounds manifest", file=path, line=p.line)
-            for p in problems]
 
 
 def outcome_annotations(outcome: RetireResult) -> list[str]:

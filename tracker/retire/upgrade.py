@@ -35,7 +35,7 @@ from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
-from tracker.model.vocabulary import ExitCode
+from tracker.model.vocabulary import ErrorKind, ToolError
 from tracker.release.census import census_opened
 from tracker.release.compare import ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import NotFetchable
@@ -56,12 +56,15 @@ SUMMARY_SHOWN = 300  # characters of a site's summary in the comment
 REFERENCES_SHOWN = 5  # references named per site in the comment
 
 
-class UpgradeError(Exception):
-    """The pull request or its files cannot be read (exit 4), or say something unusable (exit 2)."""
+class UpgradeError(ToolError):
+    """The pull request or its files cannot be read (an outside service's), or say something
+    unusable (bad input)."""
 
-    def __init__(self, message: str, code: ExitCode = ExitCode.OUTSIDE_SERVICE) -> None:
+    kind = ErrorKind.OUTSIDE_SERVICE
+
+    def __init__(self, message: str, kind: ErrorKind = ErrorKind.OUTSIDE_SERVICE) -> None:
         super().__init__(message)
-        self.code = code
+        self.kind = kind
 
 
 # ------------------------------------------------------------------------------ the text
@@ -311,7 +314,19 @@ def _read(manifest: Manifest, releases: list[ReleaseMove], stack: contextlib.Exi
 def check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
                        progress: Say = silent, warn: Say = silent) -> Checked:
     """Check PR ``number`` of ``repository`` (each release as ``compare.check`` checks one); keep
-    its one comment (see the module docstring)."""
+    its one comment (see the module docstring). What GitHub or its client fails with is a
+    ``GitHubError`` naming the PR."""
+    from tracker.retire.failures import GITHUB_ERRORS
+    from tracker.upstream.errors import classify
+
+    try:
+        return _check_pull_request(gh, settings, repository, number, manifest_path, progress=progress, warn=warn)
+    except GITHUB_ERRORS as error:
+        raise classify(error, settings, f"{repository}#{number}") from None
+
+
+def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
+                        progress: Say = silent, warn: Say = silent) -> Checked:
     from github import GithubException
 
     from tracker.retire.removal import manifest_from_text
@@ -320,7 +335,7 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
     pr = repo.get_pull(number)
     base_text = file_text(repo, manifest_path, pr.base.sha)
     if base_text is None:
-        raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ExitCode.BAD_INPUT)
+        raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ErrorKind.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
     pins = manifest.layout.pins
     found = pin_moves(repo, pr, pins)

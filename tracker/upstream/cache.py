@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tracker import PATH_ECHO_LIMIT, echoed, paths
+from tracker.model.vocabulary import ErrorKind, ToolError
 from tracker.upstream.clock import iso, now, parse_iso
 from tracker.upstream.failure import GitHubMissing, GitHubUnavailable
 from tracker.upstream.paging import EndlessList, Pages, next_page
@@ -45,8 +46,26 @@ class Mode(StrEnum):
     REFRESH = "refresh"
 
 
-class NoUsableCache(Exception):
-    """``--offline`` (or a failed refresh) found nothing cached to answer from."""
+class NoUsableCache(ToolError):
+    """``--offline`` found nothing cached to answer from: why, and what to run (and install) for it."""
+
+    kind = ErrorKind.OUTSIDE_SERVICE
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{problem}: {learn_hint()}")
+
+
+def learn_hint() -> str:
+    """What to run for the upstream facts the cache lacks, and on a base install what to install for it."""
+    import importlib.util
+
+    try:
+        client = importlib.util.find_spec("github") is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        client = False
+    if client:
+        return "run `xpu-workarounds upstream` once, where GitHub is reachable"
+    return "run `xpu-workarounds upstream` once (needs `pip install 'xpu-workarounds[github]'`)"
 
 
 class NotCached(Exception):

@@ -6,9 +6,13 @@ failure of the client into one of them.
 
 from __future__ import annotations
 
+from tracker.model.vocabulary import ErrorKind, ToolError
 
-class GitHubError(Exception):
+
+class GitHubError(ToolError):
     """A GitHub failure as one line; never holds the token or request headers."""
+
+    kind = ErrorKind.OUTSIDE_SERVICE
 
 
 class GitHubUnavailable(GitHubError):

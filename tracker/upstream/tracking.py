@@ -144,8 +144,9 @@ def track(manifest: Manifest, *, mode: Mode | str = Mode.NORMAL, client: ClientS
     ``XPU_WORKAROUNDS_GITHUB_API`` says (``rest``: REST only; default ``graphql``).
 
     Raises ``NoUsableCache`` offline without a cache, and ``GitHubUnavailable`` when
-    GitHub cannot be asked (``refresh``, or no cache to fall back on). Otherwise a
-    ``normal`` run that cannot reach GitHub answers from the cache with a ``warning``.
+    GitHub cannot be asked (``refresh``: the cache is left as it was; or no cache to fall
+    back on), saying which. Otherwise a ``normal`` run that cannot reach GitHub answers
+    from the cache with a ``warning``.
     """
     mode = Mode(mode)
     if client is None:
@@ -175,7 +176,8 @@ def _live(manifest: Manifest, cache: Cache, source: Source, mode: Mode, client: 
             report.graphql = learned
     except GitHubUnavailable as error:
         if mode is Mode.REFRESH or not cache.usable:
-            raise
+            kept = "the cache is left as it was" if mode is Mode.REFRESH else "and no usable cache"
+            raise GitHubUnavailable(f"{error}; {kept}") from None
         report = _from_cache(manifest, cache, at)
         report.warning = (f"{error}; answering from the cache of {iso(report.checked_at)} "
                           f"({age_text(report.checked_at, at)} old)")

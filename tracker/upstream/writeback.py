@@ -12,7 +12,7 @@ from typing import Any
 import tomlkit
 
 from tracker.model.reader import check
-from tracker.model.vocabulary import RELEASED_STATES
+from tracker.model.vocabulary import RELEASED_STATES, ErrorKind, ToolError
 from tracker.paths import atomic_write
 from tracker.upstream.facts import Report
 
@@ -54,6 +54,13 @@ def updated_text(text: str, report: Report) -> tuple[str, list[FactChange]]:
     return (tomlkit.dumps(document) if changes else text), changes
 
 
+class NotWritten(ToolError):
+    """The manifest was left as it was: the result would not pass ``lint``, someone changed the
+    file meanwhile, or it cannot be read or written. Bad input: the file the caller named."""
+
+    kind = ErrorKind.BAD_INPUT
+
+
 def write_back(path: Path, report: Report) -> list[str]:
     """Write learned state/released_in/commit into the manifest at ``path``, keeping its
     formatting and comments. Returns one line per change; writes nothing when the result
@@ -61,9 +68,17 @@ def write_back(path: Path, report: Report) -> list[str]:
     release containing it is known.
 
     The file keeps its mode and line endings (CRLF stays CRLF); a symlink is written
-    through to its target and stays a link. Nothing is written (``ValueError``) when the
-    file changed between this read and the replace: a person's edit is never lost.
+    through to its target and stays a link. Nothing is written when the file changed
+    between this read and the replace: a person's edit is never lost. ``NotWritten``
+    says why nothing was.
     """
+    try:
+        return _write_back(path, report)
+    except (ValueError, OSError) as error:  # ValueError: not UTF-8, not TOML, or refused below
+        raise NotWritten(f"{path} not written: {error}") from None
+
+
+def _write_back(path: Path, report: Report) -> list[str]:
     target = Path(os.path.realpath(path))
     original = target.read_bytes()
     mode = stat.S_IMODE(os.stat(target).st_mode)
