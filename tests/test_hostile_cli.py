@@ -483,6 +483,13 @@ def test_an_sdist_from_the_index_that_breaks_a_rule_is_the_indexs_answer_exit_4(
     assert "is in it twice" in refused(done, 4, "vllm==9.9.9 from the index: ")
 
 
+@pytest.mark.parametrize(("command", "code"), [("check", 3), ("census", 0)])
+def test_an_archive_whose_python_files_say_nothing_of_xpu_is_still_a_vllm_package(tmp_path, command, code):
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [member("vllm-9.9.9/vllm/__init__.py", data=b"x = 1\n")])
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert done.returncode == code and done.stderr == "", done.stderr  # the targets vanished; no site
+
+
 def release_tree(root: Path, version: str = "9.9.9") -> Path:
     for relative, text in {"PKG-INFO": f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n",
                            "requirements/xpu.txt": "torch==2.13.0\n", "vllm/__init__.py": "",

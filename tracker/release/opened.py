@@ -127,12 +127,20 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
             return
         with tempfile.TemporaryDirectory(prefix="xpu-workarounds-release-", dir=workdir) as scratch:
             progress(f"unpacking the files {reader} reads from {found.name}")
+            root, package = Path(scratch) / "tree", False
+
+            def kept(relative: str, data: bytes) -> bool:
+                """What a reader reads: the files named, and of the others those the census can find a
+                site in or says it skips (over ``SOURCE_LIMIT``, as in a tree)."""
+                nonlocal package
+                package = package or relative.startswith("vllm/")
+                return (relative in wanted or relative in DECLARING or len(data) > SOURCE_LIMIT
+                        or may_hold_sites(relative, data))
+
             with index_answered(asked):
-                root = archive.unpack(found, Path(scratch) / "tree",
-                                      lambda relative: release_file(relative) or relative in wanted,
-                                      kept=lambda relative, data: (relative in wanted or relative in DECLARING
-                                                                   or len(data) > SOURCE_LIMIT  # said, as in a tree
-                                                                   or may_hold_sites(relative, data)))
+                archive.unpack(found, root, lambda relative: release_file(relative) or relative in wanted, kept=kept)
+                if package:  # vLLM's package, though none of its files is kept
+                    (root / "vllm").mkdir(exist_ok=True)
                 opened = opened_tree(root, found.name, also=wanted, named=found)
             yield opened
 
