@@ -36,6 +36,7 @@ from tracker.census.wording import SHORT_NAMES
 from tracker.model.keys import REF, RELEASED_IN, TRACKED_FILE
 from tracker.model.manifest import Manifest
 from tracker.model.versions import COMPONENTS
+from tracker.model.vocabulary import ErrorKind, ToolError
 
 MARKER_LENGTH = 200  # the longest marker taken whole from a line; a longer line gives its beginning
 TITLE_LENGTH = 120
@@ -46,9 +47,11 @@ _PLATFORM_CHECK = re.compile(r"^(?:if|elif|else|match|case)\b.*(?:xpu|XPU)|^else
 _CONDITION = re.compile(r"TODO\([^)\n]{1,100}\)")
 
 
-class NotAdoptable(ValueError):
+class NotAdoptable(ToolError, ValueError):
     """What was asked cannot be adopted: a ``--site`` that no site holds or one already tracked, a
     release of unknown version."""
+
+    kind = ErrorKind.BAD_INPUT
 
 
 @dataclass(frozen=True)

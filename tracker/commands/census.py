@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 import typer
 
 from tracker import PATH_ECHO_LIMIT, echoed, one_line, paths
-from tracker.census.adopt import Adopted, NotAdoptable, adopted, carried_note, entries_text, with_tracked
+from tracker.census.adopt import Adopted, adopted, carried_note, entries_text, with_tracked
 from tracker.census.count import Census, CountedSite
 from tracker.commands.context import (
     MANIFEST_NAME,
@@ -28,7 +28,7 @@ from tracker.commands.context import (
     load_manifest,
     must_name_a_release,
 )
-from tracker.commands.exits import ExitCode, fail
+from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
 from tracker.model import reader
@@ -158,10 +158,7 @@ def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: 
                 write: bool) -> None:
     """Print the entries (or with ``write`` add them to the manifest), and on stderr which releases
     their ``carried_in`` was not judged from."""
-    try:
-        entries = adopted(result, manifest, chosen)
-    except NotAdoptable as error:
-        fail(str(error))
+    entries = adopted(result, manifest, chosen)  # NotAdoptable: bad input, said where every command ends
     if not entries:
         typer.echo(one_line(f"xpu-workarounds: nothing to adopt: every site of vLLM {result.release} that names an "
                             "upstream reference is tracked"), err=True)
@@ -202,8 +199,6 @@ def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
             raise OSError(f"{path} changed while census ran; run it again")
 
     target = Path(os.path.realpath(path))
-    try:
+    with on_os_error("nothing written"):
         paths.atomic_write(target, updated.encode("utf-8"), mode=stat.S_IMODE(os.stat(target).st_mode),
                            before_replace=unchanged)
-    except OSError as error:
-        fail(f"nothing written: {error.strerror or error}")
