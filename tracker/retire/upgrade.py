@@ -33,7 +33,7 @@ from tracker.census.count import Census
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
-from tracker.model.vocabulary import ErrorKind, ToolError
+from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census
 from tracker.release.compare import ReleaseCheck, check
 from tracker.release.errors import CheckInputError, NotFetchable
@@ -84,7 +84,7 @@ def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
     return list(found.values())
 
 
-def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
+def _decisions(result: ReleaseCheck | None) -> dict[str, Choice]:
     if result is None:
         return {}
     return {w.id: w.decision["decision"] for w in result.workarounds if w.decision is not None}
@@ -103,9 +103,9 @@ def verdicts(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: Rele
         if w.id in checked and checked[w.id].problems:
             said.append("**drift**: " + "; ".join(checked[w.id].problems))
         decided = checked[w.id].decision if w.id in checked else None
-        if decided is not None and before.get(w.id) == "skip" and after.get(w.id) == "apply":
+        if decided is not None and before.get(w.id) == Choice.SKIP and after.get(w.id) == Choice.APPLY:
             said.append(f"**starts applying** ({decided['reason']})")
-        if decided is not None and before.get(w.id) == "apply" and after.get(w.id) == "skip":
+        if decided is not None and before.get(w.id) == Choice.APPLY and after.get(w.id) == Choice.SKIP:
             said.append(f"**stops applying** ({decided['reason']})")
         if retirement(w, floors).retirable and not retirement(w, manifest.support).retirable:
             said.append(f"**becomes retirable** once vLLM {move.new} and its XPU pins are the oldest supported")
@@ -166,7 +166,7 @@ def inline_lines(move: ReleaseMove, inline: Census) -> list[str]:
             refs = ", ".join(markdown_code(ref) for ref in site.references)
             tracked = (f"tracked as `{counted.tracked}`" if counted.tracked else
                        f"**not tracked**, names {refs}" if refs else "not tracked, names no reference")
-            lines.append(f"- {change}: {markdown_code(f'{site.file}:{site.line}-{site.end_line}')} "
+            lines.append(f"- {change}: {markdown_code(site.where)} "
                          f"{markdown_text(site.summary)} ({tracked})")
     return [*lines, ""]
 
