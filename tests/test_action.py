@@ -488,6 +488,22 @@ def test_thousands_of_new_sites_make_a_comment_within_githubs_limit_and_the_whol
     assert "pytorch/pytorch#192999" in summary and "pytorch/pytorch#192999" not in body
 
 
+def test_a_site_of_one_line_is_named_by_its_line_in_the_comment_and_one_of_several_by_its_lines():
+    from packaging.version import Version
+
+    from tracker.census.count import Census, CountedSite
+    from tracker.census.scan import Site
+    from tracker.retire.upgrade import ReleaseMove, inline_lines
+
+    one = Site("vllm/a.py", 5, 5, "Remove once torch ships it.", ())
+    several = Site("vllm/b.py", 3, 7, "Work around the hang.", ())
+    census = Census("0.25.0", "sdist", {}, [], new=[CountedSite(one)], gone=[CountedSite(several)])
+    lines = inline_lines(ReleaseMove(["requirements.txt"], Version("0.24.0"), Version("0.25.0")), census)
+    assert [line for line in lines if line.startswith("- ")] == [
+        "- new: `vllm/a.py:5` Remove once torch ships it. (not tracked, names no reference)",
+        "- gone: `vllm/b.py:3-7` Work around the hang. (not tracked, names no reference)"]
+
+
 def test_an_old_release_that_cannot_be_fetched_is_named_and_the_new_one_still_checked(upgrade, tmp_path):
     from test_workflow import check_script
 

@@ -77,6 +77,8 @@ class Node:
     head: bool
     state: NodeState
     detail: str = ""
+    # What the node sent but its state and detail: a ``cluster_node.NodeAnswer`` from a node of this
+    # release, read as untrusted data (a node of another may send anything).
     answer: dict[str, Any] = field(default_factory=dict)
 
     @property

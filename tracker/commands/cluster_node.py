@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypedDict
 
 import tracker
 from tracker.model.vocabulary import NodeState, Outcome
@@ -18,7 +18,36 @@ from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import OUTCOMES, ProcessReport, read_report, report_files, running
 
 
-def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
+class LiveReports(TypedDict, total=False):
+    """What a node's running processes applied (``live_reports``); ``error``: why the directory was not read."""
+
+    dir: str
+    error: str
+    processes: list[dict[str, Any]]  # each process's pid and its workarounds' ids by outcome
+    ended: int
+    ignored: int
+
+
+class NodeAnswer(TypedDict, total=False):
+    """What one node answers (``node_answer``; the probe adds ``host``, ``pid``, ``python`` and, where
+    it was imported from the caller's directory, ``note``). ``state`` is a ``NodeState``'s value. A
+    node of another release may answer fewer keys or others: the caller reads it as untrusted data."""
+
+    host: str
+    pid: int
+    python: str
+    note: str
+    xpu_workarounds_version: str | None
+    state: str
+    detail: str
+    manifest: str
+    manifest_digest: str
+    warnings: list[str]
+    status: dict[str, Any]  # the node's ``status --json`` document
+    live: LiveReports | None
+
+
+def node_answer(reports_dir: str | None = None) -> NodeAnswer:
     """This node's status under its own ``XPU_WORKAROUNDS*`` variables, plus live reports.
 
     ``reports_dir``: where running processes write their reports; default this
@@ -36,7 +65,7 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     except PackageNotFoundError:
         installed = None
     variables = Settings.from_env()
-    answer: dict[str, Any] = {"xpu_workarounds_version": installed}
+    answer = NodeAnswer(xpu_workarounds_version=installed)
     try:
         manifest = reader.load(variables.manifest)  # a file it cannot read is a problem too: "cannot read: ..."
     except manifest_module.ManifestError as error:
@@ -57,7 +86,7 @@ def node_answer(reports_dir: str | None = None) -> dict[str, Any]:
     }
 
 
-def live_reports(directory: str) -> dict[str, Any]:
+def live_reports(directory: str) -> LiveReports:
     """What running processes applied, from their ``<pid>.json`` reports in ``directory``.
 
     The files are untrusted (``tracker.runtime.reports``): a name that is no pid's, or anything

@@ -15,7 +15,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.version import Version
 
@@ -26,7 +26,7 @@ from tracker.engine.source import declared_fingerprint, file_under
 from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS
-from tracker.model.vocabulary import SCHEMA, TargetFound
+from tracker.model.vocabulary import SCHEMA, Choice, Reason, TargetFound
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release, opened_tree
 
@@ -38,6 +38,14 @@ class TargetCheck:
     detail: str
 
 
+class DecisionAtPins(TypedDict):
+    """The version gates' decision at a release's XPU pins, as ``check --json`` writes it (``decision_at_pins``)."""
+
+    decision: Choice
+    reason: Reason
+    detail: str
+
+
 @dataclass
 class WorkaroundCheck:
     id: str
@@ -45,7 +53,7 @@ class WorkaroundCheck:
     carries_fix: bool  # the manifest's vllm_carries_fix holds for this release
     source_fix: bool | None  # the source probe found vLLM's own fix; None: no probe, or it could not run
     probe: str  # what the probe said, or why it did not run
-    decision: dict[str, str] | None  # at the release's XPU pins; None when the pins are unknown
+    decision: DecisionAtPins | None  # at the release's XPU pins; None when the pins are unknown
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # worth knowing, not drift
 
@@ -144,7 +152,7 @@ def check_workaround(w: Workaround, root: Path, version: Version | None, decided
         version, prereleases=True)
     source_fix, said = _probe(w, root)
     result = WorkaroundCheck(w.id, targets, carries, source_fix, said,
-                             {"decision": decided.decision, "reason": decided.reason, "detail": decided.detail}
+                             DecisionAtPins(decision=decided.decision, reason=decided.reason, detail=decided.detail)
                              if decided else None)
     declared = {t.path: t for t in w.targets}
     for found in targets:
@@ -221,5 +229,5 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progres
         return check_opened(manifest, release, progress=progress)
 
 
-__all__ = ["ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_opened",
+__all__ = ["DecisionAtPins", "ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_opened",
            "check_target", "check_tree", "check_workaround", "needed_files"]

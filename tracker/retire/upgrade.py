@@ -35,7 +35,7 @@ from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
-from tracker.model.vocabulary import ErrorKind, ToolError
+from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
 from tracker.release.compare import ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import NotFetchable
@@ -91,7 +91,7 @@ def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
     return list(found.values())
 
 
-def _decisions(result: ReleaseCheck | None) -> dict[str, str]:
+def _decisions(result: ReleaseCheck | None) -> dict[str, Choice]:
     if result is None:
         return {}
     return {w.id: w.decision["decision"] for w in result.workarounds if w.decision is not None}
@@ -110,9 +110,9 @@ def verdicts(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: Rele
         if w.id in checked and checked[w.id].problems:
             said.append("**drift**: " + "; ".join(checked[w.id].problems))
         decided = checked[w.id].decision if w.id in checked else None
-        if decided is not None and before.get(w.id) == "skip" and after.get(w.id) == "apply":
+        if decided is not None and before.get(w.id) == Choice.SKIP and after.get(w.id) == Choice.APPLY:
             said.append(f"**starts applying** ({decided['reason']})")
-        if decided is not None and before.get(w.id) == "apply" and after.get(w.id) == "skip":
+        if decided is not None and before.get(w.id) == Choice.APPLY and after.get(w.id) == Choice.SKIP:
             said.append(f"**stops applying** ({decided['reason']})")
         if retirement(w, floors).retirable and not retirement(w, manifest.support).retirable:
             said.append(f"**becomes retirable** once vLLM {move.new} and its XPU pins are the oldest supported")
@@ -193,7 +193,7 @@ def _site_item(change: str, counted: CountedSite) -> str:
         refs += f" and {len(site.references) - REFERENCES_SHOWN} more"
     tracked = (f"tracked as `{counted.tracked}`" if counted.tracked else
                f"**not tracked**, names {refs}" if refs else "not tracked, names no reference")
-    return (f"- {change}: {markdown_code(f'{site.file}:{site.line}-{site.end_line}')} "
+    return (f"- {change}: {markdown_code(site.where)} "
             f"{markdown_text(clipped(site.summary, SUMMARY_SHOWN))} ({tracked})")
 
 
