@@ -204,6 +204,22 @@ def compare(new: Census, old: Census) -> Census:
     return new
 
 
+def _prefixes(words_new: list[frozenset[str]], words_old: list[frozenset[str]], unmatched_new: dict[int, None],
+              unmatched_old: dict[int, None], share: float) -> Callable[[frozenset[str]], list[str]]:
+    """Prefix filtering: a word set's rarest words (counted over the unmatched sites of both sides),
+    as many as two sets alike at ``share`` must have one of in common."""
+    frequency: dict[str, int] = {}
+    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
+        for word in words:
+            frequency[word] = frequency.get(word, 0) + 1
+
+    def prefix(words: frozenset[str]) -> list[str]:
+        ordered = sorted(words, key=lambda word: (frequency[word], word))
+        return ordered[:len(ordered) - math.ceil(share * len(ordered) - 1e-9) + 1]
+
+    return prefix
+
+
 def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words_old: list[frozenset[str]],
                 unmatched_new: dict[int, None], unmatched_old: dict[int, None], *, same_file: bool) -> None:
     """Pair the most alike first, each at least as alike as the threshold (Jaccard of word sets).
@@ -214,14 +230,7 @@ def _pair_alike(new: Census, old: Census, words_new: list[frozenset[str]], words
     ``COMMON_WORD_SITES`` sites is not looked up (two sites alike only by common words are not
     paired)."""
     threshold = SAME_FILE_LIKENESS if same_file else MOVED_LIKENESS
-    frequency: dict[str, int] = {}
-    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
-        for word in words:
-            frequency[word] = frequency.get(word, 0) + 1
-
-    def prefix(words: frozenset[str]) -> list[str]:
-        ordered = sorted(words, key=lambda word: (frequency[word], word))
-        return ordered[:len(ordered) - math.ceil(threshold * len(ordered) - 1e-9) + 1]
+    prefix = _prefixes(words_new, words_old, unmatched_new, unmatched_old, threshold)
 
     def place(site: CountedSite) -> str:
         return site.site.file if same_file else ""
@@ -257,14 +266,7 @@ def _pair_grown(new: Census, old: Census, words_new: list[frozenset[str]], words
     """Pair sites of the same file, most contained first, when the smaller one's words (at least
     ``GROWN_WORDS`` of them) are nearly all (``GROWN_SHARE``) in the larger one's. The smaller
     one's rarest words are looked up in an index of the other side's words (prefix filtering)."""
-    frequency: dict[str, int] = {}
-    for words in [*(words_new[i] for i in unmatched_new), *(words_old[j] for j in unmatched_old)]:
-        for word in words:
-            frequency[word] = frequency.get(word, 0) + 1
-
-    def prefix(words: frozenset[str]) -> list[str]:
-        ordered = sorted(words, key=lambda word: (frequency[word], word))
-        return ordered[:len(ordered) - math.ceil(GROWN_SHARE * len(ordered) - 1e-9) + 1]
+    prefix = _prefixes(words_new, words_old, unmatched_new, unmatched_old, GROWN_SHARE)
 
     def indexed(sites: list[CountedSite], words: list[frozenset[str]], which: dict[int, None]
                 ) -> dict[tuple[str, str], list[int]]:
