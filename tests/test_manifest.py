@@ -14,7 +14,7 @@ from tracker.commands.lint import lint
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped
+pytestmark = [pytest.mark.reads_shipped, pytest.mark.usefixtures("frozen_modules")]
 
 SHIPPED = reader.default_path()
 # The cases edit the frozen manifest (the shipped one of 2026-12-04), whose text no retirement removes.
