@@ -158,7 +158,7 @@ def test_adopting_every_untracked_site_of_0_34_0_gives_each_an_entry_covering_it
     assert adopted(census, MANIFEST) == []  # the manifest tracks every site that names a reference
     entries = adopted(census, MANIFEST, [(c.site.file, c.site.line) for c in census.sites if c.tracked is None])
     path = tmp_path / "workarounds.toml"
-    path.write_text(with_tracked(reader.default_path().read_text(encoding="utf-8"), entries, "0.34.0"))
+    path.write_text(with_tracked(reader.default_path().read_bytes(), entries, "0.34.0"))
     assert reader.check(path) == []
     root = vllm_harness.release_source("0.34.0")
     again = census_tree(reader.load(path), root)

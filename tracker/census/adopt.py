@@ -294,13 +294,17 @@ def entries_text(adopted: list[Adopted], release: str) -> str:
     return "".join(f"[[tracked]]\n{table.as_string()}" for table in _tables(adopted, release)).rstrip("\n") + "\n"
 
 
-def with_tracked(text: str, adopted: list[Adopted], release: str) -> str:
-    """``text`` (a manifest) with the entries after its last ``[[tracked]]`` (at its end when it has
-    none), every other line kept; ``ValueError`` when tomlkit cannot add them without changing
-    the rest."""
-    expected = tomllib.loads(text)
+def with_tracked(data: bytes, adopted: list[Adopted], release: str, where: object = "the manifest") -> str:
+    """``data`` (a manifest's bytes) as text with the entries after its last ``[[tracked]]`` (at its
+    end when it has none), every other line kept; ``NotAdoptable`` naming ``where`` when it is no
+    longer UTF-8 TOML, or tomlkit cannot add them without changing the rest."""
+    try:
+        text = data.decode("utf-8")
+        expected = tomllib.loads(text)
+        document = tomlkit.parse(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError) as error:
+        raise NotAdoptable(f"{where} not written: {error}") from None
     expected.setdefault("tracked", []).extend(one.entry for one in adopted)
-    document = tomlkit.parse(text)
     if "tracked" in document:
         array = document["tracked"]
         if isinstance(array, tomlkit.items.AoT) and array and not array[-1].as_string().endswith("\n\n"):
@@ -311,7 +315,8 @@ def with_tracked(text: str, adopted: list[Adopted], release: str) -> str:
     else:
         edited = text.rstrip("\n") + "\n\n" + entries_text(adopted, release)
     if tomllib.loads(edited) != expected:
-        raise ValueError("the entries could not be added without changing the rest of the manifest")
+        raise NotAdoptable(f"{where} not written: the entries could not be added without changing the rest of "
+                           "the manifest")
     return edited
 
 

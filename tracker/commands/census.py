@@ -181,11 +181,9 @@ def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: 
 def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
     """Add ``entries`` to the manifest at ``path``, which must still pass lint: replaced atomically,
     its mode kept, only if nobody changed it meanwhile; nothing written on any failure."""
-    try:
-        original = path.read_text(encoding="utf-8")
-        updated = with_tracked(original, entries, release)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        fail(f"{path} not written: {getattr(error, 'strerror', None) or error}")
+    with on_os_error(f"{path} not written"):
+        original = path.read_bytes()
+    updated = with_tracked(original, entries, release, where=path)  # NotAdoptable: said where every command ends
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-adopt-") as scratch:
         checked = Path(scratch) / MANIFEST_NAME
         checked.write_text(updated, encoding="utf-8")
@@ -195,7 +193,7 @@ def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
              f"{problems[0].message})")
 
     def unchanged(temporary: Path) -> None:
-        if path.read_text(encoding="utf-8") != original:
+        if path.read_bytes() != original:
             raise OSError(f"{path} changed while census ran; run it again")
 
     target = Path(os.path.realpath(path))

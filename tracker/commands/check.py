@@ -33,7 +33,7 @@ def render(result: ReleaseCheck) -> str:
         rows.append((w.id, found, f"{source}/{'yes' if w.carries_fix else 'no'}", decided))
     lines.append(table(("ID", "TARGETS", "VLLM'S OWN FIX (SOURCE/MANIFEST)", "AT THE XPU PINS"), rows))
     problems = result.problems
-    lines += ["", *problems] if problems else ["", "no drift: the manifest matches this release's source"]
+    lines += ["", *map(str, problems)] if problems else ["", "no drift: the manifest matches this release's source"]
     carried = [t.id for t in result.tracked if t.found]
     lines += ["", f"vLLM's own XPU workarounds tracked here and found in it: {', '.join(carried) or 'none'}"]
     lines += [f"note: {w.id}: {note}" for w in result.workarounds for note in w.notes]
@@ -120,7 +120,7 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
             append(SUMMARY_VARIABLE, text)
     if json_output:
         typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
-                               "drift": checked.drift, "comment": checked.comment, "detail": checked.note,
+                               "drift": [str(p) for p in checked.drift], "comment": checked.comment, "detail": checked.note,
                                "warnings": checked.warnings, "unchecked": checked.unchecked,
                                "disagreement": checked.disagreement, "not_pin_files": checked.elsewhere}))
     else:
@@ -138,7 +138,7 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
     if in_actions():
         level = "error" if fail_on_drift else "warning"
         for problem in checked.drift:
-            typer.echo(annotation(level, problem, title="drift at the new vLLM"), err=json_output)
+            typer.echo(annotation(level, str(problem), title="drift at the new vLLM"), err=json_output)
         if checked.disagreement is not None:
             typer.echo(annotation(level, checked.disagreement, title="pin files disagree"), err=json_output)
         for line in checked.unchecked:

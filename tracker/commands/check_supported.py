@@ -31,7 +31,7 @@ def render(result: SupportedCheck) -> str:
     elif not result.not_fetched:
         summary.append("no drift: the manifest matches every supported release's source")
     drawn = table(("RELEASE", "RESULT", "WHAT"), [
-        (row.release, row.result, "; ".join(row.problems) or row.error or "-") for row in rows])
+        (row.release, row.result, "; ".join(map(str, row.problems)) or row.error or "-") for row in rows])
     heading = (f"{asked} against the {len(rows)} vLLM releases from the support floor {result.floor} to the "
                "newest on the package index")
     return "\n".join([one_line(heading), "", drawn, "", *map(one_line, summary)])

@@ -38,6 +38,18 @@ class TargetCheck:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    """Where a release's source and one manifest entry (``id``: a workaround's or a tracked inline
+    one's) disagree, in words (``text``); written as ``id: text``."""
+
+    id: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.text}"
+
+
 class DecisionAtPins(TypedDict):
     """The version gates' decision at a release's XPU pins, as ``check --json`` writes it (``decision_at_pins``)."""
 
@@ -86,14 +98,14 @@ class ReleaseCheck:
     tracked: list[TrackedCheck] = field(default_factory=list)
 
     @property
-    def problems(self) -> list[str]:
+    def problems(self) -> list[Disagreement]:
         """Where the release's source disagrees with a workaround's manifest entry (exit 3)."""
-        return [f"{w.id}: {problem}" for w in self.workarounds for problem in w.problems]
+        return [Disagreement(w.id, problem) for w in self.workarounds for problem in w.problems]
 
     @property
-    def tracked_problems(self) -> list[str]:
+    def tracked_problems(self) -> list[Disagreement]:
         """Where vLLM's own inline workarounds are not as the manifest says (news, not drift)."""
-        return [f"{t.id}: {t.problem}" for t in self.tracked if t.problem]
+        return [Disagreement(t.id, t.problem) for t in self.tracked if t.problem]
 
     def as_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "vllm": self.vllm, "source": self.source,
@@ -229,5 +241,5 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progres
         return check_opened(manifest, release, progress=progress)
 
 
-__all__ = ["DecisionAtPins", "ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check", "check_inline", "check_opened",
-           "check_target", "check_tree", "check_workaround", "needed_files"]
+__all__ = ["DecisionAtPins", "Disagreement", "ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check",
+           "check_inline", "check_opened", "check_target", "check_tree", "check_workaround", "needed_files"]

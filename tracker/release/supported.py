@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from tracker.model.manifest import Manifest
 from tracker.model.vocabulary import SCHEMA
-from tracker.release.compare import check
+from tracker.release.compare import Disagreement, check
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, pip_failure, silent
 
@@ -54,11 +54,12 @@ class ReleaseRow:
 
     release: str
     result: str
-    problems: list[str] = field(default_factory=list)
+    problems: list[Disagreement] = field(default_factory=list)
     error: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"release": self.release, "result": self.result, "problems": self.problems, "error": self.error}
+        return {"release": self.release, "result": self.result, "problems": [str(p) for p in self.problems],
+                "error": self.error}
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def check_release(manifest: Manifest, release: Version, workaround: str | None, 
         result = check(manifest, f"vllm=={release}", progress=progress, warn=warn)
     except (NotFetchable, CheckInputError) as error:  # an sdist of the index's that is no vLLM tree: the index's
         return ReleaseRow(str(release), "not-fetchable", error=str(error))
-    problems = [f"{w.id}: {problem}" for w in result.workarounds if workaround in (None, w.id) for problem in w.problems]
+    problems = [problem for problem in result.problems if workaround in (None, problem.id)]
     return ReleaseRow(str(release), "drift" if problems else "ok", problems)
 
 

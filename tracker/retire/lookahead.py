@@ -78,7 +78,7 @@ class NextRelease:
     def as_json(self) -> dict[str, Any]:
         return {"newest": str(self.newest) if self.newest else None,
                 "pinned": str(self.pinned) if self.pinned else None, "pin_file": self.pin_path,
-                "drift": self.checked.problems if self.checked else [],
+                "drift": [str(p) for p in self.checked.problems] if self.checked else [],
                 "new_sites": [c.as_json() for c in self.sites.new] if self.sites else [],
                 "gone_sites": [c.as_json() for c in self.sites.gone] if self.sites else [],
                 "notes": self.notes}
@@ -148,7 +148,7 @@ def section(manifest: Manifest, found: NextRelease, shown: int | None = None) ->
         lines.append("")
     drift = found.checked.problems
     lines += [f"**Drift** ({len(drift)}):" if drift else "**No drift**: every target is where the manifest says.", ""]
-    lines += shortened([f"- {markdown_text(problem)}" for problem in drift], shown,
+    lines += shortened([f"- {markdown_text(str(problem))}" for problem in drift], shown,
                        lambda rest: f"- and {rest} more{IN_SUMMARY}; `xpu-workarounds check vllm=={found.newest}` "
                                     "lists them")
     if drift:

@@ -37,7 +37,7 @@ from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
-from tracker.release.compare import ReleaseCheck, check_opened, needed_files
+from tracker.release.compare import Disagreement, ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
@@ -240,7 +240,7 @@ def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[Re
 @dataclass
 class Checked:
     text: str | None  # None: the pin did not move
-    drift: list[str]
+    drift: list[Disagreement]
     comment: str  # what happened to the comment: created, updated, unchanged, summary only, none
     note: str
     warnings: list[str] = field(default_factory=list)  # worth a line, not a failure (the old release unfetched)
@@ -255,7 +255,7 @@ Part = tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census 
 
 
 def read_releases(manifest: Manifest, releases: list[ReleaseMove], *, progress: Say = silent,
-                  warn: Say = silent) -> tuple[list[Part], list[str], list[str]]:
+                  warn: Say = silent) -> tuple[list[Part], list[Disagreement], list[str]]:
     """What the comment says of each release (the move, the new release's check, the old one's or
     why it could not be compared, the census since it), the drift, the warnings. Each release is opened once
     (``opened.open_release``, kept open until every part is written) for its check and its census; a
@@ -265,7 +265,7 @@ def read_releases(manifest: Manifest, releases: list[ReleaseMove], *, progress: 
 
 
 def _read(manifest: Manifest, releases: list[ReleaseMove], stack: contextlib.ExitStack,
-          progress: Say, warn: Say) -> tuple[list[Part], list[str], list[str]]:
+          progress: Say, warn: Say) -> tuple[list[Part], list[Disagreement], list[str]]:
     read: dict[Version, tuple[OpenedRelease, ReleaseCheck] | NotFetchable] = {}
     censuses: dict[Version, Census] = {}
 
@@ -293,7 +293,7 @@ def _read(manifest: Manifest, releases: list[ReleaseMove], stack: contextlib.Exi
         return censuses[version]
 
     parts: list[Part] = []
-    drift: list[str] = []
+    drift: list[Disagreement] = []
     warnings: list[str] = []
     for move in releases:
         new = checked(move.new, True)
