@@ -35,39 +35,29 @@ def pytest_configure(config: pytest.Config) -> None:
     directory = tempfile.mkdtemp(prefix="removal-proof-reads-")
     config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
     config.pluginmanager.register(removal_proof.Catch(Path(directory)), "removal-proof-catch")
-    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
-        config.pluginmanager.register(Spread(), "spread")
+    config.pluginmanager.register(SlowSession(), "slow-session")
 
 
-# What a test needs that one process of a session builds or starts once, whole: the vLLM venv and
-# what it is given, the release probes, the Ray clusters (a head's fixed ports on 127.0.0.2).
-ONE_PROCESS_FIXTURES = {"e2e_venv", "e2e_python", "installed_project", "release_probe", "tiny_model", "ray_cluster"}
-TOGETHER = "slow"  # the xdist group of the slow tests and those that use such a fixture
+# What a test needs that one session builds or starts once, whole: the vLLM venv and what it is
+# given, the release probes, the Ray clusters (a head's fixed ports on 127.0.0.2).
+ONE_SESSION_FIXTURES = {"e2e_venv", "e2e_python", "installed_project", "release_probe", "tiny_model", "ray_cluster"}
+SLOW_SESSION = "slow_session"  # the marker of the tests .ci/test runs in a session of their own
 
 
-def _together(item: pytest.Item) -> bool:
-    return (any(item.get_closest_marker(marker) for marker in SLOW)
-            or bool(ONE_PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))))
+class SlowSession:
+    """Marks, as it is collected, each slow test and each test that shares their session's
+    fixtures ``slow_session``: ``.ci/test`` runs them in one session of their own, beside the
+    others (spread over two processes) and the removal proof."""
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        if (any(item.get_closest_marker(marker) for marker in SLOW)
+                or ONE_SESSION_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+            item.add_marker(SLOW_SESSION)
 
 
-def _rank(item: pytest.Item, spread: bool) -> tuple[bool, bool, bool, bool]:
-    slow = _together(item)
-    return (bool(item.get_closest_marker("removal_proof")), spread and not slow,
-            any(item.get_closest_marker(marker) for marker in SLOW),
+def _rank(item: pytest.Item) -> tuple[bool, bool, bool]:
+    return (bool(item.get_closest_marker("removal_proof")), any(item.get_closest_marker(marker) for marker in SLOW),
             bool(item.get_closest_marker(removal_proof.MARKER)))
-
-
-class Spread:
-    """Spread over processes (``-n 2 --dist loadgroup``, as ``.ci/test`` runs the suite), a test
-    file goes to one process whole (its module fixtures are built once), and the slow tests with
-    every test that shares their session's fixtures to one process: a plugin of each worker
-    (``pytest_configure``), whose groups xdist reads after this hook, before the order below."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            group = TOGETHER if _together(item) else item.nodeid.partition("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(trylast=True)
@@ -75,10 +65,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The fast tests first, the unmarked before the ``reads_shipped`` ones (what those leave in the
     process is not read by a test that must not read it), then the slow ones, then the removal
     proof's (each group in its usual order): meanwhile, in the background, what the slow tests
-    need is built (``pytest_runtestloop``). Spread over processes, the slow group comes first: one
-    process starts it while the other takes the fast files one at a time."""
-    spread = os.environ.get("PYTEST_XDIST_WORKER") is not None
-    items.sort(key=lambda item: _rank(item, spread))
+    need is built (``pytest_runtestloop``)."""
+    items.sort(key=_rank)
 
 
 @pytest.hookimpl(wrapper=True)

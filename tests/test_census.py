@@ -27,8 +27,6 @@ from tracker.commands.app import app
 from tracker.model import reader
 from tracker.release.census import census_tree
 
-pytestmark = pytest.mark.reads_shipped
-
 XPU_PINS = "torch==2.15.0+xpu\nvllm-xpu-kernels==0.1.17\n"
 STATIC_LAUNCHER = {"id": "vllm-static-launcher-off", "title": "vLLM switches the static launcher off",
                    "file": "vllm/platforms/xpu.py", "marker": '"use_static_cuda_launcher", False',
@@ -915,6 +913,7 @@ def test_check_exits_3_only_when_an_untracked_site_names_a_reference(tmp_path):
     assert run("--manifest", str(manifest_with(tmp_path)), "census", str(tree)).exit_code == 0  # no --check
 
 
+@pytest.mark.reads_shipped
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     broken = tmp_path / "vllm-0.99.0.tar.gz"
     broken.write_bytes(b"not gzip")

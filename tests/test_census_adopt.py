@@ -16,8 +16,6 @@ from test_census import HANG, PLATFORM, PP_SYNC, STATIC_LAUNCHER, manifest_with,
 
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped  # lints the shipped manifest with what --adopt wrote
-
 # XPU code naming its upstream reference in each way vLLM's comments write one.
 REFERENCED = {
     "vllm/platforms/xpu.py": PLATFORM,  # pytorch/pytorch#188240
@@ -110,6 +108,7 @@ def test_write_adds_the_entries_to_the_manifest_keeping_its_comments(tmp_path):
     assert "nothing to adopt" in again.stderr
 
 
+@pytest.mark.reads_shipped
 def test_the_shipped_manifest_is_never_written(tmp_path):
     tree = write_tree(tmp_path / "tree", REFERENCED)
     shipped = reader.default_path()

@@ -15,8 +15,6 @@ from tracker.decision.gates import decide
 from tracker.model.environment import Settings
 from tracker.model.retirement import retirement
 
-pytestmark = pytest.mark.reads_shipped
-
 # affected on vllm >=0.23.0,<0.25.0 (and torch below 2.14.0), vLLM carries the fix from 0.25.0
 ENTRY = one(id="synthetic-fix", affected=[{"vllm": ">=0.23.0,<0.25.0", "torch": "<2.14.0"}])
 AFFECTED = {"vllm": "0.24.0", "torch": "2.13.0", "kernels": "0.1.12.3"}

@@ -22,7 +22,7 @@ from tracker.model import reader
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate
 
-pytestmark = pytest.mark.reads_shipped
+pytestmark = pytest.mark.reads_shipped  # SHIPPED: the shipped manifest, read at import
 
 PROBLEM = re.compile(r"^.+:\d+: [^:]+: .+$")
 SHIPPED = Path(shipped_manifest()).read_text()

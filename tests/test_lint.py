@@ -8,8 +8,6 @@ import pytest
 
 from tracker.commands.lint import protocol_problems
 
-pytestmark = pytest.mark.reads_shipped
-
 GOOD = '''
     """``Symptom`` a user saw."""
 
@@ -28,6 +26,7 @@ GOOD = '''
 '''
 
 
+@pytest.mark.reads_shipped
 def test_every_shipped_workaround_module_follows_the_protocol():
     from tracker.model import reader
 

@@ -14,7 +14,7 @@ from tracker.commands.lint import lint
 from tracker.model import manifest as manifest_module
 from tracker.model import reader
 
-pytestmark = [pytest.mark.reads_shipped, pytest.mark.usefixtures("frozen_modules")]
+pytestmark = pytest.mark.usefixtures("frozen_modules")
 
 SHIPPED = reader.default_path()
 # The cases edit the frozen manifest (the shipped one of 2026-12-04), whose text no retirement removes.
@@ -33,11 +33,13 @@ def line_of(text, fragment, occurrence=1):
     return hits[occurrence - 1]
 
 
+@pytest.mark.reads_shipped
 def test_shipped_manifest_is_valid():
     assert reader.check() == []
     assert lint() == []
 
 
+@pytest.mark.reads_shipped
 def test_a_valid_manifest_is_read_without_locating_any_line(monkeypatch):
     # Lines are found only to point at a problem: the locator reads the whole text, and every
     # vLLM process that activates reads the manifest.
@@ -61,11 +63,13 @@ def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
     assert lint_text(tmp_path, text)[1] == []
 
 
+@pytest.mark.reads_shipped
 def test_the_module_is_derived_from_the_id():
     assert [w.module for w in reader.load().workarounds] == [
         "workarounds." + w.id.replace("-", "_") for w in reader.load().workarounds]
 
 
+@pytest.mark.reads_shipped
 def test_every_shipped_entry_has_its_module_and_every_module_its_entry():
     package = Path(SHIPPED).parent / "workarounds"
     modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
@@ -209,6 +213,7 @@ def test_lint_cli_prints_one_line_per_problem_and_exits_1(tmp_path):
     assert run.stdout.splitlines() == [str(p) for p in problems] and len(problems) == 2
 
 
+@pytest.mark.reads_shipped
 def test_lint_cli_accepts_the_shipped_manifest():
     run = subprocess.run([sys.executable, "-m", "tracker.commands", "lint"], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip().endswith(": ok")

@@ -16,8 +16,6 @@ import tracker
 import tracker.plugin
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped
-
 HEAVY = ("typer", "github", "torch", "vllm", "tracker.commands", "tracker.model.catalogue", "tracker.upstream",
          "tracker.upstream.client", "requests", "prometheus_client", "tracker.runtime.metrics")
 
@@ -61,6 +59,7 @@ def test_register_does_not_raise_on_a_broken_manifest(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == "started"
 
 
+@pytest.mark.reads_shipped
 def test_strict_mode_stops_start_up_with_one_clear_line(tmp_path):
     # vLLM 0.24.0 on XPU needs the workaround (vLLM 0.23.0 to 0.24.x, aimed at vLLM's PP broadcast); vLLM
     # is not installed here, so its target is absent. Its id is a shipped one, so that its module exists.
@@ -97,6 +96,7 @@ def forged_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.lstrip().startswith("::") or "##[" in line]
 
 
+@pytest.mark.reads_shipped
 def test_a_forged_id_in_the_force_or_disable_variable_stays_inside_its_warning_line():
     # A vLLM process's log is a CI step's log: an id holding a newline and a workflow command
     # would become an annotation, a mask or a stop to every later command there.
@@ -120,6 +120,7 @@ def test_a_missing_manifest_named_with_a_forged_line_is_warned_about_on_one_line
     assert "gone\\n::stop-commands::token\\r::error::forged" in warning
 
 
+@pytest.mark.reads_shipped
 def test_a_replayed_process_names_the_version_and_manifest_the_stored_answer_was_decided_with(tmp_path):
     # The digest is taken once, where the manifest is read (the full path), and stored with the
     # answer: the replay reports it and logs it without reading the manifest again.

@@ -76,8 +76,9 @@ def test_a_removal_that_breaks_a_test_fails_its_proof(planted):
 @pytest.mark.removal_proof
 def test_a_test_that_reads_what_a_removal_changes_without_the_marker_fails(planted):
     """Whether it reads in its own process or a child's (the project's variables cleared, as tests
-    clear them), while it runs or while its module is imported, and whether or not a test before it
-    imported the same module; a test that reads nothing of it passes, and so does a marked one."""
+    clear them), while it runs or while its module is imported (by pytest, or first by a marked test
+    module that imports from it), and whether or not a test before it imported the same module; a
+    test that reads nothing of it passes, and so does a marked one."""
     module = MANIFEST.workarounds[0].module  # still shipped in the copy
     tests = planted / "tests"
     (tests / "test_planted.py").write_text(
@@ -93,14 +94,21 @@ def test_a_test_that_reads_what_a_removal_changes_without_the_marker_fails(plant
         "def test_marked():\n    open('README.md').close()\n", encoding="utf-8")
     (tests / "test_planted_at_import.py").write_text(
         "README = open('README.md').read()\n\n\ndef test_uses_it():\n    assert README\n", encoding="utf-8")
+    (tests / "test_planted_importer.py").write_text(
+        "import pytest\nfrom test_planted_imported import README\n\npytestmark = pytest.mark.reads_shipped\n\n\n"
+        "def test_imports_it():\n    assert README\n", encoding="utf-8")
+    (tests / "test_planted_imported.py").write_text(
+        "README = open('README.md').read()\n\n\ndef test_reads_at_import():\n    assert README\n", encoding="utf-8")
     result = removal_proof.pytest_on(planted, "tests/test_planted.py", "tests/test_planted_marked.py",
-                                     "tests/test_planted_at_import.py")
+                                     "tests/test_planted_at_import.py", "tests/test_planted_importer.py",
+                                     "tests/test_planted_imported.py")
     named = dict(re.findall(r"^(\S+) reads what a removal changes \(([^)]*)\)", result.stdout, flags=re.M))
     assert named == {"tests/test_planted.py::test_forgiving": "workarounds.toml",
                      "tests/test_planted.py::test_in_a_child": f"{module}, {module.replace('.', '/')}.py",
                      "tests/test_planted.py::test_in_process": f"{module}, {module.replace('.', '/')}.py",
-                     "tests/test_planted_at_import.py::test_uses_it": "README.md"}, result.stdout + result.stderr
-    assert re.search(r"\b6 passed, .*4 errors", result.stdout), result.stdout
+                     "tests/test_planted_at_import.py::test_uses_it": "README.md",
+                     "tests/test_planted_imported.py::test_reads_at_import": "README.md"}, result.stdout + result.stderr
+    assert re.search(r"\b8 passed, .*5 errors", result.stdout), result.stdout
 
 
 @pytest.mark.removal_proof
@@ -119,7 +127,9 @@ def test_a_workarounds_file_that_git_does_not_track_is_named_with_the_fix(plante
 def test_ci_runs_the_proof_beside_the_rest_of_the_suite():
     script = (ROOT / ".ci" / "test").read_text(encoding="utf-8")
     assert re.search(r"^nice -n 10 \S+ -m pytest -m removal_proof .*&$", script, flags=re.M), script
-    assert re.search(r"^\S+ -m pytest -m \"not removal_proof\"", script, flags=re.M), script
+    assert re.search(r"^\S+ -m pytest -m \"slow_session and not removal_proof\" .*&$", script, flags=re.M), script
+    assert re.search(r"^\S+ -m pytest -m \"not slow_session and not removal_proof\" -n 2 --dist loadfile$", script,
+                     flags=re.M), script
     assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith(".ci/test")
 
 

@@ -18,8 +18,6 @@ from pathlib import Path
 import pytest
 from support.vllm_harness import CPU_INDEX
 
-pytestmark = pytest.mark.reads_shipped
-
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
 ACTION = ROOT / "action.yml"
@@ -202,6 +200,7 @@ def test_workflow_runs_weekly_and_on_demand_one_at_a_time_and_not_in_forks():
     assert "github.event.repository" not in text
 
 
+@pytest.mark.reads_shipped
 def test_readme_tells_maintainers_to_limit_the_environment_to_the_default_branch():
     readme = (ROOT / "README.md").read_text()
     assert "Limit the environment **`workaround-retirement`** to the default branch" in readme
@@ -363,6 +362,7 @@ def test_the_documented_workflows_are_the_weekly_run_and_the_upgrade_check():
     assert "pull_request_target" not in workflows[UPGRADE]
 
 
+@pytest.mark.reads_shipped
 def test_the_documented_workflows_pin_the_action_to_a_commit_with_the_current_version_in_a_comment():
     import tracker
 
@@ -499,6 +499,7 @@ def test_the_test_workflow_runs_on_every_push_and_pull_request():
     assert sorted(re.findall(r"^      ([a-z-]+): (read|write)\b", text, flags=re.M)) == [("contents", "read")] * 2
 
 
+@pytest.mark.reads_shipped
 def test_the_test_workflow_and_the_release_run_the_readmes_test_command_through_ci_run():
     ci_run = (ROOT / ".ci" / "run").read_text()
     # .ci/run is the README's command (and what it needs installed first, if anything, before it).
@@ -554,6 +555,7 @@ def test_a_job_that_installs_the_test_setup_without_the_cpu_index_is_named(tmp_p
     assert without_the_cpu_index(broken) == ["tests"]
 
 
+@pytest.mark.reads_shipped
 def test_the_cpu_index_is_not_named_by_the_test_command_nor_the_project():
     # Not every machine reaches it (this project's own reach PyPI alone), and pip waits on an
     # index it cannot reach: the workflows name it, docs/testing.md says when to set it.

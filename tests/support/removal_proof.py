@@ -145,7 +145,7 @@ class Catch:
         os.environ.pop("PYTEST_CURRENT_TEST", None)  # a session of a test's (a copy's) has tests of its own
         os.environ[recorder.LOG] = str(self.log)  # and the recorder's directory first on PYTHONPATH: children run it
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(recorder.__file__).parent), os.environ.get("PYTHONPATH")]))
-        recorder.record(str(self.log))
+        recorder.record(str(self.log), root=str(ROOT))
 
     def read_by(self, nodeid: str) -> set[str]:
         with open(self.log, "a+", encoding="utf-8") as log:  # created if nothing was recorded yet

@@ -15,16 +15,33 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 LOG = "REMOVAL_PROOF_READS"
-# The test module being imported: PYTEST_CURRENT_TEST names a test only while it runs.
+# The test module being collected (its node id): PYTEST_CURRENT_TEST names a test only while it runs.
 collecting = ""
+session_root = ""  # the directory node ids are relative to (``record``)
 
 
-def record(log: str) -> None:
+def _importing() -> str:
+    """The test module whose top-level code runs now, as a node id: a test module imported by the
+    one being collected (``from test_x import ...``) reads for itself, not for its importer."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "<module>" and os.path.basename(code.co_filename).startswith("test_") and session_root:
+            return os.path.relpath(code.co_filename, session_root).replace(os.sep, "/")
+        frame = frame.f_back
+    return collecting
+
+
+def record(log: str, root: str = "") -> None:
     """From now on, while ``REMOVAL_PROOF_READS`` is ``log``, appends ``test<TAB>what`` to ``log`` for
     each watched file this process opens and each watched module it imports (``log.watched``: one
-    absolute path or module name a line), once per test."""
+    absolute path or module name a line), once per test; ``root``: the session's (node ids are
+    relative to it)."""
+    global session_root
+    session_root = root
     with open(log + ".watched", encoding="utf-8") as listed:
         watched = frozenset(listed.read().splitlines())
     seen: set[tuple[str, str]] = set()
@@ -41,7 +58,7 @@ def record(log: str) -> None:
             return
         if what not in watched or os.environ.get(LOG) != log:
             return
-        test = collecting or os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
+        test = _importing() if collecting else os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
         if (test, what) not in seen:
             seen.add((test, what))
             try:
