@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support import vllm_harness
 from support.decisions import stack
 
 import tracker
@@ -38,12 +39,18 @@ def venv(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory):
-    """The release workflow's tools, installed from its hashed requirements as it installs them."""
-    bin_dir = venv(tmp_path_factory.mktemp("tools") / "venv")
-    subprocess.run([str(bin_dir / "pip"), "install", "-q", "--require-hashes", "--no-deps", "-r", str(RELEASE_TOOLS)],
-                   check=True, capture_output=True)
-    return bin_dir
+def tools():
+    """The release workflow's tools, installed from its hashed requirements as it installs them:
+    once per machine, Python and requirements file, in the tests' cache (a removal's copy and
+    every session after the first find it built: tests/support/vllm_harness.py ``cached``)."""
+    key = hashlib.sha256(RELEASE_TOOLS.read_bytes() + sys._base_executable.encode() + sys.version.encode())
+
+    def build(dest: Path) -> dict:
+        subprocess.run([str(venv(dest) / "pip"), "install", "-q", "--require-hashes", "--no-deps", "-r",
+                        str(RELEASE_TOOLS)], check=True, capture_output=True)
+        return {}
+
+    return vllm_harness.cached(vllm_harness.cache_root() / f"release-tools-{key.hexdigest()[:16]}", build) / "bin"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from support import repository
+from support import repository, vllm_harness
 from support.recorder import sitecustomize as recorder
 from support.repository import ROOT
 from tracker.model import reader
@@ -96,9 +96,9 @@ def mypy_cache(into: Path) -> Path:
 
 
 def pytest_on(copy: Path, *arguments: str, running: set[subprocess.Popen[str]] | None = None) -> Completed:
-    """pytest with ``arguments`` on ``copy``: its code first on PYTHONPATH, a user cache of its own; in ``running`` meanwhile."""
+    """pytest with ``arguments`` on ``copy``: its code first on PYTHONPATH, a user cache of its own, the tests' shared."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")])),
-           "XDG_CACHE_HOME": str(copy.parent / "cache")}
+           "XDG_CACHE_HOME": str(copy.parent / "cache"), "XPU_WORKAROUNDS_TEST_CACHE": str(vllm_harness.cache_root())}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={copy.parent / 'tmp'}", *arguments]
     with subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as process:
