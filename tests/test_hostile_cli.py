@@ -35,8 +35,6 @@ from tracker.model import reader
 from tracker.release import archive
 from tracker.retire.bot import check_repository
 
-pytestmark = pytest.mark.reads_shipped
-
 # Documented exit codes (docs/commands.md, "Exit codes"); 2 is also every usage error.
 EXITS = {"status": {0, 2}, "explain": {0, 2}, "lint": {0, 1, 2}, "docs": {0, 2}, "upstream": {0, 2, 4},
          "retire": {0, 2, 3, 4}}
@@ -44,7 +42,7 @@ VARIABLES = ("XPU_WORKAROUNDS", "XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORC
              "XPU_WORKAROUNDS_PLATFORM", "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_MANIFEST",
              "XPU_WORKAROUNDS_REPORT", "XPU_WORKAROUNDS_CACHE_DIR", "XPU_WORKAROUNDS_GITHUB_TOKEN", "GITHUB_TOKEN",
              "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL")
-IDS = reader.load().ids
+IDS = reader.load(FROZEN_MANIFEST).ids  # ids to fuzz with (the frozen manifest's: a retired one is still an id)
 
 # Text a person or a script might pass: printable, odd, long, and near-misses of good values.
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)
@@ -146,6 +144,7 @@ def _valid_repository(text: str) -> bool:
     return True
 
 
+@pytest.mark.reads_shipped
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(args=command_lines(), env=ENV)
 def test_every_command_answers_any_options_and_variables_with_a_documented_exit_and_no_traceback(args, env):
@@ -154,6 +153,7 @@ def test_every_command_answers_any_options_and_variables_with_a_documented_exit_
     check(args, env)
 
 
+@pytest.mark.reads_shipped
 @settings(max_examples=60, deadline=None)
 @given(env=ENV)
 def test_status_with_any_variables_answers_in_one_line_when_it_refuses(env):
@@ -165,6 +165,7 @@ def test_status_with_any_variables_answers_in_one_line_when_it_refuses(env):
         assert all(re.match(r"^.*:\d+: [^:]+: .+", line) for line in problems), err
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable", ["XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_PLATFORM",
                                       "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_STRICT"])
 def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable):
@@ -177,6 +178,7 @@ def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable)
 LONG = "x" * 100_000
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable, args, code", [
     ("XPU_WORKAROUNDS", ["status"], 2),
     ("XPU_WORKAROUNDS_DISABLE", ["status"], 2),
@@ -198,6 +200,7 @@ def test_a_variable_of_100000_characters_is_echoed_shortened_in_its_one_line_err
     assert "x" * 256 not in err
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable", ["GITHUB_API_URL", "XPU_WORKAROUNDS_GITHUB_TOKEN"])
 def test_a_github_url_or_token_of_100000_characters_is_never_echoed(variable):
     got, _, err = invoke(["upstream", "--offline"], {variable: LONG})
@@ -205,6 +208,7 @@ def test_a_github_url_or_token_of_100000_characters_is_never_echoed(variable):
     assert got in (0, 2, 4)
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("args", [
     ["explain", LONG], ["status", "--platform", LONG], ["status", "--assume", LONG], ["check", LONG],
     ["census", LONG], ["census", ".", "--since", LONG], ["status", "--cluster", "--address", LONG],
@@ -250,6 +254,7 @@ def test_repositories_github_allows_pass(repo):
 # ------------------------------------------------------------ a failed write of stdout
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["docs"], ["retire", "--json"], ["lint"]])
 def test_a_failed_write_of_stdout_is_one_line_and_exit_1(args):
     with open("/dev/full", "w") as full:
@@ -391,6 +396,7 @@ def test_a_hostile_python_file_is_a_finding_never_a_traceback(tmp_path, source):
     assert PROBED.id in done.stdout
 
 
+@pytest.mark.reads_shipped
 def test_docs_written_to_a_path_with_a_newline_says_so_in_one_line(tmp_path):
     named = tmp_path / "catalogue\n::warning::forged.md"
     result = CliRunner().invoke(app, ["docs", "--output", str(named)])

@@ -57,6 +57,7 @@ def test_a_tracked_entry_with_a_broken_specifier_points_at_its_line(tmp_path):
     assert ".carried_in" in problems[0].field
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.usefixtures("frozen_modules")
 def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
     text = TEXT.replace('id = "pp-broadcast-sync"', 'id = "pp-broadcast-sync"\nmodule = "workarounds.pp_broadcast_sync"')
@@ -149,6 +150,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.reads_shipped
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_broken_manifest_gets_a_pointed_problem(tmp_path, case):
     old, new, field, words, at = BROKEN[case]
@@ -222,11 +224,13 @@ def test_lint_cli_accepts_the_shipped_manifest():
 # --- [layout] pins: the repository's own pin files, paths or globs ---------------------------
 
 
+@pytest.mark.reads_shipped
 def test_pin_files_default_to_the_roots_pyproject_and_requirements_files(tmp_path):
     path, problems = lint_text(tmp_path, TEXT)
     assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt")
 
 
+@pytest.mark.reads_shipped
 def test_declared_pin_files_are_read_as_written_and_set_no_path_that_must_exist(tmp_path):
     text = TEXT + '\n[layout]\npins = ["requirements/*.txt", "constraints/serving-?.in", "pyproject.toml"]\n'
     path, problems = lint_text(tmp_path, text)
@@ -258,6 +262,7 @@ def test_a_pin_file_entry_that_is_not_a_relative_path_or_glob_is_refused_at_its_
     assert LINE.match(str(problems[0]))
 
 
+@pytest.mark.reads_shipped
 def test_an_empty_list_of_pin_files_is_accepted_and_names_none(tmp_path):
     from tracker.model.pin_files import is_pin_file
 
@@ -344,6 +349,7 @@ def broken_manifests(draw):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.reads_shipped
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=broken_manifests())
 @example(text=TEXT.replace("[[workaround.affected]]", "[workaround.affected]", 1))

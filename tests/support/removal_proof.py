@@ -1,11 +1,9 @@
 """The removal proof (CONTRIBUTING.md "How a removal is proven"): every removal PR passes the tests.
 
-A test that reads what a removal changes (``changed``) is marked ``reads_shipped``; a workaround's
-own tests are marked by their place. ``proofs`` applies each removal, as ``retire --open-prs``
-computes it, to a copy of this checkout and runs the marked fast tests there. ``Catch``, a plugin
-of every session, fails an unmarked test that reads any of it, as every Python process of the
-session records (tests/support/recorder/sitecustomize.py).
-"""
+A test that reads what a removal changes (``changed``) is marked ``reads_shipped``; a workaround's own tests are
+marked by their place. ``proofs`` applies each removal, as ``retire --open-prs`` computes it, to a copy of this
+checkout and runs the marked fast tests there. ``Catch``, a plugin of every session, fails an unmarked test that
+reads any of it, as every Python process of the session records (tests/support/recorder/sitecustomize.py)."""
 
 from __future__ import annotations
 
@@ -31,10 +29,9 @@ from tracker.model.manifest import ManifestError
 from tracker.retire import DOCS_PATH, MANIFEST_PATH, Snapshot, blob_sha, compute_removal
 from tracker.retire.removal import README, owned_paths
 
-MARKER = "reads_shipped"
+MARKER, AT_ONCE = "reads_shipped", 2  # AT_ONCE: copies tested at the same time (the machine has 2 cores)
 SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")  # the markers of what a copy does not run
 ON_A_COPY = " and ".join([MARKER, "not removal_proof", *(f"not {marker}" for marker in SLOW)])
-AT_ONCE = 2  # copies tested at the same time: the machine has 2 cores
 Completed = subprocess.CompletedProcess[str]
 
 
@@ -172,10 +169,13 @@ class Catch:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> object:
-        """An unmarked test runs without the workaround modules imported (put back afterwards), so
-        that importing one is seen, however many tests imported it before."""
+        """An unmarked test runs without the workaround modules imported (put back afterwards), so that importing one
+        is seen, however many tests imported it before; and with the tracker's caches empty, so that no read is served from one."""
         if item.get_closest_marker(MARKER):
             return (yield)
+        for module in [module for name, module in list(sys.modules.items()) if name.partition(".")[0] == "tracker"]:
+            for cached in [value for value in vars(module).values() if hasattr(value, "cache_clear")]:
+                cached.cache_clear()
         package = vars(sys.modules["workarounds"]) if "workarounds" in sys.modules else {}
         hidden = {name: sys.modules.pop(name) for name in self.modules if name in sys.modules}
         # ... and not an attribute of their package, which ``from workarounds import x`` reads first
@@ -194,6 +194,6 @@ class Catch:
         read = self.read_by(item.nodeid) | self.read_by(item.nodeid.partition("::")[0])
         if read:
             report.outcome, report.longrepr = "failed", (
-                f"{item.nodeid} reads what a removal changes ({', '.join(sorted(read))}) without the {MARKER} "
-                f"marker: mark it (pytestmark = pytest.mark.{MARKER}), and the removal proof runs it on every removal")
+                f"{item.nodeid} reads what a removal changes ({', '.join(sorted(read))}) without the {MARKER} marker: "
+                f"mark it (@pytest.mark.{MARKER}), and the removal proof runs it on every removal")
         return report
