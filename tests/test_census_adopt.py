@@ -164,3 +164,12 @@ def test_what_cannot_be_adopted_is_one_line_and_exit_2(tmp_path):
     result = run("--manifest", manifest, "census", str(misnamed), "--adopt")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "vllm/my-worker.py: a [[tracked]] entry's file is a .py path of letters" in result.stderr
+
+
+@pytest.mark.parametrize(("data", "why"), [(b"schema = 1\n\xff\n", "invalid start byte"), (b"schema = [\n", "")])
+def test_a_manifest_that_is_no_longer_utf8_toml_when_written_is_one_error_naming_it(data, why):
+    from tracker.census.adopt import NotAdoptable, with_tracked
+
+    with pytest.raises(NotAdoptable, match=r"^serving/workarounds\.toml not written: ") as raised:
+        with_tracked(data, [], "0.34.0", where="serving/workarounds.toml")
+    assert why in str(raised.value) and "\n" not in str(raised.value)

@@ -181,20 +181,21 @@ def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: 
 def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
     """Add ``entries`` to the manifest at ``path``, which must still pass lint: replaced atomically,
     its mode kept, only if nobody changed it meanwhile; nothing written on any failure."""
-    with on_os_error(f"{path} not written"):
+    shown = echoed(str(path), PATH_ECHO_LIMIT, quoted=False)
+    with on_os_error(f"{shown} not written"):
         original = path.read_bytes()
-    updated = with_tracked(original, entries, release, where=path)  # NotAdoptable: said where every command ends
+    updated = with_tracked(original, entries, release, where=shown)  # NotAdoptable: said where every command ends
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-adopt-") as scratch:
         checked = Path(scratch) / MANIFEST_NAME
         checked.write_text(updated, encoding="utf-8")
         problems = reader.check(checked)
     if problems:
-        fail(f"{path} not written: with the entries it would not pass lint ({problems[0].field}: "
+        fail(f"{shown} not written: with the entries it would not pass lint ({problems[0].field}: "
              f"{problems[0].message})")
 
     def unchanged(temporary: Path) -> None:
         if path.read_bytes() != original:
-            raise OSError(f"{path} changed while census ran; run it again")
+            raise OSError(f"{shown} changed while census ran; run it again")
 
     target = Path(os.path.realpath(path))
     with on_os_error("nothing written"):
