@@ -49,16 +49,6 @@ def private(request):
     index.close()
 
 
-@pytest.fixture
-def private_path():
-    """The stand-in index wanting the token in its path, the usual form: the GitHub flows below take
-    pip's words from where every command takes them (``fetch``), whose reduction of each form the
-    commands' tests above and the word-level cases below show."""
-    index = Index(**PLACES["path"])
-    yield index
-    index.close()
-
-
 def environment(index: Index, cache: Path) -> dict[str, str]:
     """A child's environment: pip reaching only ``index``, the release cache in ``cache``."""
     env = {key: value for key, value in os.environ.items()
@@ -118,8 +108,11 @@ def server():
         yield running
 
 
-def test_the_look_ahead_names_the_refusal_in_every_medium_never_the_token(server, private_path, tmp_path):
-    private = private_path
+# The GitHub flows take pip's words from where every command takes them (``fetch``): the token in the
+# path, the usual form, end to end; each form's reduction is shown by the commands' tests above and
+# the word-level cases below.
+@pytest.mark.parametrize("private", ["path"], indirect=True)
+def test_the_look_ahead_names_the_refusal_in_every_medium_never_the_token(server, private, tmp_path):
     server.add_repo(ADOPTER).commit("The project, pinning vLLM",
                                     files={**frozen(), "requirements.txt": f"vllm=={PINNED}\n"})
     private.publish(NEWEST, vllm_sdist(NEWEST))
@@ -145,8 +138,8 @@ def test_the_look_ahead_names_the_refusal_in_every_medium_never_the_token(server
 # ---------------------------------------------------------------------------- the upgrade check
 
 
-def test_the_upgrade_check_names_the_refusal_in_every_medium_never_the_token(server, private_path, tmp_path):
-    private = private_path
+@pytest.mark.parametrize("private", ["path"], indirect=True)
+def test_the_upgrade_check_names_the_refusal_in_every_medium_never_the_token(server, private, tmp_path):
     old, new = "0.24.0", "0.25.0"
     for version in (old, new):
         private.publish(version, vllm_sdist(version))
