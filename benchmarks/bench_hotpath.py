@@ -21,6 +21,7 @@ tensor an empty tensor becomes (``torch.empty(..., device="xpu")``) by an empty 
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import statistics
 import sys
@@ -106,6 +107,12 @@ def _standin_module() -> types.ModuleType:
     return module
 
 
+def _shipped(workaround_id: str) -> types.ModuleType | None:
+    """The workaround's module, as the manifest names it; None once it is retired (its case is not measured)."""
+    manifest = load()
+    return importlib.import_module(manifest.get(workaround_id).module) if workaround_id in manifest.ids else None
+
+
 def _context(workaround_id: str, **assume: str) -> Context:
     manifest = load()
     return Context.of(manifest.get(workaround_id), build(platform="xpu", assume=assume))
@@ -129,9 +136,10 @@ def _overhead(original, wrapped, calls: int, repeats: int) -> dict:
 # ---------------------------------------------------------------------- measurements
 
 
-def pp_broadcast(calls: int, repeats: int) -> dict:
-    from workarounds import pp_broadcast_sync
-
+def pp_broadcast(calls: int, repeats: int) -> dict | None:
+    pp_broadcast_sync = _shipped("pp-broadcast-sync")
+    if pp_broadcast_sync is None:
+        return None
     module = _standin_module()
     qualname, kind, params = _target("pp-broadcast-sync")
     path = f"{STANDIN_MODULE}:{qualname}"
@@ -149,9 +157,10 @@ def pp_broadcast(calls: int, repeats: int) -> dict:
     return result
 
 
-def event_shim(calls: int, repeats: int) -> dict:
-    from workarounds import event_blocking_kwarg
-
+def event_shim(calls: int, repeats: int) -> dict | None:
+    event_blocking_kwarg = _shipped("event-blocking-kwarg")
+    if event_blocking_kwarg is None:
+        return None
     assert tuple(inspect.signature(StandInXPUEvent).parameters) == tuple(
         inspect.signature(torch.xpu.Event).parameters), "the stand-in no longer has torch.xpu.Event's signature"
     shim = event_blocking_kwarg.event_shim(StandInXPUEvent)
@@ -190,9 +199,10 @@ class CopyCounter(TorchDispatchMode):
         return result
 
 
-def uva_view() -> dict:
-    from workarounds import uva_view_unpinned
-
+def uva_view() -> dict | None:
+    uva_view_unpinned = _shipped("uva-view-unpinned")
+    if uva_view_unpinned is None:
+        return None
     module = _standin_module()
     qualname, kind, params = _target("uva-view-unpinned")
     path = f"{STANDIN_MODULE}:{qualname}"
@@ -233,33 +243,38 @@ def run(quick: bool = False) -> dict:
     pp = pp_broadcast(calls, repeats)
     event = event_shim(calls, repeats)
     uva = uva_view()
-    targets = [
-        {"target": "PP broadcast wrapper overhead < 1 µs per call", "figure": us(pp["overhead_s"]),
-         "met": pp["overhead_s"] < 1e-6},
-        {"target": "Event shim overhead < 1 µs per call", "figure": us(event["overhead_s"]),
-         "met": event["overhead_s"] < 1e-6},
-    ]
-    for name, case in uva.items():
+    targets, lines = [], [f"per call, medians of {repeats} samples of {calls:,} calls, original and wrapped alternating:"]
+    if pp is not None:
+        targets.append({"target": "PP broadcast wrapper overhead < 1 µs per call", "figure": us(pp["overhead_s"]),
+                        "met": pp["overhead_s"] < 1e-6})
+        lines.append(f"  PP broadcast   original {us(pp['original_s'])}  wrapped {us(pp['wrapped_s'])}  "
+                     f"overhead {us(pp['overhead_s'])}  (x{pp['ratio']:.2f})")
+    if event is not None:
+        targets.append({"target": "Event shim overhead < 1 µs per call", "figure": us(event["overhead_s"]),
+                        "met": event["overhead_s"] < 1e-6})
+        lines.append(f"  Event shim     original {us(event['original_s'])}  shim {us(event['wrapped_s'])}  "
+                     f"overhead {us(event['overhead_s'])}  (x{event['ratio']:.2f})")
+    lines.append("  (device boundary: no-op stream sync and broadcast body, an event class with torch.xpu.Event's "
+                 "signature)")
+    for name, case in (uva or {}).items():
         limit = 1.0 if name.startswith("non-pinned") else 0.0
         targets.append({"target": f"UVA view, {name}: each byte copied at most {limit:g} time(s)",
                         "figure": f"{case['copies_per_byte']:g} copies per byte; {case['allocations']} allocation(s), "
                                   f"{case['bytes_allocated']:,} B",
                         "met": case["copies_per_byte"] <= limit
                         and case["bytes_allocated"] <= limit * case["tensor_bytes"]})
-    lines = [
-        f"per call, medians of {repeats} samples of {calls:,} calls, original and wrapped alternating:",
-        f"  PP broadcast   original {us(pp['original_s'])}  wrapped {us(pp['wrapped_s'])}  "
-        f"overhead {us(pp['overhead_s'])}  (x{pp['ratio']:.2f})",
-        f"  Event shim     original {us(event['original_s'])}  shim {us(event['wrapped_s'])}  "
-        f"overhead {us(event['overhead_s'])}  (x{event['ratio']:.2f})",
-        "  (device boundary: no-op stream sync and broadcast body, an event class with torch.xpu.Event's "
-        "signature)",
-        "UVA view path (kernels without vllm-xpu-kernels#513), counted per aten call:",
-        *[f"  {name:<44} {case['bytes_copied']:>9,} B copied of {case['tensor_bytes']:>9,} B, "
-          f"{case['allocations']} allocation(s) of {case['bytes_allocated']:,} B" for name, case in uva.items()],
-        "  (device boundary: pinned memory is a real CPU allocation marked pinned, the empty XPU tensor an empty",
-        "   CPU one; the view kernel copies nothing)",
-    ]
+    if uva is not None:
+        lines += [
+            "UVA view path (kernels without vllm-xpu-kernels#513), counted per aten call:",
+            *[f"  {name:<44} {case['bytes_copied']:>9,} B copied of {case['tensor_bytes']:>9,} B, "
+              f"{case['allocations']} allocation(s) of {case['bytes_allocated']:,} B" for name, case in uva.items()],
+            "  (device boundary: pinned memory is a real CPU allocation marked pinned, the empty XPU tensor an empty",
+            "   CPU one; the view kernel copies nothing)",
+        ]
+    retired = [name for name, figures in (("pp-broadcast-sync", pp), ("event-blocking-kwarg", event),
+                                          ("uva-view-unpinned", uva)) if figures is None]
+    if retired:
+        lines.append(f"  not measured (retired, not in the manifest): {', '.join(retired)}")
     lines += [f"  [{verdict(t['met'])}] {t['target']}: {t['figure']}" for t in targets]
     return {"section": "Hot-path overhead", "figures": {"pp_broadcast": pp, "event_shim": event, "uva_view": uva},
             "targets": targets, "lines": lines}

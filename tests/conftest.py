@@ -4,9 +4,7 @@ and small real packages on sys.path."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,11 +28,6 @@ SLOW = removal_proof.SLOW
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Every test that reads what a removal changes without the ``reads_shipped`` marker fails
-    (tests/support/removal_proof.py ``Catch``)."""
-    directory = tempfile.mkdtemp(prefix="removal-proof-reads-")
-    config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
-    config.pluginmanager.register(removal_proof.Catch(Path(directory)), "removal-proof-catch")
     config.pluginmanager.register(SlowSession(), "slow-session")
 
 
@@ -47,26 +40,12 @@ SLOW_SESSION = "slow_session"  # the marker of the tests .ci/test runs in a sess
 class SlowSession:
     """Marks, as it is collected, each slow test and each test that shares their session's
     fixtures ``slow_session``: ``.ci/test`` runs them in one session of their own, beside the
-    others (spread over two processes) and the removal proof."""
+    others (spread over two processes)."""
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         if (any(item.get_closest_marker(marker) for marker in SLOW)
                 or ONE_SESSION_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(SLOW_SESSION)
-
-
-def _rank(item: pytest.Item) -> tuple[bool, bool, bool]:
-    return (bool(item.get_closest_marker("removal_proof")), any(item.get_closest_marker(marker) for marker in SLOW),
-            bool(item.get_closest_marker(removal_proof.MARKER)))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fast tests first, the unmarked before the ``reads_shipped`` ones (what those leave in the
-    process is not read by a test that must not read it), then the slow ones, then the removal
-    proof's (each group in its usual order): meanwhile, in the background, what the slow tests
-    need is built (``pytest_runtestloop``)."""
-    items.sort(key=_rank)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -14,7 +14,6 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-import pytest
 from support import terminal
 from support.manifests import write_manifest
 from support.package_index import VERSION, pip_environment
@@ -913,7 +912,6 @@ def test_check_exits_3_only_when_an_untracked_site_names_a_reference(tmp_path):
     assert run("--manifest", str(manifest_with(tmp_path)), "census", str(tree)).exit_code == 0  # no --check
 
 
-@pytest.mark.reads_shipped
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     broken = tmp_path / "vllm-0.99.0.tar.gz"
     broken.write_bytes(b"not gzip")

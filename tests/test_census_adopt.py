@@ -108,7 +108,6 @@ def test_write_adds_the_entries_to_the_manifest_keeping_its_comments(tmp_path):
     assert "nothing to adopt" in again.stderr
 
 
-@pytest.mark.reads_shipped
 def test_the_shipped_manifest_is_never_written(tmp_path):
     tree = write_tree(tmp_path / "tree", REFERENCED)
     shipped = reader.default_path()

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.reads_shipped  # the script reads the manifest to find the workaround
-
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "check-workaround"
 VENV = {**os.environ, "VENV": sys.prefix}

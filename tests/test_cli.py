@@ -17,9 +17,6 @@ from tracker.model import reader
 from tracker.model.environment import Settings
 from tracker.model.retirement import retirement
 
-pytestmark = pytest.mark.reads_shipped
-
-# The stack of the first report (tests/support/decisions.py ISSUE_STACK), as command-line options.
 ISSUE_STACK = ["--platform", "xpu", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
                "--assume", "vllm-xpu-kernels==0.1.12.3"]
 # What each shipped workaround decides there: its own test file holds the expectation

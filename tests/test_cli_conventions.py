@@ -47,7 +47,6 @@ def without(*modules: str, args: list[str], env: dict[str, str] | None = None) -
                           env={**environment, **(env or {})}, timeout=120)
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version_prints_the_version_the_manifest_path_and_its_short_digest(flag):
     result = run(flag)
@@ -55,7 +54,6 @@ def test_version_prints_the_version_the_manifest_path_and_its_short_digest(flag)
     assert result.stdout == f"xpu-workarounds {tracker.__version__} (manifest {SHIPPED}, sha256 {shipped_sha256()[:12]})\n"
 
 
-@pytest.mark.reads_shipped
 def test_version_names_the_manifest_given_before_or_after_it(tmp_path):
     other = tmp_path / "other.toml"
     other.write_bytes(SHIPPED.read_bytes() + b"\n# edited\n")
@@ -78,7 +76,6 @@ def test_the_version_is_the_distributions_version():
     assert version("xpu-workarounds") == tracker.__version__
 
 
-@pytest.mark.reads_shipped
 def test_status_json_names_the_tool_and_manifest_that_decided():
     document = json.loads(run("status", "--json").stdout)
     assert document["tool"] == {"version": tracker.__version__, "manifest": str(SHIPPED),
@@ -173,7 +170,6 @@ def test_what_talks_to_github_without_pygithub_names_the_extra_and_exits_2(args,
     assert result.stdout == ""
 
 
-@pytest.mark.reads_shipped
 def test_the_retire_plan_and_upstream_offline_need_no_github_client(tmp_path):
     # The base install has neither PyGithub nor requests (tests/test_wheel.py runs the same there).
     plan = without("github", "requests", args=["retire", "--json"])
@@ -187,7 +183,6 @@ def test_the_retire_plan_and_upstream_offline_need_no_github_client(tmp_path):
     assert offline.stderr.count("\n") == 1
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("args", [["upstream", "--offline"], ["retire", "--fresh"], ["check", "--pull-request", "1",
                                                                                    "--repo", "a/b"]])
 def test_a_github_api_that_is_neither_graphql_nor_rest_is_bad_input(args):
@@ -206,14 +201,12 @@ def test_a_write_interval_that_is_no_number_of_seconds_from_0_to_60_is_bad_input
                              "number of seconds from 0 to 60\n")
 
 
-@pytest.mark.reads_shipped
 def test_offline_commands_run_without_pygithub_or_ray():
     for args in (["status"], ["explain", reader.load().workarounds[0].id], ["lint"], ["docs"]):
         result = without("github", "ray", args=args)
         assert result.returncode == 0, (args, result.stderr)
 
 
-@pytest.mark.reads_shipped
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     # upstream against a host that accepts and never answers: interrupted while it waits.
     import signal
@@ -239,7 +232,6 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     assert out == ""
 
 
-@pytest.mark.reads_shipped
 def test_explain_json_says_everything_explain_says_with_the_stack(tmp_path):
     manifest = reader.load()
     w = manifest.workarounds[0]
@@ -272,7 +264,6 @@ def test_lint_json_lists_each_problem_and_exits_1(tmp_path):
     assert [f"{p['path']}:{p['line']}: {p['field']}: {p['message']}" for p in document["problems"]] == text
 
 
-@pytest.mark.reads_shipped
 def test_lint_json_of_a_valid_manifest():
     result = run("lint", "--json")
     assert result.exit_code == 0
@@ -303,7 +294,6 @@ def test_an_annotation_escapes_what_would_end_its_properties_or_its_line(tmp_pat
                    "title=workaround[x%2Cy]::50%25 off%0Anext"
 
 
-@pytest.mark.reads_shipped
 def test_assumed_xpu_kernels_mean_the_xpu_platform():
     result = run("status", "--json", "--assume", "vllm==0.27.1", "--assume", "torch==2.13.0",
                  "--assume", "vllm-xpu-kernels==0.1.12.3")
@@ -312,7 +302,6 @@ def test_assumed_xpu_kernels_mean_the_xpu_platform():
     assert result.stderr == ""
 
 
-@pytest.mark.reads_shipped
 def test_an_xpu_label_means_the_xpu_platform():
     result = run("status", "--json", "--assume", "torch==2.13.0+xpu")
     environment = json.loads(result.stdout)["environment"]
@@ -320,7 +309,6 @@ def test_an_xpu_label_means_the_xpu_platform():
     assert result.stderr == ""
 
 
-@pytest.mark.reads_shipped
 def test_an_unlabelled_torch_says_which_platform_it_was_decided_for_and_how_to_ask_for_xpu():
     result = run("status", "--json", "--assume", "torch==2.13", "--assume", "vllm==0.30.0")
     platform = json.loads(result.stdout)["environment"]["platform"]
@@ -330,13 +318,11 @@ def test_an_unlabelled_torch_says_which_platform_it_was_decided_for_and_how_to_a
     assert line.endswith("; for XPU, pass --platform xpu or --assume torch==2.13+xpu")
 
 
-@pytest.mark.reads_shipped
 def test_an_unlabelled_torch_with_a_platform_given_says_nothing():
     result = run("status", "--platform", "cuda", "--assume", "torch==2.13")
     assert result.exit_code == 0 and result.stderr == ""
 
 
-@pytest.mark.reads_shipped
 def test_upstream_write_without_a_manifest_refuses_and_leaves_the_shipped_one_alone():
     before = SHIPPED.read_bytes()
     result = run("upstream", "--offline", "--write")
@@ -366,7 +352,6 @@ def on_terminal(args: list[str], **env: str) -> tuple[int, str]:
     return terminal.on_terminal(args, terminal.terminal_env(**env))
 
 
-@pytest.mark.reads_shipped
 def test_status_on_a_terminal_highlights_what_applies_and_bolds_the_header():
     code, text = on_terminal(["status", *ISSUE_STACK])
     assert code == 0
@@ -374,7 +359,6 @@ def test_status_on_a_terminal_highlights_what_applies_and_bolds_the_header():
     assert "\x1b[1;32mapply\x1b[0m" in text
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "dumb"}], ids=["NO_COLOR", "TERM=dumb"])
 def test_no_colour_on_a_terminal_that_asks_for_none(env):
     code, text = on_terminal(["status", *ISSUE_STACK], **env)
@@ -382,7 +366,6 @@ def test_no_colour_on_a_terminal_that_asks_for_none(env):
     assert "\x1b[" not in text
 
 
-@pytest.mark.reads_shipped
 def test_no_colour_when_piped():
     script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR"))}
@@ -392,7 +375,6 @@ def test_no_colour_when_piped():
     assert "\x1b[" not in piped.stdout + piped.stderr
 
 
-@pytest.mark.reads_shipped
 def test_force_colour_colours_piped_output_and_no_colour_still_wins():
     script = os.path.join(os.path.dirname(sys.executable), "xpu-workarounds")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_WORKAROUNDS", "NO_COLOR", "FORCE_COLOR"))}
@@ -404,7 +386,6 @@ def test_force_colour_colours_piped_output_and_no_colour_still_wins():
     assert both.returncode == 0 and "\x1b[" not in both.stdout
 
 
-@pytest.mark.reads_shipped
 def test_an_error_on_a_terminal_is_highlighted():
     code, text = on_terminal(["explain", "no-such-id"])
     assert code == 2
@@ -466,7 +447,6 @@ def test_manifest_without_its_path_after_the_command_says_it_needs_one():
         "xpu-workarounds: error: Option '--manifest' requires an argument (see 'xpu-workarounds -h')"]
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize(("args", "line"), [
     (["status", "--bogus"], "xpu-workarounds: error: No such option: --bogus (see 'xpu-workarounds status -h')"),
     (["explain"], "xpu-workarounds: error: Missing argument 'ID' (see 'xpu-workarounds explain -h')"),
@@ -500,7 +480,6 @@ def test_manifest_is_hoisted_only_before_a_double_dash():
 # ------------------------------------------------------------- what a new user meets first
 
 
-@pytest.mark.reads_shipped
 def test_an_unknown_id_spelled_as_its_module_or_with_a_typo_gets_did_you_mean():
     meant = reader.load().ids[0]
     for given in (meant.replace("-", "_"), meant[:-1], meant.upper()):
@@ -512,7 +491,6 @@ def test_an_unknown_id_spelled_as_its_module_or_with_a_typo_gets_did_you_mean():
     assert far.exit_code == 2 and "did you mean" not in far.stderr
 
 
-@pytest.mark.reads_shipped
 def test_an_unknown_id_in_force_or_disable_gets_did_you_mean_too():
     meant = reader.load().ids[-1]
     result = run("status", env={"XPU_WORKAROUNDS_FORCE": meant.replace("-", "_")})
@@ -531,7 +509,6 @@ def completions(*words: str) -> list[str]:
     return done.stdout.split()
 
 
-@pytest.mark.reads_shipped
 def test_explain_completes_the_manifests_ids_and_platform_completes_the_platforms():
     ids = list(reader.load().ids)
     assert completions("explain", "") == ids
@@ -540,7 +517,6 @@ def test_explain_completes_the_manifests_ids_and_platform_completes_the_platform
     assert completions("explain", ids[0], "--platform", "c") == ["cuda", "cpu"]
 
 
-@pytest.mark.reads_shipped
 def test_explain_completes_the_ids_of_the_manifest_given_and_nothing_for_a_broken_one(tmp_path):
     other = tmp_path / "other.toml"
     other.write_text(SHIPPED.read_text().replace(f'id = "{reader.load().ids[0]}"', 'id = "renamed-here"'))
@@ -560,7 +536,6 @@ def test_the_top_level_help_shows_every_commands_summary_whole_at_80_columns():
                for line in commands), commands
 
 
-@pytest.mark.reads_shipped
 def test_detail_lines_on_an_80_column_terminal_wrap_between_words_and_say_what_piped_output_says():
     import re
 
@@ -637,7 +612,6 @@ def test_every_error_the_tool_foresees_names_a_kind_and_every_kind_has_its_code(
     assert CODES == {ErrorKind.BAD_INPUT: ExitCode.BAD_INPUT, ErrorKind.OUTSIDE_SERVICE: ExitCode.OUTSIDE_SERVICE}
 
 
-@pytest.mark.reads_shipped
 def test_an_error_raised_below_a_command_is_its_line_and_the_code_of_its_kind(monkeypatch):
     # No command catches it: `docs` knows nothing of a package index, and still ends as its kind says.
     import tracker.model.catalogue
@@ -652,7 +626,6 @@ def test_an_error_raised_below_a_command_is_its_line_and_the_code_of_its_kind(mo
     assert result.stderr == "xpu-workarounds: error: the package index did not answer\n"
 
 
-@pytest.mark.reads_shipped
 def test_an_exception_that_is_no_error_the_tool_foresees_is_a_bug_and_not_said_as_one(monkeypatch):
     import tracker.model.catalogue
 

@@ -27,8 +27,6 @@ from tracker.commands.cluster import Node, compare
 from tracker.commands.cluster_node import live_reports, node_answer
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped
-
 SCRIPT = Path(sys.executable).parent / "xpu-workarounds"
 TIMEOUT = 300  # seconds for one `status --cluster` on a loaded machine (it takes about 2 s alone)
 STEERING = ("XPU_WORKAROUNDS", "RAY_", "PYTHONPATH", "VIRTUAL_ENV")

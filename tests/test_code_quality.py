@@ -16,8 +16,6 @@ from support import repository
 import tracker
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -91,7 +91,6 @@ def test_a_changed_variable_takes_the_full_path(tmp_path):
     assert {w["id"]: w["reason"] for w in second["report"]["workarounds"]}[disabled] == "disabled"
 
 
-@pytest.mark.reads_shipped
 def test_an_edited_manifest_takes_the_full_path(tmp_path):
     manifest = tmp_path / "workarounds.toml"
     manifest.write_text(Path(shipped_manifest()).read_text())
@@ -206,7 +205,6 @@ def test_plans_are_not_stored_when_a_target_source_cannot_be_located(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.reads_shipped
 def test_forced_workarounds_are_replayed_as_plans(tmp_path):
     shipped = reader.load(shipped_manifest()).workarounds[0].id
     forced = {"XPU_WORKAROUNDS_PLATFORM": "xpu", "XPU_WORKAROUNDS_FORCE": shipped}
@@ -252,7 +250,6 @@ def test_no_token_is_written_and_a_new_token_still_replays(tmp_path):
     assert second["replayed"]
 
 
-@pytest.mark.reads_shipped
 def test_the_store_is_a_0600_file_in_a_0700_directory_of_the_user_cache_not_the_package(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -289,7 +286,6 @@ class Recording(dict):
         return super().__contains__(name)
 
 
-@pytest.mark.reads_shipped
 def test_the_key_holds_every_variable_a_decision_reads(tmp_path):
     env = Recording(XPU_WORKAROUNDS_PLATFORM="cpu", XPU_WORKAROUNDS_CACHE_DIR=str(tmp_path),
                     XPU_WORKAROUNDS_REPORT=str(tmp_path / "r"))
@@ -320,7 +316,6 @@ REPLACE_AFTER_READ = (
 )
 
 
-@pytest.mark.reads_shipped
 def test_a_manifest_replaced_during_activation_is_not_stored_under_its_new_key(tmp_path):
     manifest = copied_manifest(tmp_path)
     replacement = tmp_path / "replacement.toml"
@@ -407,7 +402,6 @@ def test_a_metadata_file_created_beside_the_one_read_takes_the_full_path(tmp_pat
     assert not second["replayed"] and second["report"]["environment"]["versions"]["vllm"] == "0.28.0"
 
 
-@pytest.mark.reads_shipped
 def test_a_same_size_manifest_copied_with_its_mtime_kept_takes_the_full_path(tmp_path):
     manifest = copied_manifest(tmp_path)
     other = tmp_path / "other.toml"
@@ -474,7 +468,6 @@ def add_module(path: Path) -> None:
                  id="command-line-code-is-not-in-the-key"),
     pytest.param([(append_line, "runtime/activate.py")], False, id="activation-code-rewritten-in-place"),
 ])
-@pytest.mark.reads_shipped
 def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replayed):
     top = copied_package(tmp_path)
     first = start_copy(tmp_path, top)
@@ -486,7 +479,6 @@ def test_the_packages_decision_code_is_part_of_the_key(tmp_path, changes, replay
     assert (again["replayed"], again["full"]) == (replayed, not replayed)
 
 
-@pytest.mark.reads_shipped
 def test_a_command_line_name_deeper_down_is_decision_code(tmp_path):
     # The key covers the run-time packages whole: a module there is decision code whatever
     # its name, even one named like a command.

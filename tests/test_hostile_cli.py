@@ -144,7 +144,6 @@ def _valid_repository(text: str) -> bool:
     return True
 
 
-@pytest.mark.reads_shipped
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(args=command_lines(), env=ENV)
 def test_every_command_answers_any_options_and_variables_with_a_documented_exit_and_no_traceback(args, env):
@@ -153,7 +152,6 @@ def test_every_command_answers_any_options_and_variables_with_a_documented_exit_
     check(args, env)
 
 
-@pytest.mark.reads_shipped
 @settings(max_examples=60, deadline=None)
 @given(env=ENV)
 def test_status_with_any_variables_answers_in_one_line_when_it_refuses(env):
@@ -165,7 +163,6 @@ def test_status_with_any_variables_answers_in_one_line_when_it_refuses(env):
         assert all(re.match(r"^.*:\d+: [^:]+: .+", line) for line in problems), err
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable", ["XPU_WORKAROUNDS_DISABLE", "XPU_WORKAROUNDS_FORCE", "XPU_WORKAROUNDS_PLATFORM",
                                       "XPU_WORKAROUNDS_ASSUME", "XPU_WORKAROUNDS_STRICT"])
 def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable):
@@ -178,7 +175,6 @@ def test_a_value_with_a_newline_or_control_character_is_still_one_line(variable)
 LONG = "x" * 100_000
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable, args, code", [
     ("XPU_WORKAROUNDS", ["status"], 2),
     ("XPU_WORKAROUNDS_DISABLE", ["status"], 2),
@@ -200,7 +196,6 @@ def test_a_variable_of_100000_characters_is_echoed_shortened_in_its_one_line_err
     assert "x" * 256 not in err
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("variable", ["GITHUB_API_URL", "XPU_WORKAROUNDS_GITHUB_TOKEN"])
 def test_a_github_url_or_token_of_100000_characters_is_never_echoed(variable):
     got, _, err = invoke(["upstream", "--offline"], {variable: LONG})
@@ -208,7 +203,6 @@ def test_a_github_url_or_token_of_100000_characters_is_never_echoed(variable):
     assert got in (0, 2, 4)
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("args", [
     ["explain", LONG], ["status", "--platform", LONG], ["status", "--assume", LONG], ["check", LONG],
     ["census", LONG], ["census", ".", "--since", LONG], ["status", "--cluster", "--address", LONG],
@@ -254,7 +248,6 @@ def test_repositories_github_allows_pass(repo):
 # ------------------------------------------------------------ a failed write of stdout
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("args", [["status"], ["status", "--json"], ["docs"], ["retire", "--json"], ["lint"]])
 def test_a_failed_write_of_stdout_is_one_line_and_exit_1(args):
     with open("/dev/full", "w") as full:
@@ -396,7 +389,6 @@ def test_a_hostile_python_file_is_a_finding_never_a_traceback(tmp_path, source):
     assert PROBED.id in done.stdout
 
 
-@pytest.mark.reads_shipped
 def test_docs_written_to_a_path_with_a_newline_says_so_in_one_line(tmp_path):
     named = tmp_path / "catalogue\n::warning::forged.md"
     result = CliRunner().invoke(app, ["docs", "--output", str(named)])

@@ -28,8 +28,6 @@ from tracker.engine import patching
 from tracker.model import reader, versions
 from tracker.runtime import activate
 
-pytestmark = pytest.mark.reads_shipped
-
 OTHER_UID = 65534  # nobody
 REPOSITORY = Path(__file__).resolve().parent.parent
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")

@@ -22,8 +22,6 @@ from tracker.model import reader
 from tracker.paths import shipped_manifest
 from tracker.runtime import activate
 
-pytestmark = pytest.mark.reads_shipped  # SHIPPED: the shipped manifest, read at import
-
 PROBLEM = re.compile(r"^.+:\d+: [^:]+: .+$")
 SHIPPED = Path(shipped_manifest()).read_text()
 CLEAN = {name: None for name in os.environ if name.startswith("XPU_WORKAROUNDS")}

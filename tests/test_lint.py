@@ -26,7 +26,6 @@ GOOD = '''
 '''
 
 
-@pytest.mark.reads_shipped
 def test_every_shipped_workaround_module_follows_the_protocol():
     from tracker.model import reader
 

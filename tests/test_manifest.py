@@ -33,13 +33,11 @@ def line_of(text, fragment, occurrence=1):
     return hits[occurrence - 1]
 
 
-@pytest.mark.reads_shipped
 def test_shipped_manifest_is_valid():
     assert reader.check() == []
     assert lint() == []
 
 
-@pytest.mark.reads_shipped
 def test_a_valid_manifest_is_read_without_locating_any_line(monkeypatch):
     # Lines are found only to point at a problem: the locator reads the whole text, and every
     # vLLM process that activates reads the manifest.
@@ -57,20 +55,17 @@ def test_a_tracked_entry_with_a_broken_specifier_points_at_its_line(tmp_path):
     assert ".carried_in" in problems[0].field
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.usefixtures("frozen_modules")
 def test_an_explicit_module_equal_to_the_derived_one_is_tolerated(tmp_path):
     text = TEXT.replace('id = "pp-broadcast-sync"', 'id = "pp-broadcast-sync"\nmodule = "workarounds.pp_broadcast_sync"')
     assert lint_text(tmp_path, text)[1] == []
 
 
-@pytest.mark.reads_shipped
 def test_the_module_is_derived_from_the_id():
     assert [w.module for w in reader.load().workarounds] == [
         "workarounds." + w.id.replace("-", "_") for w in reader.load().workarounds]
 
 
-@pytest.mark.reads_shipped
 def test_every_shipped_entry_has_its_module_and_every_module_its_entry():
     package = Path(SHIPPED).parent / "workarounds"
     modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
@@ -150,7 +145,6 @@ BROKEN = {
 }
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_broken_manifest_gets_a_pointed_problem(tmp_path, case):
     old, new, field, words, at = BROKEN[case]
@@ -215,7 +209,6 @@ def test_lint_cli_prints_one_line_per_problem_and_exits_1(tmp_path):
     assert run.stdout.splitlines() == [str(p) for p in problems] and len(problems) == 2
 
 
-@pytest.mark.reads_shipped
 def test_lint_cli_accepts_the_shipped_manifest():
     run = subprocess.run([sys.executable, "-m", "tracker.commands", "lint"], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip().endswith(": ok")
@@ -224,13 +217,11 @@ def test_lint_cli_accepts_the_shipped_manifest():
 # --- [layout] pins: the repository's own pin files, paths or globs ---------------------------
 
 
-@pytest.mark.reads_shipped
 def test_pin_files_default_to_the_roots_pyproject_and_requirements_files(tmp_path):
     path, problems = lint_text(tmp_path, TEXT)
     assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt")
 
 
-@pytest.mark.reads_shipped
 def test_declared_pin_files_are_read_as_written_and_set_no_path_that_must_exist(tmp_path):
     text = TEXT + '\n[layout]\npins = ["requirements/*.txt", "constraints/serving-?.in", "pyproject.toml"]\n'
     path, problems = lint_text(tmp_path, text)
@@ -262,7 +253,6 @@ def test_a_pin_file_entry_that_is_not_a_relative_path_or_glob_is_refused_at_its_
     assert LINE.match(str(problems[0]))
 
 
-@pytest.mark.reads_shipped
 def test_an_empty_list_of_pin_files_is_accepted_and_names_none(tmp_path):
     from tracker.model.pin_files import is_pin_file
 
@@ -349,7 +339,6 @@ def broken_manifests(draw):
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.reads_shipped
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=broken_manifests())
 @example(text=TEXT.replace("[[workaround.affected]]", "[workaround.affected]", 1))

@@ -11,12 +11,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 from support import terminal
 
 from tracker.model import reader
-
-pytestmark = pytest.mark.reads_shipped
 
 SHIPPED = reader.default_path()
 

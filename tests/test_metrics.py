@@ -23,8 +23,6 @@ from support.reports import entry, process_report
 from tracker import plugin
 from tracker.model import reader
 
-pytestmark = pytest.mark.reads_shipped
-
 SERVER = textwrap.dedent('''
     import json, multiprocessing, os, sys, time
     import prometheus_client

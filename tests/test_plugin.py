@@ -9,7 +9,6 @@ import subprocess
 import sys
 from importlib import metadata
 
-import pytest
 from support.manifests import workaround, write_manifest
 
 import tracker
@@ -59,7 +58,6 @@ def test_register_does_not_raise_on_a_broken_manifest(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == "started"
 
 
-@pytest.mark.reads_shipped
 def test_strict_mode_stops_start_up_with_one_clear_line(tmp_path):
     # vLLM 0.24.0 on XPU needs the workaround (vLLM 0.23.0 to 0.24.x, aimed at vLLM's PP broadcast); vLLM
     # is not installed here, so its target is absent. Its id is a shipped one, so that its module exists.
@@ -96,7 +94,6 @@ def forged_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.lstrip().startswith("::") or "##[" in line]
 
 
-@pytest.mark.reads_shipped
 def test_a_forged_id_in_the_force_or_disable_variable_stays_inside_its_warning_line():
     # A vLLM process's log is a CI step's log: an id holding a newline and a workflow command
     # would become an annotation, a mask or a stop to every later command there.
@@ -120,7 +117,6 @@ def test_a_missing_manifest_named_with_a_forged_line_is_warned_about_on_one_line
     assert "gone\\n::stop-commands::token\\r::error::forged" in warning
 
 
-@pytest.mark.reads_shipped
 def test_a_replayed_process_names_the_version_and_manifest_the_stored_answer_was_decided_with(tmp_path):
     # The digest is taken once, where the manifest is read (the full path), and stored with the
     # answer: the replay reports it and logs it without reading the manifest again.

@@ -23,7 +23,7 @@ from support.manifests import write_manifest
 
 from tracker.model import reader
 
-pytestmark = [pytest.mark.release_matrix, pytest.mark.reads_shipped]
+pytestmark = pytest.mark.release_matrix
 
 PLUGIN = ("import json, sys, tracker.plugin\n"
           "from tracker import runtime\n"

@@ -24,7 +24,7 @@ from support import vllm_harness
 
 from tracker.model import reader
 
-pytestmark = [pytest.mark.release_matrix, pytest.mark.reads_shipped]
+pytestmark = pytest.mark.release_matrix
 
 
 # ------------------------------------------------------------ every release

@@ -39,6 +39,7 @@ from tracker.retire import (
     DOCS_PATH,
     LABEL,
     MANIFEST_PATH,
+    Proofs,
     Retirer,
     read_marker,
     remove_entry,
@@ -91,11 +92,12 @@ class Scenario:
             self.upstream_seeded = True
 
     # ---- acting --------------------------------------------------------------------
-    def run(self, dry_run: bool = False, only: str | None = None):
+    def run(self, dry_run: bool = False, only: str | None = None, proofs: Proofs | None = None):
         self.server.settle()
         self.server.reset_log()
         self.lines = []
-        return Retirer(self.gh, self.settings, REPOSITORY, dry_run=dry_run, echo=self.lines.append).run(only)
+        return Retirer(self.gh, self.settings, REPOSITORY, dry_run=dry_run, echo=self.lines.append,
+                       proofs=proofs).run(only)
 
     def push_base(self, message: str, **files: str | None) -> str:
         return self.repo.commit(message, files={name.replace("__", "/").replace("_DOT_", "."): text
@@ -624,6 +626,58 @@ def test_the_dashboard_is_updated_in_place_when_a_verdict_changes(scenario):
     assert "**keep**" in row and row.endswith(f"| #{scenario.pr(STATIC).number} closed: needed again |")
 
 
+# ------------------------------------------------------ only the removals whose copy passed the tests
+
+# What the weekly workflow's proof job found (tests/support/removal_proof.py): the second removal's copy fails.
+BROKEN = "1 failed in 2.31s; tests/test_needs_it.py::test_it_is_shipped"
+PROOFS = Proofs(frozenset({STATIC}), {SECOND: BROKEN})
+SHOWN = BROKEN.replace("_", "\\_")  # as the dashboard's Markdown shows it
+
+
+def dashboard_row(scenario: Scenario, workaround_id: str) -> str:
+    [dashboard] = scenario.dashboards()
+    return next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{workaround_id}` |"))
+
+
+def test_a_removal_whose_copy_fails_the_tests_is_not_opened_and_the_dashboard_says_why(scenario):
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.21.0"))  # the second one is retirable too
+    outcome = scenario.run(proofs=PROOFS)
+    result = {a.id: a for a in outcome.actions}
+    assert (result[STATIC].action, result[STATIC].pr) == ("opened", scenario.pr(STATIC).number)
+    assert scenario.prs(SECOND) == [] and BRANCH_PREFIX + SECOND not in scenario.repo.branches
+    assert (result[SECOND].action, result[SECOND].pr) == ("failed", None)
+    assert result[SECOND].detail == f"not opened: its removal fails the repository's tests ({BROKEN})"
+    assert outcome.failed  # the run says so: someone has to make the removal pass
+    assert dashboard_row(scenario, SECOND).endswith(
+        f"| not opened: its removal fails the repository's tests ({SHOWN}) |")
+    assert dashboard_row(scenario, STATIC).endswith(f"| #{scenario.pr(STATIC).number} open |")
+    scenario.assert_sound()
+
+
+def test_a_removal_with_no_finished_proof_is_not_opened(scenario):
+    outcome = scenario.run(proofs=Proofs())  # the proof job timed out: it proved nothing
+    assert scenario.prs(STATIC) == []
+    assert [(a.id, a.action, a.detail) for a in outcome.actions] == [
+        (STATIC, "failed", "not opened: no proof of its removal finished (see the proof job's log)")]
+
+
+def test_an_open_removal_pr_whose_copy_now_fails_is_left_as_it_is(scenario):
+    scenario.run(proofs=PROOFS)
+    pr, head = scenario.pr(STATIC), scenario.repo.branches[BRANCH_PREFIX + STATIC]
+    scenario.push_base("Move the base", README_DOT_md="moved\n")
+    outcome = scenario.run(proofs=Proofs(frozenset(), {STATIC: BROKEN}))
+    assert [(a.id, a.action, a.pr) for a in outcome.actions] == [(STATIC, "failed", pr.number)]
+    assert scenario.repo.branches[BRANCH_PREFIX + STATIC] == head and pr.state == "open"  # nothing pushed
+    assert dashboard_row(scenario, STATIC).endswith(f"| #{pr.number} left as it is: its removal fails the "
+                                                    f"repository's tests ({SHOWN}) |")
+
+
+def test_without_proofs_every_removal_is_proposed_as_an_adopters_run_does(scenario):
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.21.0"))
+    outcome = scenario.run()
+    assert {a.id: a.action for a in outcome.actions} == {STATIC: "opened", SECOND: "opened"}
+
+
 # ------------------------------------------------------------------- the command line
 
 
@@ -761,3 +815,30 @@ def test_writes_to_github_are_spaced_as_github_asks_of_bots(server, variable, at
     started = time.monotonic()
     repo.create_issue("second")
     assert time.monotonic() - started >= at_least
+
+
+def test_cli_proposes_only_the_removals_its_proofs_file_names_proven(scenario, tmp_path):
+    scenario.set_manifest(with_floor(scenario.manifest_text, vllm="0.21.0"))
+    proofs = tmp_path / "proofs.json"
+    proofs.write_text(json.dumps(PROOFS.as_json()))
+    result = cli(scenario, "--repo", REPOSITORY, "--json", "--proofs", str(proofs))
+    assert result.exit_code == 4, result.output  # a removal not proposed is a step that failed
+    document = json.loads(result.stdout)
+    assert {item["id"]: item["action"] for item in document["actions"]} == {STATIC: "opened", SECOND: "failed"}
+    assert scenario.prs(SECOND) == []
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (None, "cannot read it"),
+    ("[1, 2", "not JSON"),
+    ('{"proven": "static-launcher-uva"}', 'not {"proven": [ID, ...], "failed": {ID: WHY, ...}}'),
+    ('{"proven": ["a"], "failed": {"a": "why"}}', "both proven and failed: 'a'"),
+])
+def test_cli_refuses_a_proofs_file_it_cannot_use_in_one_line_before_any_request(scenario, tmp_path, text, said):
+    proofs = tmp_path / "proofs.json"
+    if text is not None:
+        proofs.write_text(text)
+    result = cli(scenario, "--repo", REPOSITORY, "--proofs", str(proofs))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and said in result.stderr and "Traceback" not in result.output
+    assert scenario.server.log == []

@@ -33,8 +33,6 @@ from tracker.retire import (
     remove_entry,
 )
 
-pytestmark = pytest.mark.reads_shipped
-
 FROZEN = repository.FROZEN_MANIFEST.read_text(encoding="utf-8")
 RETIRING_TORCH_FLOOR = FROZEN.replace('torch = "2.10.0"', 'torch = "2.14.0"', 1)
 

@@ -98,7 +98,6 @@ class Stream:
 # -------------------------------------------------------------- decisions, real manifest
 
 
-@pytest.mark.reads_shipped
 def test_on_cpu_every_workaround_is_skipped_for_the_platform():
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu"})
     document = runtime.report()
@@ -108,13 +107,11 @@ def test_on_cpu_every_workaround_is_skipped_for_the_platform():
         ("skip", "platform", "skipped", "version")}
 
 
-@pytest.mark.reads_shipped
 def test_the_kill_switch_applies_nothing():
     runtime.register(xpu_stack(XPU_WORKAROUNDS="off"))
     assert {w["reason"] for w in runtime.report()["workarounds"]} == {"kill-switch"}
 
 
-@pytest.mark.reads_shipped
 def test_a_disabled_workaround_is_skipped_as_disabled():
     disabled = reader.load().workarounds[0].id
     runtime.register(xpu_stack(XPU_WORKAROUNDS_DISABLE=disabled))
@@ -122,7 +119,6 @@ def test_a_disabled_workaround_is_skipped_as_disabled():
     assert by_id[disabled]["reason"] == "disabled"
 
 
-@pytest.mark.reads_shipped
 def test_a_needed_workaround_whose_target_module_is_absent_is_drifted():
     runtime.register(xpu_stack())  # vLLM is not installed in this environment
     needed = [w for w in runtime.report()["workarounds"] if w["decision"] == "apply"]
@@ -132,7 +128,6 @@ def test_a_needed_workaround_whose_target_module_is_absent_is_drifted():
         assert (w["outcome"], w["error"]) == ("drifted", f"module {module} does not exist")
 
 
-@pytest.mark.reads_shipped
 def test_unknown_ids_become_warnings_in_the_log_and_the_report(caplog):
     caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_FORCE": "no-such-fix"})
@@ -153,7 +148,6 @@ def test_an_invalid_manifest_is_a_warning_and_nothing_is_applied(tmp_path):
 # ------------------------------------------------------------------- once per process
 
 
-@pytest.mark.reads_shipped
 def test_a_second_register_call_changes_nothing():
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu"})
     first = runtime.report()
@@ -221,7 +215,6 @@ def test_a_target_imported_later_is_waiting_then_applied_in_the_written_report(t
     assert only(json.loads(written.read_text()))["outcome"] == "applied"
 
 
-@pytest.mark.reads_shipped
 def test_the_written_report_is_the_report(tmp_path):
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_REPORT": str(tmp_path)})
     written = json.loads((tmp_path / f"{os.getpid()}.json").read_text())
@@ -358,7 +351,6 @@ def test_without_strict_mode_a_drift_is_only_reported(tmp_path, package):
 # -------------------------------------------------------------------------- fork
 
 
-@pytest.mark.reads_shipped
 def test_a_forked_child_writes_its_own_report(tmp_path):
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS_REPORT": str(tmp_path)})
     child = os.fork()
@@ -370,7 +362,6 @@ def test_a_forked_child_writes_its_own_report(tmp_path):
     assert written["workarounds"] == runtime.report()["workarounds"]
 
 
-@pytest.mark.reads_shipped
 def test_a_malformed_kill_switch_is_a_warning_in_the_log_and_the_report(caplog):
     caplog.set_level(logging.WARNING, logger="vllm.xpu_workarounds")
     runtime.register({"XPU_WORKAROUNDS_PLATFORM": "cpu", "XPU_WORKAROUNDS": "disabled"})
@@ -379,7 +370,6 @@ def test_a_malformed_kill_switch_is_a_warning_in_the_log_and_the_report(caplog):
     assert any(warning in record.getMessage() for record in caplog.records if record.levelno == logging.WARNING)
 
 
-@pytest.mark.reads_shipped
 def test_an_activation_locates_each_target_module_once(monkeypatch):
     # The probe and the patching both ask where a target's module is; at scale (the
     # benchmarks' 500 workarounds) the file system would be walked once per target.

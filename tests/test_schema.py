@@ -59,21 +59,18 @@ def test_the_schema_is_a_valid_draft_7_schema():
     jsonschema.Draft7Validator.check_schema(json.loads(COMMITTED.read_text(encoding="utf-8")))
 
 
-@pytest.mark.reads_shipped
 def test_the_manifest_names_its_schema_on_its_first_line():
     first = SHIPPED.read_text(encoding="utf-8").splitlines()[0]
     assert first == f"#:schema ./{schema.FILE_NAME}"
     assert (SHIPPED.parent / schema.FILE_NAME).is_file()
 
 
-@pytest.mark.reads_shipped
 def test_a_removal_keeps_the_schema_line():
     text = SHIPPED.read_text(encoding="utf-8")
     for workaround_id in reader.load().ids:
         assert remove_entry(text, workaround_id).startswith(f"#:schema ./{schema.FILE_NAME}\n"), workaround_id
 
 
-@pytest.mark.reads_shipped
 def test_a_tomlkit_edit_as_upstream_write_makes_keeps_the_schema_line():
     document = tomlkit.parse(SHIPPED.read_text(encoding="utf-8"))
     document["workaround"][0]["upstream"][0]["state"] = "reverted"
@@ -81,7 +78,6 @@ def test_a_tomlkit_edit_as_upstream_write_makes_keeps_the_schema_line():
     assert edited.startswith(f"#:schema ./{schema.FILE_NAME}\n") and 'state = "reverted"' in edited
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("manifest", [SHIPPED, FROZEN_MANIFEST], ids=["shipped", "frozen"])
 def test_the_shipped_and_frozen_manifests_are_valid(manifest):
     assert schema_errors(manifest.read_text(encoding="utf-8")) == []
@@ -134,7 +130,6 @@ TABLES = {
 }
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("case", sorted(TABLES))
 @pytest.mark.parametrize("base", ["shipped", "tracked only"])
 def test_layout_and_sources_agree_with_lint(tmp_path, case, base):
@@ -150,7 +145,6 @@ def test_a_manifest_with_neither_workarounds_nor_tracked_entries_is_rejected():
     assert schema_errors("schema = 1\n[support]\nvllm = \"0.19.0\"\ntorch = \"2.10.0\"\nvllm-xpu-kernels = \"0.1.4\"\n")
 
 
-@pytest.mark.reads_shipped
 @pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo", "trailing\\n", "PP_Sync", "a--b"])
 @pytest.mark.parametrize("table", ["workaround", "tracked"])
 def test_the_schema_rejects_a_malformed_id(raw_id, table):
@@ -159,7 +153,6 @@ def test_the_schema_rejects_a_malformed_id(raw_id, table):
     assert schema_errors(text[:first] + f'id = "{raw_id}"' + text[text.index("\n", first):])
 
 
-@pytest.mark.reads_shipped
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=mutated_manifests())
 def test_what_lint_accepts_the_schema_accepts(tmp_path_factory, text):

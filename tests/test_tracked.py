@@ -16,8 +16,6 @@ from tracker.model.catalogue import markdown
 from tracker.release import compare
 from tracker.upstream.audit import tracked_verdict
 
-pytestmark = pytest.mark.reads_shipped
-
 SHIPPED = reader.default_path().read_text(encoding="utf-8")
 MANIFEST = reader.load()
 ENTRY = SHIPPED[SHIPPED.index('[[tracked]]\nid = "vllm-ec-uint64-pointers"'):]

@@ -487,7 +487,6 @@ HOW_TO_SEED = ("seed the pull request or issue in its repository's seed_* (VLLM_
                "and write what `upstream` must report for it, (state, released_in), in EXPECTED")
 
 
-@pytest.mark.reads_shipped
 def test_every_reference_of_the_shipped_manifest_is_in_the_seeded_history(github, tmp_path):
     # So that the history does not rot: a reference added to the shipped manifest is seeded too.
     # Removing an entry keeps this true; the facts are the history's own.

@@ -2,7 +2,7 @@
 one of 2026-12-04), against the stand-in GitHub server seeded with the real history of every
 reference (tests/support/upstream_history.py). Nothing here reads the shipped manifest (that its
 references are in the history is tests/test_upstream.py's), so a removal cannot change what this
-file finds: it carries no ``reads_shipped`` marker, and the removal proof's copies skip it."""
+file finds."""
 
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ def tracker_references(text: str, generated: bool) -> list[str]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
-@pytest.mark.reads_shipped
 def test_user_docs_name_no_tracker_issue(page):
     found = tracker_references(page.read_text(encoding="utf-8"), page == GENERATED)
     assert not found, f"{page.relative_to(ROOT)} refers to the project's tracker: {found}"
@@ -55,7 +54,6 @@ def anchors(page: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
-@pytest.mark.reads_shipped
 def test_relative_links_resolve_to_a_file_and_heading(page):
     broken = []
     for link in LINK.findall(page.read_text(encoding="utf-8")):
@@ -66,7 +64,6 @@ def test_relative_links_resolve_to_a_file_and_heading(page):
     assert not broken, f"{page.relative_to(ROOT)} links to files or headings that do not exist: {broken}"
 
 
-@pytest.mark.reads_shipped
 def test_readme_shows_the_test_command_ci_runs():
     command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert command in (ROOT / "README.md").read_text(encoding="utf-8")
@@ -89,7 +86,6 @@ def pointers(path: Path) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("path", CONFIGURATION, ids=lambda path: str(path.relative_to(ROOT)))
-@pytest.mark.reads_shipped
 def test_comments_in_the_configuration_point_at_sections_that_exist(path):
     broken = []
     for page, section in pointers(path):
@@ -108,7 +104,6 @@ def test_the_pointer_check_reads_page_and_section(tmp_path):
     assert pointers(sample) == [("README", "Benchmarks"), ("docs/action.md", "Repository settings")]
 
 
-@pytest.mark.reads_shipped
 def test_the_readmes_first_run_is_what_status_prints():
     """The README shows a `status` run as real output; it is. A line about a workaround the manifest no
     longer has (a removal PR does not edit this block) is the only kind that may be left over."""
@@ -139,7 +134,6 @@ def test_the_readmes_first_run_is_what_status_prints():
     assert [line for line in shown if line in printed] == printed, f"{regenerate} (printed, not shown: {missing})"
 
 
-@pytest.mark.reads_shipped
 def test_every_vllm_release_the_docs_name_is_one_that_exists():
     """A reader copies ``check vllm==X`` as written: X must be a release on PyPI (the release
     matrix's list of every release from the support floor to the newest), not a future one."""
@@ -150,7 +144,6 @@ def test_every_vllm_release_the_docs_name_is_one_that_exists():
     assert named and not {(page, version) for page, version in named if version not in ALL_RELEASES}
 
 
-@pytest.mark.reads_shipped
 def test_the_readme_is_a_front_door_under_250_lines():
     # Details live in docs/: README says what the tool is, how to install and run it, and where to read on.
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()

@@ -25,7 +25,7 @@ from support.vllm_harness import EngineRun, run_engine
 
 from tracker.model import reader
 
-pytestmark = [pytest.mark.vllm_e2e, pytest.mark.reads_shipped]
+pytestmark = pytest.mark.vllm_e2e
 
 # The tests' own workarounds: one wraps a module-level function every process imports, the
 # other a method only the worker imports (PPHandler.broadcast).

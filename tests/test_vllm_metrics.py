@@ -35,7 +35,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import own_workaround, prometheus, vllm_harness
 
-pytestmark = [pytest.mark.vllm_e2e, pytest.mark.reads_shipped]
+pytestmark = pytest.mark.vllm_e2e
 
 CALL_THROUGH, CALL_THROUGH_TARGET = own_workaround.CALL_THROUGH, own_workaround.CALL_THROUGH_TARGET
 SYNC, SYNC_TARGET = own_workaround.ID, own_workaround.entry()["targets"][0]["path"]

@@ -35,7 +35,7 @@ from support.vllm_harness import EngineRun, run_engine
 
 from tracker.model import reader
 
-pytestmark = [pytest.mark.ray_cluster, pytest.mark.reads_shipped]
+pytestmark = pytest.mark.ray_cluster
 
 SYNC = own_workaround.ID  # the tests' own workaround on PPHandler.broadcast
 

@@ -23,8 +23,6 @@ from tracker.decision.gates import decide
 from tracker.model import reader
 from tracker.model.environment import Settings
 
-pytestmark = pytest.mark.reads_shipped
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

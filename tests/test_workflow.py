@@ -183,11 +183,32 @@ def test_every_action_is_pinned_to_a_full_commit_sha_with_its_version_in_a_comme
             assert re.search(r"#\s*v\d+\.\d+\.\d+", rest), f"{reference}: no version comment"
 
 
-def test_workflow_grants_only_the_three_write_permissions():
+def granted(job: str) -> list[tuple[str, str]]:
+    return sorted(re.findall(r"^\s+([a-z-]+): (read|write)\b", job, flags=re.M))
+
+
+def test_workflow_grants_the_three_write_permissions_to_the_job_that_writes_only():
     text = WORKFLOW.read_text()
     assert "permissions: {}" in text  # nothing at the top level
-    granted = re.findall(r"^\s+([a-z-]+): (read|write)\b", text, flags=re.M)
-    assert sorted(granted) == [("contents", "write"), ("issues", "write"), ("pull-requests", "write")]
+    found = jobs(WORKFLOW)
+    assert sorted(found) == ["judge", "prove", "retire"]
+    assert granted(found["retire"]) == [("contents", "write"), ("issues", "write"), ("pull-requests", "write")]
+    assert granted(found["judge"]) == [("contents", "read"), ("issues", "read"), ("pull-requests", "read")]
+    assert granted(found["prove"]) == [("contents", "read")]  # it runs this repository's tests: no token to speak of
+
+
+def test_the_removal_prs_are_proposed_after_the_proofs_and_only_those_proven():
+    """The proof job runs the fast tests on each retirable workaround's removal (tests/support/removal_proof.py),
+    with the test extra and a time limit of its own; the run that writes comes after it whatever it found,
+    and hands the action what it proved."""
+    found = jobs(WORKFLOW)
+    assert "needs: judge" in found["prove"] and "needs.judge.outputs.retirable" in found["prove"]
+    assert re.search(r"timeout-minutes: \d+", found["prove"]) and ".[test]" in found["prove"]
+    assert "tests/support/removal_proof.py --ids \"$RETIRABLE\"" in found["prove"]
+    assert "proofs: ${{ steps.prove.outputs.proofs }}" in found["prove"]
+    assert "needs: [judge, prove]" in found["retire"] and "!cancelled()" in found["retire"]
+    assert "proofs: ${{ needs.prove.outputs.proofs || '{}' }}" in found["retire"]
+    assert "dry-run: \"true\"" in found["judge"] and "secrets." not in found["judge"] + found["prove"]
 
 
 def test_workflow_runs_weekly_and_on_demand_one_at_a_time_and_not_in_forks():
@@ -200,7 +221,6 @@ def test_workflow_runs_weekly_and_on_demand_one_at_a_time_and_not_in_forks():
     assert "github.event.repository" not in text
 
 
-@pytest.mark.reads_shipped
 def test_readme_tells_maintainers_to_limit_the_environment_to_the_default_branch():
     readme = (ROOT / "README.md").read_text()
     assert "Limit the environment **`workaround-retirement`** to the default branch" in readme
@@ -267,7 +287,10 @@ def run_scripts(path: Path) -> list[str]:
 
 
 def test_workflow_and_action_pass_inputs_to_the_shell_only_through_the_environment():
-    assert run_scripts(WORKFLOW) == []  # the workflow calls the action, as an adopter does
+    scripts = run_scripts(WORKFLOW)  # the proof job's: the other two call the action, as an adopter does
+    assert len(scripts) == 2 and all(script in jobs(WORKFLOW)["prove"] for script in scripts)
+    for script in scripts:
+        assert "${{" not in script, f"{WORKFLOW.name}: expression spliced into a shell line:\n{script}"
     scripts = run_scripts(ACTION)
     assert any("--dry-run" in script for script in scripts)
     for script in scripts:
@@ -295,7 +318,7 @@ def test_one_command_refreshes_and_acts_on_the_repository_through_the_api():
 
 
 def test_the_workflow_calls_the_action_with_its_own_inputs_as_an_adopter_would():
-    text = WORKFLOW.read_text()
+    text = jobs(WORKFLOW)["retire"]
     assert re.search(r"\n\s+uses: \./ ", text) and "actions/setup-python" not in text and "pip install" not in text
     step = text[text.index("uses: ./"):]
     assert "manifest: workarounds.toml" in step and "docs: docs/workarounds.md" in step
@@ -362,7 +385,6 @@ def test_the_documented_workflows_are_the_weekly_run_and_the_upgrade_check():
     assert "pull_request_target" not in workflows[UPGRADE]
 
 
-@pytest.mark.reads_shipped
 def test_the_documented_workflows_pin_the_action_to_a_commit_with_the_current_version_in_a_comment():
     import tracker
 
@@ -499,7 +521,6 @@ def test_the_test_workflow_runs_on_every_push_and_pull_request():
     assert sorted(re.findall(r"^      ([a-z-]+): (read|write)\b", text, flags=re.M)) == [("contents", "read")] * 2
 
 
-@pytest.mark.reads_shipped
 def test_the_test_workflow_and_the_release_run_the_readmes_test_command_through_ci_run():
     ci_run = (ROOT / ".ci" / "run").read_text()
     # .ci/run is the README's command (and what it needs installed first, if anything, before it).
@@ -515,7 +536,7 @@ def test_the_newer_pythons_the_classifiers_name_run_the_fast_tests():
     matrix = jobs(TESTS)["newer-pythons"]
     (listed,) = re.findall(r"python: \[(.*)\]", matrix)
     assert ["3.11", *re.findall(r'"(3\.\d+)"', listed)] == named
-    assert '-m "not vllm_e2e and not release_matrix and not ray_cluster and not removal_proof"' in matrix
+    assert '-m "not slow_session"' in matrix
 
 
 # ------------------------------------------------------------- torch's CPU build on a runner
@@ -539,7 +560,8 @@ def test_every_job_that_installs_the_test_setup_gives_pip_pytorchs_cpu_index():
     # the CPU build (tests/test_cpu_index.py shows what pip takes with the index, and without it).
     installing = {(path.name, name) for path in WORKFLOWS for name, job in jobs(path).items()
                   if installs_the_test_setup(job)}
-    assert installing == {("tests.yml", "tests"), ("tests.yml", "newer-pythons"), ("release.yml", "tests")}
+    assert installing == {("tests.yml", "tests"), ("tests.yml", "newer-pythons"), ("release.yml", "tests"),
+                          ("retire-workarounds.yml", "prove")}
     for path in WORKFLOWS:
         assert without_the_cpu_index(path) == [], path.name
 
@@ -555,7 +577,6 @@ def test_a_job_that_installs_the_test_setup_without_the_cpu_index_is_named(tmp_p
     assert without_the_cpu_index(broken) == ["tests"]
 
 
-@pytest.mark.reads_shipped
 def test_the_cpu_index_is_not_named_by_the_test_command_nor_the_project():
     # Not every machine reaches it (this project's own reach PyPI alone), and pip waits on an
     # index it cannot reach: the workflows name it, docs/testing.md says when to set it.

@@ -1,55 +1,48 @@
-"""The removal proof (CONTRIBUTING.md "How a removal is proven"): every removal PR passes the tests.
+"""The full removal proof: a removal's copy of this checkout runs the fast tests (CONTRIBUTING.md "How a removal is proven").
 
-A test that reads what a removal changes (``changed``) is marked ``reads_shipped``; a workaround's own tests are
-marked by their place. ``proofs`` applies each removal, as ``retire --open-prs`` computes it, to a copy of this
-checkout and runs the marked fast tests there. ``Catch``, a plugin of every session, fails an unmarked test that
-reads any of it, as every Python process of the session records (tests/support/recorder/sitecustomize.py)."""
+The weekly workflow's ``prove`` job (.github/workflows/retire-workarounds.yml) runs this module as a command
+before the bot opens removal PRs: for each retirable workaround, ``removed_copy`` applies its removal, as
+``retire --open-prs`` computes it, to a copy of the git-tracked files, and ``pytest_on`` runs the fast tests
+there. What it writes (``--out``) is what ``retire --open-prs --proofs`` reads (tracker/retire/proofs.py)::
+
+    python tests/support/removal_proof.py ID [ID ...] [--ids JSON] [--only ID] [--out FILE]
+
+On every push, the static check (tests/test_removal_leftovers.py) sees in seconds what a removal would
+leave importing or naming what it deletes.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
+if __package__ in (None, ""):  # run as a script: tests/ holds the ``support`` package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from support import repository, vllm_harness
-from support.recorder import sitecustomize as recorder
 from support.repository import ROOT
 from tracker.model import reader
-from tracker.model.manifest import ManifestError
-from tracker.retire import DOCS_PATH, MANIFEST_PATH, Snapshot, blob_sha, compute_removal
-from tracker.retire.removal import README, owned_paths
+from tracker.retire import MANIFEST_PATH, RemovalError, Snapshot, blob_sha, compute_removal
+from tracker.retire.removal import owned_paths
 
-MARKER, AT_ONCE = "reads_shipped", 2  # AT_ONCE: copies tested at the same time (the machine has 2 cores)
-SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")  # the markers of what a copy does not run
-ON_A_COPY = " and ".join([MARKER, "not removal_proof", *(f"not {marker}" for marker in SLOW)])
+SLOW = ("vllm_e2e", "ray_cluster", "release_matrix")  # the markers of the slow tests: a copy does not run them
+FAST = "not slow_session"  # the fast tests: tests/conftest.py marks the slow ones, and those sharing their fixtures
+TIMEOUT = 1800.0  # seconds a copy's tests may take
 Completed = subprocess.CompletedProcess[str]
 
 
 def _git_files(root: Path, *which: str) -> list[str]:
     listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", *which], capture_output=True, check=True)
     return [name for name in listed.stdout.decode().split("\0") if name]
-
-
-def changed(root: Path = ROOT) -> tuple[set[str], set[str]]:
-    """What a removal can change in ``root`` (absolute paths): the manifest, the catalogue, README and
-    every file a workaround owns, tracked by git or not (git may not be on PATH); and the workarounds' module names."""
-    try:
-        workarounds = reader.load(root / MANIFEST_PATH).workarounds
-    except ManifestError:  # the tests that lint it say what is wrong
-        workarounds = ()
-    files = [path.relative_to(root).as_posix() for path in (*(root / "workarounds").rglob("*"), *(root / "tests").rglob("*"))]
-    owned = {path for w in workarounds for path in owned_paths(w, files)}
-    return {str(root / path) for path in {MANIFEST_PATH, DOCS_PATH, README, *owned}}, {w.module for w in workarounds}
 
 
 class Untracked(Exception):
@@ -81,119 +74,89 @@ def removed_copy(workaround_id: str, destination: Path, mypy_cache: Path | None 
     return destination
 
 
-def mypy_cache(into: Path) -> Path:
-    """The checkout's mypy cache, brought up to date (the code-quality test then finds it so), copied to ``into``."""
+def mypy_cache(into: Path, source: Path = ROOT) -> Path:
+    """``source``'s mypy cache, brought up to date (the code-quality test then finds it so), copied to ``into``."""
     try:
-        with repository.mypy_cache() as cache:
-            subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, timeout=900)
+        with repository.mypy_cache(source) as cache:
+            subprocess.run([sys.executable, "-m", "mypy"], cwd=source, capture_output=True, timeout=900)
             shutil.copytree(cache, into, ignore=shutil.ignore_patterns("held.lock"))
-    except (OSError, shutil.Error):  # the checkout's cache cannot be written: the copies start from none
+    except (OSError, shutil.Error, subprocess.TimeoutExpired):  # no cache: the copies start from none
         shutil.rmtree(into, ignore_errors=True)
     return into
 
 
-def pytest_on(copy: Path, *arguments: str, running: set[subprocess.Popen[str]] | None = None) -> Completed:
-    """pytest with ``arguments`` on ``copy``: its code first on PYTHONPATH, a user cache of its own, the tests' shared."""
+def pytest_on(copy: Path, *arguments: str, timeout: float = TIMEOUT) -> Completed:
+    """pytest with ``arguments`` on ``copy``: its code first on PYTHONPATH, a user cache of its own, the tests'
+    shared; stopped (with its workers) after ``timeout`` seconds, returning 124 as ``timeout(1)`` does."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")])),
            "XDG_CACHE_HOME": str(copy.parent / "cache"), "XPU_WORKAROUNDS_TEST_CACHE": str(vllm_harness.cache_root())}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={copy.parent / 'tmp'}", *arguments]
     with subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True) as process:
-        running = set() if running is None else running
-        running.add(process)
         try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             stdout, stderr = process.communicate()
-        finally:
-            running.discard(process)
+            return subprocess.CompletedProcess(command, 124, stdout, stderr + f"\nstopped after {timeout:g} s")
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-@contextlib.contextmanager
-def proofs(workaround_ids: list[str]) -> Iterator[dict[str, Future[Completed]]]:
-    """Each workaround's copy, its marked fast tests run ``AT_ONCE`` copies at a time from now on;
-    when it ends, copies not yet tested are dropped, and copies being tested stopped."""
-    directory, running = Path(tempfile.mkdtemp(prefix="removal-proof-")), set[subprocess.Popen[str]]()
-    cache = mypy_cache(directory / "mypy-cache") if workaround_ids else None
-
-    def prove(workaround_id: str) -> Completed:
-        copy = removed_copy(workaround_id, directory / workaround_id / "repository", cache)
-        return pytest_on(copy, "-m", ON_A_COPY, "tests", running=running)
-
-    with ThreadPoolExecutor(max_workers=AT_ONCE, thread_name_prefix="removal-proof") as pool:
-        try:
-            yield {workaround_id: pool.submit(prove, workaround_id) for workaround_id in workaround_ids}
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in list(running):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-    shutil.rmtree(directory, ignore_errors=True)
+def why_failed(result: Completed) -> str:
+    """One line: pytest's summary and the first tests that failed (the job's log has the whole report)."""
+    if result.returncode == 124:
+        return f"the fast tests did not finish in {TIMEOUT / 60:g} minutes"
+    summary = next((line.strip("= ") for line in reversed(result.stdout.splitlines())
+                    if re.fullmatch(r"=*\s*\d+ \w+.* in [\d.]+s( \([\d:]+\))?\s*=*", line)), "")
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", result.stdout, flags=re.M)
+    named = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    return "; ".join(filter(None, [summary or f"pytest exited {result.returncode}", named]))
 
 
-class Catch:
-    """Fails each unmarked test that reads what a removal changes, in its own process or a child's, while
-    it runs or while its module is imported; a pytest plugin (tests/conftest.py registers it)."""
+def prove(workaround_ids: list[str], *tests: str, source: Path = ROOT, seed_mypy: bool = True) -> dict[str, object]:
+    """Each workaround's removal applied to a copy of ``source``, the fast ``tests`` run there, one copy after
+    another: ``{"proven": [...], "failed": {id: why}}`` (tracker/retire/proofs.py reads it). ``seed_mypy``:
+    each copy starts from ``source``'s mypy cache, brought up to date once (the code-quality test runs mypy)."""
+    proven: list[str] = []
+    failed: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="removal-proof-") as scratch:
+        cache = mypy_cache(Path(scratch) / "mypy-cache", source) if workaround_ids and seed_mypy else None
+        for workaround_id in workaround_ids:
+            try:
+                copy = removed_copy(workaround_id, Path(scratch) / workaround_id / "repository", cache, source)
+            except (Untracked, RemovalError, KeyError) as error:
+                failed[workaround_id] = f"the copy could not be made: {error}"
+                continue
+            result = pytest_on(copy, "-m", FAST, *(tests or ("-n", "auto", "tests")))
+            print(f"::group::without {workaround_id}: exit {result.returncode}\n{result.stdout[-20000:]}"
+                  f"{result.stderr[-5000:]}\n::endgroup::", flush=True)
+            if result.returncode == 0:
+                proven.append(workaround_id)
+            else:
+                failed[workaround_id] = why_failed(result)
+    return {"proven": proven, "failed": failed}
 
-    def __init__(self, directory: Path) -> None:
-        self.owned, self.modules = changed()  # a test file among those paths is a workaround's own
-        self.log = directory / "reads"
-        (directory / "reads.watched").write_text("".join(f"{what}\n" for what in sorted(self.owned | self.modules)))
-        self.offset, self.reads = 0, defaultdict[str, set[str]](set)
-        os.environ.pop("PYTEST_CURRENT_TEST", None)  # a session of a test's (a copy's) has tests of its own
-        os.environ[recorder.LOG] = str(self.log)  # and the recorder's directory first on PYTHONPATH: children run it
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(recorder.__file__).parent), os.environ.get("PYTHONPATH")]))
-        recorder.record(str(self.log), root=str(ROOT))
 
-    def read_by(self, nodeid: str) -> set[str]:
-        with open(self.log, "a+", encoding="utf-8") as log:  # created if nothing was recorded yet
-            log.seek(self.offset)
-            for line in log.readlines():
-                test, _, what = line.rstrip("\n").partition("\t")
-                self.reads[test].add(what.removeprefix(f"{ROOT}{os.sep}"))
-            self.offset = log.tell()
-        return self.reads[nodeid]
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Apply each workaround's removal to a copy of this checkout and run "
+                                                 "the fast tests there.")
+    parser.add_argument("workaround_ids", nargs="*", metavar="ID")
+    parser.add_argument("--ids", default="[]", help="more ids, as a JSON list (the retire action's retirable output)")
+    parser.add_argument("--only", default="", help="only this id, if among them ('': all)")
+    parser.add_argument("--out", type=Path, help="write the result here as JSON (default: standard output)")
+    arguments = parser.parse_args(argv)
+    listed = json.loads(arguments.ids)
+    if not (isinstance(listed, list) and all(isinstance(item, str) for item in listed)):
+        parser.error("--ids must be a JSON list of workaround ids")
+    ids = [i for i in dict.fromkeys([*arguments.workaround_ids, *listed]) if not arguments.only or i == arguments.only]
+    text = json.dumps(prove(ids), separators=(",", ":"))
+    if arguments.out is None:
+        print(text)
+    else:
+        arguments.out.write_text(text + "\n", encoding="utf-8")
+    return 0
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> object:
-        recorder.collecting = collector.nodeid if isinstance(collector, pytest.Module) else recorder.collecting
-        try:
-            return (yield)
-        finally:
-            recorder.collecting = ""
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            if str(item.path) in self.owned:
-                item.add_marker(MARKER)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> object:
-        """An unmarked test runs without the workaround modules imported (put back afterwards), so that importing one
-        is seen, however many tests imported it before; and with the tracker's caches empty, so that no read is served from one."""
-        if item.get_closest_marker(MARKER):
-            return (yield)
-        for module in [module for name, module in list(sys.modules.items()) if name.partition(".")[0] == "tracker"]:
-            for cached in [value for value in vars(module).values() if hasattr(value, "cache_clear")]:
-                cached.cache_clear()
-        package = vars(sys.modules["workarounds"]) if "workarounds" in sys.modules else {}
-        hidden = {name: sys.modules.pop(name) for name in self.modules if name in sys.modules}
-        # ... and not an attribute of their package, which ``from workarounds import x`` reads first
-        bound = {name: package.pop(name) for name in (module.rpartition(".")[2] for module in hidden) if name in package}
-        try:
-            return (yield)
-        finally:
-            sys.modules.update(hidden)
-            package.update(bound)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
-        report: pytest.TestReport = yield
-        if call.when != "teardown" or item.get_closest_marker(MARKER):
-            return report
-        read = self.read_by(item.nodeid) | self.read_by(item.nodeid.partition("::")[0])
-        if read:
-            report.outcome, report.longrepr = "failed", (
-                f"{item.nodeid} reads what a removal changes ({', '.join(sorted(read))}) without the {MARKER} marker: "
-                f"mark it (@pytest.mark.{MARKER}), and the removal proof runs it on every removal")
-        return report
+if __name__ == "__main__":
+    sys.exit(main())

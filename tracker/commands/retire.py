@@ -55,6 +55,11 @@ def retire(
         "--look-ahead", help="With --open-prs: keep a section of the dashboard about the newest vLLM release on the "
                              "package index (asked with pip, as check vllm==X fetches), checked and its census taken "
                              "since the release the repository pins (the weekly Action's default).")] = False,
+    proofs: Annotated[Path | None, typer.Option(
+        "--proofs", metavar="FILE", show_default=False,
+        help="With --open-prs: a JSON file saying which removals passed the repository's own tests "
+             "({\"proven\": [ID, ...], \"failed\": {ID: WHY}}); only those are proposed, the dashboard saying why "
+             "the others are not (default: every removal is proposed).")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """What can be retired, with the evidence; the removal PRs.
@@ -69,11 +74,11 @@ def retire(
         if fresh:
             fail("--fresh goes without --open-prs (which always refreshes, unless --no-refresh)")
         _open_removal_prs(context.given_manifest(ctx), repo, base, dry_run, only, json_output, check, not no_refresh,
-                          docs, quiet, look_ahead)
+                          docs, quiet, look_ahead, proofs)
         return
     if repo is not None or base is not None or dry_run or only is not None or no_refresh or docs is not None \
-            or look_ahead:
-        fail("--repo, --base, --dry-run, --only, --no-refresh, --docs and --look-ahead go with --open-prs")
+            or look_ahead or proofs is not None:
+        fail("--repo, --base, --dry-run, --only, --no-refresh, --docs, --look-ahead and --proofs go with --open-prs")
     manifest = load_manifest(ctx)
     judged, floors, facts = _judged(manifest, fresh)
     retirable, kept = [], []
@@ -142,8 +147,8 @@ def repository_path(value: str, option: str) -> str:
 
 def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dry_run: bool, only: str | None,
                       json_output: bool, check: bool, refresh: bool, docs: str | None, quiet: bool,
-                      ahead: bool = False) -> None:
-    from tracker.retire import MANIFEST_PATH, check_branch, check_repository, open_prs
+                      ahead: bool = False, proofs_path: Path | None = None) -> None:
+    from tracker.retire import MANIFEST_PATH, check_branch, check_repository, open_prs, read_proofs
     from tracker.retire.summary import publish
 
     if repo is None:
@@ -154,10 +159,11 @@ def _open_removal_prs(given: Path | None, repo: str | None, base: str | None, dr
     check_repository(repo)
     if base is not None:
         check_branch(base)
+    proofs = read_proofs(proofs_path) if proofs_path is not None else None
     with progress(quiet) as shown:
         outcome = open_prs(repo, base=base, only=only, dry_run=dry_run, echo=None if json_output else shown.echo,
                            refresh=refresh, manifest_path=manifest_path, docs=docs_path, progress=shown.step,
-                           settings=replace(settings, progress=shown.request), look_ahead=ahead, warn=warn)
+                           settings=replace(settings, progress=shown.request), look_ahead=ahead, warn=warn, proofs=proofs)
     publish(outcome, (lambda line: typer.echo(line, err=True)) if json_output else typer.echo)
     if json_output:
         typer.echo(json.dumps(outcome.as_json(), indent=2))

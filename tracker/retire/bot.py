@@ -36,6 +36,7 @@ from tracker.retire.inline import InlineIssues, pins_path, tracked_only
 from tracker.retire.inline import dashboard_body as inline_dashboard
 from tracker.retire.inline import states as inline_states
 from tracker.retire.lookahead import dashboard_section
+from tracker.retire.proofs import Proofs
 from tracker.retire.proposal import LABEL, Proposal, Proposer
 from tracker.retire.removal import (
     MANIFEST_PATH,
@@ -119,8 +120,10 @@ class Retirer:
                  dry_run: bool = False, echo: Callable[[str], None] | None = None, refresh: bool = False,
                  cache_dir: Path | None = None, manifest_path: str = MANIFEST_PATH, docs: str | None = None,
                  progress: Callable[[str], None] | None = None,
-                 look_ahead: bool = False, warn: Callable[[str], None] | None = None) -> None:
+                 look_ahead: bool = False, warn: Callable[[str], None] | None = None,
+                 proofs: Proofs | None = None) -> None:
         self.gh = gh
+        self.proofs = proofs  # None: every removal is proposed; else only those whose copy passed the tests
         self.look_ahead = look_ahead  # the dashboard gets a section about the newest vLLM release
         self.warn: Callable[[str], None] = warn or (lambda line: None)  # what the look-ahead could not use
         self.manifest_path = manifest_path
@@ -313,6 +316,13 @@ class Retirer:
                fresh: Fresh | None) -> Action:
         snapshot, report = proposer.snapshot, fresh.report if fresh is not None else None
         removal = compute_removal(snapshot, w)
+        why = self.proofs.unproven(w.id) if self.proofs is not None else None
+        if why is not None:  # nothing is pushed: a PR already open stays as it is
+            current = plan.current
+            kept = f"#{current.number} left as it is" if current is not None else "not opened"
+            action = plan.action(ActionKind.FAILED, current.number if current else None, f"{kept}: {why}")
+            action.unproven = why
+            return action
         plan.change, plan.title = removal, pr_title(w)
         plan.evidence = evidence_digest(w, verdict, floors.support)
         plan.message = commit_message(w, verdict, removal, snapshot)

@@ -8,6 +8,7 @@ from typing import Any
 
 from github.PullRequest import PullRequest
 
+from tracker.escape import markdown_cell, markdown_text
 from tracker.model.manifest import Manifest
 from tracker.model.retirement import Retirement
 from tracker.retire.failures import GITHUB_ERRORS
@@ -30,6 +31,9 @@ DASHBOARD_MARKER = "<!-- xpu-workarounds:dashboard -->"
 def pr_cell(action: Action | None, latest: PullRequest | None, dry_run: bool) -> str:
     """The dashboard's "removal PR" cell for one workaround: what this run did, else where its
     latest PR stands (so that a run that did nothing writes the same cell as the one before)."""
+    if action is not None and action.unproven is not None:
+        kept = f"#{action.pr} left as it is" if action.pr is not None else "not opened"
+        return f"{kept}: {markdown_cell(markdown_text(action.unproven))}"
     if action is not None and action.action is ActionKind.FAILED:
         return "failed on the last run (see its log)"
     if action is not None and action.pr is None:

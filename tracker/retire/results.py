@@ -28,6 +28,7 @@ class Action:
     pr: int | None
     branch: str
     detail: str
+    unproven: str | None = None  # why the removal was not proposed: its copy did not pass the tests (``proofs``)
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "action": str(self.action), "pr": self.pr, "branch": self.branch,
