@@ -100,7 +100,10 @@ class World:
         """One scheduled run of the workflow's retire step, its JSON outcome and its requests."""
         script, names = retire_step()
         assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY", "BASE",
-                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY", "LOOK_AHEAD"}
+                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY", "LOOK_AHEAD", "PROOFS"}
+        # The proof job's finding: every removal's copy passed this repository's tests (what a removal
+        # whose copy fails does: tests/test_retire_github.py).
+        shipped = manifest_from_text(self.project.commits[self.project.branches["main"]].files[MANIFEST_PATH]).ids
         env = {key: value for key, value in os.environ.items()
                if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
         env.update({"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -110,6 +113,7 @@ class World:
                     # The workflow's inputs on a scheduled run (which has no dispatch inputs).
                     "BASE": "", "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md",
                     "DRY_RUN": "false", "ONLY": "", "LOOK_AHEAD": "true", **pip_environment(self.index),
+                    "PROOFS": json.dumps({"proven": list(shipped), "failed": {}}),
                     # Not the workflow's: the stand-in has no secondary rate limits (tests/conftest.py).
                     "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL": "0"})
         self.server.settle()
