@@ -146,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only this id, if among them ('': all)")
     parser.add_argument("--out", type=Path, help="write the result here as JSON (default: standard output)")
     arguments = parser.parse_args(argv)
-    listed = json.loads(arguments.ids)
+    try:
+        listed = json.loads(arguments.ids or "[]")  # empty: the judge job wrote no output
+    except ValueError:
+        listed = None
     if not (isinstance(listed, list) and all(isinstance(item, str) for item in listed)):
         parser.error("--ids must be a JSON list of workaround ids")
     ids = [i for i in dict.fromkeys([*arguments.workaround_ids, *listed]) if not arguments.only or i == arguments.only]
