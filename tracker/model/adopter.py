@@ -1,0 +1,160 @@
+"""An adopter's own workarounds: a manifest named explicitly, with a ``workarounds/`` folder beside it.
+
+A manifest named by ``--manifest`` or ``XPU_WORKAROUNDS_MANIFEST`` that has a folder ``workarounds/``
+beside it (not the shipped ``workarounds`` package itself) is an adopter's: what is decided is the
+shipped manifest's workarounds and the adopter's together (``run_time``). Which of its entries are
+the adopter's own is said by the folder: an entry whose module (``workarounds.<id with _>``) is a
+file there is the adopter's, read from that file; an entry of a shipped id without a file there
+takes the shipped entry's place, its module the shipped one (as a named manifest always did). A
+named manifest without such a folder is read instead of the shipped one, as before.
+
+Nothing here imports a module: it says which file an own entry's module is and, where it must
+not be run, why (``OwnModule.error``): a file that has the name of a shipped module (neither
+would be loaded in silence), a file missing, a folder or file that leads out of the folder,
+that others may write, or a manifest named by a relative path, which each vLLM process would
+resolve in whatever directory it starts in. A manifest found in the working directory is never
+named: the plugin reads only ``XPU_WORKAROUNDS_MANIFEST`` or the shipped one, and the commands
+that find a repository's manifest only read modules, never run them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from tracker.model.vocabulary import module_of
+
+if TYPE_CHECKING:  # the stored plans' path imports ``OwnModule`` with the plan, not the manifest's model
+    from tracker.model.manifest import Manifest
+
+FOLDER = "workarounds"  # the folder beside an adopter's manifest that holds its modules
+PACKAGE = "_xpu_workarounds_own"  # the name an adopter's modules are loaded under: never ``workarounds``
+
+
+class OwnModule(NamedTuple):
+    """An adopter's entry's module: the file to load, or why it is not loaded."""
+
+    path: str | None
+    error: str | None = None
+
+    @staticmethod
+    def name(workaround_id: str) -> str:
+        """The name it is loaded under (``PACKAGE.<module>``): it can neither shadow a shipped
+        module nor be shadowed by one."""
+        return f"{PACKAGE}.{short_name(workaround_id)}"
+
+
+class RunTime(NamedTuple):
+    """What a process decides from a named manifest."""
+
+    manifest: Manifest  # the shipped workarounds the named one does not name, then the named one's
+    own: dict[str, OwnModule]  # the adopter's own entries, by id
+    folder: Path | None  # the adopter's folder of modules (None: no adopter's manifest)
+
+
+def short_name(workaround_id: str) -> str:
+    """``xpu-total-memory`` -> ``xpu_total_memory``: the module's file name without ``.py``."""
+    return module_of(workaround_id).rpartition(".")[2]
+
+
+def shipped_package_folders() -> list[Path]:
+    """The folders of the ``workarounds`` package on ``sys.path`` (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec("workarounds")
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    return [Path(location).resolve() for location in spec.submodule_search_locations or ()]
+
+
+def folder_beside(manifest_path: Path | str) -> Path | None:
+    """The adopter's folder of modules: ``workarounds/`` beside the manifest, when it is a folder
+    and not the shipped package's own (a checkout of this project, installed editable)."""
+    folder = Path(os.path.abspath(manifest_path)).parent / FOLDER
+    if not folder.is_dir():
+        return None
+    if folder.resolve() in shipped_package_folders():
+        return None
+    return folder
+
+
+def module_file(folder: Path, workaround_id: str) -> Path | None:
+    """The file of an entry's module in ``folder``: ``<module>.py`` or ``<module>/__init__.py``."""
+    name = short_name(workaround_id)
+    return next((candidate for candidate in (folder / f"{name}.py", folder / name / "__init__.py")
+                 if candidate.is_file()), None)
+
+
+def clash(workaround_id: str, folder: Path) -> str:
+    """The one message for an adopter's module that has the name of a shipped one."""
+    return (f"{FOLDER}/{short_name(workaround_id)}.py in {folder.parent} has the name of a module xpu-workarounds "
+            f"ships (workarounds.{short_name(workaround_id)}): neither is loaded; give the workaround another id")
+
+
+def _writable_by_others(path: Path) -> bool:
+    info = os.stat(path)
+    return bool(info.st_mode & stat.S_IWOTH) and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX)
+
+
+def own_module(workaround_id: str, folder: Path, shipped_ids: frozenset[str], trusted: str | None) -> OwnModule | None:
+    """The module of an entry of an adopter's manifest: None where it is the shipped one (a shipped
+    id without a file in ``folder``); else its file, or why it is not run. ``trusted``: None when
+    the manifest may have its modules run, else why not."""
+    found = module_file(folder, workaround_id)
+    if found is None:
+        if workaround_id in shipped_ids:
+            return None
+        return OwnModule(None, f"no module {FOLDER}/{short_name(workaround_id)}.py beside the manifest "
+                               f"({folder.parent})")
+    if workaround_id in shipped_ids:
+        return OwnModule(None, clash(workaround_id, folder))
+    if trusted is not None:
+        return OwnModule(None, trusted)
+    try:
+        where = found.resolve()
+        if not where.is_relative_to(folder.resolve()):
+            return OwnModule(None, f"{found} leads out of {folder} (to {where}): not run")
+        for path in (folder, where):
+            if _writable_by_others(path):
+                return OwnModule(None, f"{path} is writable by other users: its code is not run")
+    except (OSError, RuntimeError) as error:  # RuntimeError: a link loop
+        return OwnModule(None, f"{found} cannot be read: {error}")
+    return OwnModule(str(where))
+
+
+def untrusted(named: str | os.PathLike[str]) -> str | None:
+    """Why the modules beside ``named`` may not be run in a vLLM process, or None: a relative path
+    is resolved in whatever directory each process starts in."""
+    if os.path.isabs(os.fspath(named)):
+        return None
+    return (f"not run: the manifest is named by a relative path ({os.fspath(named)}), which each vLLM process "
+            "resolves in the directory it starts in; name it by an absolute path")
+
+
+def run_time(named: Manifest, shipped: Manifest, trusted: str | None = None) -> RunTime:
+    """What a process decides from the named manifest ``named`` (see the module docstring):
+    ``named`` alone without an adopter's folder beside it; else the shipped workarounds it does
+    not name, then its own entries, each own entry's module located (``own_module``)."""
+    if named.path.resolve() == shipped.path.resolve():
+        return RunTime(named, {}, None)
+    folder = folder_beside(named.path)
+    if folder is None:
+        return RunTime(named, {}, None)
+    shipped_ids = frozenset(shipped.ids)
+    own: dict[str, OwnModule] = {}
+    for workaround in named.workarounds:
+        module = own_module(workaround.id, folder, shipped_ids, trusted)
+        if module is not None:
+            own[workaround.id] = module
+    kept = tuple(w for w in shipped.workarounds if w.id not in named.by_id)
+    workarounds = (*kept, *named.workarounds)
+    merged = named._replace(workarounds=workarounds, by_id={w.id: w for w in workarounds})
+    return RunTime(merged, own, folder)
+
+
+__all__ = ["FOLDER", "PACKAGE", "OwnModule", "RunTime", "clash", "folder_beside", "module_file", "own_module",
+           "run_time", "short_name", "shipped_package_folders", "untrusted"]
