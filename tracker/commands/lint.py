@@ -9,8 +9,9 @@ imported: linting runs no workaround code and needs neither torch nor vLLM.
 
 Where a module is looked for (``modules_folder``): in a repository's manifest, in the folder
 its ``[layout]`` names (default ``workarounds``) under the repository's root, never by import
-name, which would find this tool's own ``workarounds`` package, installed beside it; the
-shipped manifest's modules are that package, found on ``sys.path``.
+name, which would find this tool's own ``workarounds`` package, installed beside it; outside a
+repository, in the ``workarounds/`` folder beside the manifest, where the plugin loads an
+adopter's modules from; the shipped manifest's modules are that package, found on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.placeholders import is_placeholder
 from tracker.model.reader import default_path, read
-from tracker.model.vocabulary import SCHEMA, module_of
+from tracker.model.vocabulary import SCHEMA
 
 
 def lint(path: Path | str | None = None) -> list[Problem]:
@@ -71,15 +72,6 @@ def modules_folder(manifest: Manifest) -> tuple[Path, Path] | None:
         return root, root / manifest.layout.workarounds
     beside = adopter.folder_beside(manifest.path)
     return (beside.parent, beside) if beside is not None else None
-
-
-def _shipped_ids(folder: Path | None) -> frozenset[str]:
-    """The ids of the shipped workarounds an entry's module in ``folder`` must not be named after
-    (none when ``folder`` is the shipped package itself, or the shipped manifest is unreadable)."""
-    if folder is None or folder.resolve() in adopter.shipped_package_folders():
-        return frozenset()
-    shipped, _ = read(default_path())
-    return frozenset(shipped.ids) if shipped is not None else frozenset()
 
 
 def layout_problems(manifest: Manifest) -> list[Problem]:
@@ -120,11 +112,10 @@ def module_problems(manifest: Manifest) -> list[Problem]:
         return [Problem(manifest.path, where, "layout.workarounds", f"{manifest.layout.workarounds}/ in "
                         f"{located[0]} leads out of the repository (to {located[1].resolve()}): its modules are not "
                         "read")]
-    shipped = _shipped_ids(folder)
     for index, workaround in enumerate(manifest.workarounds):
         module = workaround.module
         if module not in found:
-            found[module] = _entry_problems(workaround.id, folder, shipped)
+            found[module] = protocol_problems(module, folder)
         if not found[module]:
             continue
         if lines is None:
@@ -135,18 +126,6 @@ def module_problems(manifest: Manifest) -> list[Problem]:
         problems += [Problem(manifest.path, where, f"workaround[{workaround.id}].module", message)
                      for message in found[module]]
     return problems
-
-
-def _entry_problems(workaround_id: str, folder: Path | None, shipped: frozenset[str]) -> list[str]:
-    """``protocol_problems`` of an entry's module, read as the plugin finds it: a shipped id's module
-    with no file of its name in ``folder`` is the shipped one (the entry takes the shipped entry's
-    place); a file of a shipped module's name there is a clash, which the plugin loads neither of."""
-    module = module_of(workaround_id)
-    if folder is not None and workaround_id in shipped:
-        if adopter.module_file(folder, workaround_id) is not None:
-            return [adopter.clash(workaround_id, folder)]
-        return protocol_problems(module)
-    return protocol_problems(module, folder)
 
 
 def protocol_problems(module: str, folder: Path | None = None) -> list[str]:

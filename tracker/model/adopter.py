@@ -2,19 +2,20 @@
 
 A manifest named by ``--manifest`` or ``XPU_WORKAROUNDS_MANIFEST`` that has a folder ``workarounds/``
 beside it (not the shipped ``workarounds`` package itself) is an adopter's: what is decided is the
-shipped manifest's workarounds and the adopter's together (``run_time``). Which of its entries are
-the adopter's own is said by the folder: an entry whose module (``workarounds.<id with _>``) is a
-file there is the adopter's, read from that file; an entry of a shipped id without a file there
-takes the shipped entry's place, its module the shipped one (as a named manifest always did). A
-named manifest without such a folder is read instead of the shipped one, as before.
+shipped manifest's workarounds and the adopter's together (``run_time``), and every entry of the
+adopter's manifest is its own, its module (``workarounds.<id with _>`` by the id) the file of that
+name in the folder. An entry with the id of a shipped workaround takes that one's place, module and
+all, and each process says so in a warning (``RunTime.replaced``). A named manifest without such a
+folder is read instead of the shipped one, its modules the shipped ones, as before.
 
-Nothing here imports a module: it says which file an own entry's module is and, where it must
-not be run, why (``OwnModule.error``): a file that has the name of a shipped module (neither
-would be loaded in silence), a file missing, a folder or file that leads out of the folder,
-that others may write, or a manifest named by a relative path, which each vLLM process would
-resolve in whatever directory it starts in. A manifest found in the working directory is never
-named: the plugin reads only ``XPU_WORKAROUNDS_MANIFEST`` or the shipped one, and the commands
-that find a repository's manifest only read modules, never run them.
+An adopter's module is loaded from its file under a name of its own (``OwnModule.name``), never as
+``workarounds.<module>``: it neither shadows a shipped module nor is shadowed by one, whatever
+either is called. Nothing here imports it: this says which file it is and, where it must not be
+run, why (``OwnModule.error``): the file missing, a file or folder that leads out of the folder
+or that other users may write, or a manifest named by a relative path, which each vLLM process
+would resolve in whatever directory it starts in. A manifest found in the working directory is
+never named: the plugin reads only ``XPU_WORKAROUNDS_MANIFEST`` or the shipped one, and the
+commands that find a repository's manifest read modules as text, never run them.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class RunTime(NamedTuple):
     manifest: Manifest  # the shipped workarounds the named one does not name, then the named one's
     own: dict[str, OwnModule]  # the adopter's own entries, by id
     folder: Path | None  # the adopter's folder of modules (None: no adopter's manifest)
+    replaced: tuple[str, ...] = ()  # shipped ids for which the adopter's manifest carries its own entry and module
 
 
 def short_name(workaround_id: str) -> str:
@@ -89,29 +91,18 @@ def module_file(folder: Path, workaround_id: str) -> Path | None:
                  if candidate.is_file()), None)
 
 
-def clash(workaround_id: str, folder: Path) -> str:
-    """The one message for an adopter's module that has the name of a shipped one."""
-    return (f"{FOLDER}/{short_name(workaround_id)}.py in {folder.parent} has the name of a module xpu-workarounds "
-            f"ships (workarounds.{short_name(workaround_id)}): neither is loaded; give the workaround another id")
-
-
 def _writable_by_others(path: Path) -> bool:
     info = os.stat(path)
     return bool(info.st_mode & stat.S_IWOTH) and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX)
 
 
-def own_module(workaround_id: str, folder: Path, shipped_ids: frozenset[str], trusted: str | None) -> OwnModule | None:
-    """The module of an entry of an adopter's manifest: None where it is the shipped one (a shipped
-    id without a file in ``folder``); else its file, or why it is not run. ``trusted``: None when
-    the manifest may have its modules run, else why not."""
+def own_module(workaround_id: str, folder: Path, trusted: str | None) -> OwnModule:
+    """The module of an entry of an adopter's manifest: its file in ``folder``, or why it is not
+    run. ``trusted``: None when the manifest may have its modules run, else why not."""
     found = module_file(folder, workaround_id)
     if found is None:
-        if workaround_id in shipped_ids:
-            return None
         return OwnModule(None, f"no module {FOLDER}/{short_name(workaround_id)}.py beside the manifest "
                                f"({folder.parent})")
-    if workaround_id in shipped_ids:
-        return OwnModule(None, clash(workaround_id, folder))
     if trusted is not None:
         return OwnModule(None, trusted)
     try:
@@ -144,17 +135,13 @@ def run_time(named: Manifest, shipped: Manifest, trusted: str | None = None) -> 
     folder = folder_beside(named.path)
     if folder is None:
         return RunTime(named, {}, None)
-    shipped_ids = frozenset(shipped.ids)
-    own: dict[str, OwnModule] = {}
-    for workaround in named.workarounds:
-        module = own_module(workaround.id, folder, shipped_ids, trusted)
-        if module is not None:
-            own[workaround.id] = module
+    own = {workaround.id: own_module(workaround.id, folder, trusted) for workaround in named.workarounds}
     kept = tuple(w for w in shipped.workarounds if w.id not in named.by_id)
     workarounds = (*kept, *named.workarounds)
     merged = named._replace(workarounds=workarounds, by_id={w.id: w for w in workarounds})
-    return RunTime(merged, own, folder)
+    replaced = tuple(w.id for w in named.workarounds if w.id in shipped.by_id)
+    return RunTime(merged, own, folder, replaced)
 
 
-__all__ = ["FOLDER", "PACKAGE", "OwnModule", "RunTime", "clash", "folder_beside", "module_file", "own_module",
+__all__ = ["FOLDER", "PACKAGE", "OwnModule", "RunTime", "folder_beside", "module_file", "own_module",
            "run_time", "short_name", "shipped_package_folders", "untrusted"]

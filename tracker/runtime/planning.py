@@ -53,8 +53,10 @@ def plan(settings: Settings) -> Planned:
         return Planned(None, provenance(path, digest(path)), warnings, [], False, [])
     manifest = adopted.manifest
     if settings.manifest is not None and adopted.folder is not None and adopter.untrusted(settings.manifest):
-        warn(f"xpu-workarounds: {adopter.FOLDER}/ beside {settings.manifest}: "
-             f"{adopter.untrusted(settings.manifest)}")
+        warn(f"the modules of {adopter.FOLDER}/ beside {settings.manifest} are {adopter.untrusted(settings.manifest)}")
+    if adopted.replaced:
+        warn(f"{', '.join(adopted.replaced)}: the shipped workaround replaced by {settings.manifest}'s own entry and "
+             f"module ({adopter.FOLDER}/ beside it)")
     settings = settings.for_ids(manifest.ids)
     for problem in settings.problems:
         warn(problem)
