@@ -179,6 +179,25 @@ def test_a_folder_other_users_may_write_runs_none_of_its_modules(tmp_path):
     assert entry(result)["error"] == f"{folder} is writable by other users: its code is not run"
 
 
+def test_a_manifest_in_a_folder_anyone_may_write_runs_none_of_its_modules(tmp_path):
+    manifest = serving_repository(tmp_path)
+    manifest.parent.chmod(0o777)  # anyone could have put workarounds/ there
+    result, _ = vllm_process(tmp_path, XPU_WORKAROUNDS_MANIFEST=str(manifest))
+    assert ran(tmp_path) == 0 and entry(result)["outcome"] == "failed"
+    assert entry(result)["error"] == (f"{manifest.parent} is writable by other users, who could put a workarounds/ "
+                                      "folder there: its code is not run")
+
+
+def test_a_folder_that_is_a_link_runs_none_of_its_modules(tmp_path):
+    manifest = serving_repository(tmp_path)
+    folder = manifest.parent / "workarounds"
+    folder.rename(tmp_path / "elsewhere")
+    folder.symlink_to(tmp_path / "elsewhere")
+    result, _ = vllm_process(tmp_path, XPU_WORKAROUNDS_MANIFEST=str(manifest))
+    assert ran(tmp_path) == 0
+    assert entry(result)["error"] == f"{folder} is a link (to {tmp_path / 'elsewhere'}): its code is not run"
+
+
 def test_a_module_that_links_out_of_the_folder_is_not_run(tmp_path):
     manifest = serving_repository(tmp_path)
     module = manifest.parent / "workarounds" / "xpu_total_memory.py"

@@ -96,6 +96,15 @@ def _writable_by_others(path: Path) -> bool:
     return bool(info.st_mode & stat.S_IWOTH) and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX)
 
 
+def _swappable(folder: Path) -> bool:
+    """Whether another user could have put ``folder`` where it is: its parent is writable by others,
+    and (sticky bit: only an entry's owner may replace it) it is neither this user's nor root's."""
+    parent = os.stat(folder.parent)
+    if not parent.st_mode & stat.S_IWOTH:
+        return False
+    return not parent.st_mode & stat.S_ISVTX or os.stat(folder).st_uid not in (os.geteuid(), 0)
+
+
 def own_module(workaround_id: str, folder: Path, trusted: str | None) -> OwnModule:
     """The module of an entry of an adopter's manifest: its file in ``folder``, or why it is not
     run. ``trusted``: None when the manifest may have its modules run, else why not."""
@@ -106,12 +115,18 @@ def own_module(workaround_id: str, folder: Path, trusted: str | None) -> OwnModu
     if trusted is not None:
         return OwnModule(None, trusted)
     try:
+        beside = folder.parent.resolve()
+        if folder.resolve() != beside / FOLDER:
+            return OwnModule(None, f"{folder} is a link (to {folder.resolve()}): its code is not run")
         where = found.resolve()
-        if not where.is_relative_to(folder.resolve()):
+        if not where.is_relative_to(beside / FOLDER):
             return OwnModule(None, f"{found} leads out of {folder} (to {where}): not run")
         for path in (folder, where):
             if _writable_by_others(path):
                 return OwnModule(None, f"{path} is writable by other users: its code is not run")
+        if _swappable(folder):
+            return OwnModule(None, f"{folder.parent} is writable by other users, who could put a {FOLDER}/ folder "
+                                   "there: its code is not run")
     except (OSError, RuntimeError) as error:  # RuntimeError: a link loop
         return OwnModule(None, f"{found} cannot be read: {error}")
     return OwnModule(str(where))
