@@ -158,5 +158,15 @@ def run_time(named: Manifest, shipped: Manifest, trusted: str | None = None) -> 
     return RunTime(merged, own, folder, replaced)
 
 
-__all__ = ["FOLDER", "PACKAGE", "OwnModule", "RunTime", "folder_beside", "module_file", "own_module",
+def as_decided(manifest: Manifest) -> Manifest:
+    """What the plugin decides when ``manifest`` is named: an adopter's with the shipped workarounds
+    (``run_time``), any other alone. For ``status`` and a cluster node's answer, which agree with it."""
+    if folder_beside(manifest.path) is None:
+        return manifest
+    from tracker.model import reader  # the manifest's reader: not on the stored plans' path, which imports this
+
+    return run_time(manifest, reader.load()).manifest
+
+
+__all__ = ["FOLDER", "PACKAGE", "OwnModule", "RunTime", "as_decided", "folder_beside", "module_file", "own_module",
            "run_time", "short_name", "shipped_package_folders", "untrusted"]
