@@ -67,7 +67,7 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
         seen.add(relative)
 
     try:
-        if archive.name.endswith(".whl"):
+        if archive.name.endswith((".whl", ".zip")):  # a wheel, or a release's reading (cache)
             with zipfile.ZipFile(archive) as wheel:
                 listed = wheel.infolist()
                 _bounded(archive, len(listed), sum(info.file_size for info in listed))
