@@ -45,6 +45,7 @@ COMMANDS = {
     "census": ("tracker.commands.census", "census_command"),
     "upstream": ("tracker.commands.upstream", "upstream"),
     "retire": ("tracker.commands.retire", "retire"),
+    "cache": ("tracker.commands.cache", "cache"),
 }
 _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 

@@ -9,14 +9,14 @@ A release is kept as its *reading*, not as its sdist: pip downloads ``vllm==X``'
 it against the sha256 the package index gives) into a temporary directory beside the cache, and
 of it the files every reader may read (``opened.release_file``: vLLM's Python source, ``PKG-INFO``,
 ``requirements/xpu.txt``) are written, within ``archive``'s bounds, into ``vllm-X.zip`` (0600,
-deflated; 9 to 16 MB against the sdist's 30 to 51 MB); the sdist is then deleted. A zip is read
+deflated; 5 to 13 MB against the sdist's 29 to 49 MB); the sdist is then deleted. A zip is read
 one member at a time: ``check`` of a release reads its few target modules without
 decompressing the rest. Beside each reading a record (``vllm-X.zip.json``) keeps the sha256 of
 the reading, and the sdist's name and sha256; a reading is used only while it is a private
 regular file of this user whose bytes still have that sha256. Anything else is fetched again.
 Both are moved into place atomically (the record written by ``paths.atomic_write``).
 
-The whole support range stays: the directory is held under ``CAP_BYTES`` (1 GiB, some 70
+The whole support range stays: the directory is held under ``CAP_BYTES`` (1 GiB, some 80
 readings: three times vLLM's 22 supported releases), and above it the readings used longest
 ago go first (a use is a check, a census or ``new`` reading it; the one just stored is never
 evicted), with their census results (``census_cache``). ``usage`` and ``clean`` are the
@@ -42,7 +42,7 @@ from tracker import paths
 from tracker.release import archive
 from tracker.release.errors import NotFetchable
 
-CAP_BYTES = 1 << 30  # 1 GiB: some 70 readings of 9 to 16 MB, three times the supported range
+CAP_BYTES = 1 << 30  # 1 GiB: some 80 readings of 5 to 13 MB, over three times the supported range
 RECORD_LIMIT = 4096  # bytes: a record is one small JSON object
 STALE_DOWNLOAD_SECONDS = 24 * 3600  # a temporary download directory older than this was left by a killed run
 READING_SUFFIX = ".zip"

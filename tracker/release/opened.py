@@ -38,6 +38,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from tracker.census.files import SOURCE_LIMIT, may_hold_sites
+from tracker.engine.source import forget_parsed
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.release import archive
@@ -125,7 +126,10 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
     census reads it (only ``also`` and the declaring files are unpacked)."""
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
         with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress) as opened:
-            yield opened
+            try:
+                yield opened
+            finally:
+                forget_parsed()  # its files are read no more
 
 
 @contextlib.contextmanager
