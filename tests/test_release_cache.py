@@ -196,3 +196,30 @@ def test_an_index_that_cannot_be_reached_is_named_as_such_not_as_a_missing_relea
     (line,) = result.output.splitlines()
     assert line.startswith(f"xpu-workarounds: error: pip download vllm=={VERSION} failed: "), line
     assert line.endswith("(the package index could not be reached: [Errno 111] Connection refused)"), line
+
+
+# Sizes of the readings of vLLM 0.19.0 .. 0.34.0 (MiB, as the cache made them): the support range.
+RANGE_MIB = [4.8, 4.8, 5.3, 5.3, 5.3, 5.6, 5.8, 5.8, 6.0, 6.3, 6.5, 6.5, 6.8, 7.3, 7.3, 7.7, 8.1, 8.9, 9.3, 9.6,
+             10.9, 12.5]
+
+
+def test_the_whole_support_range_is_kept_and_above_the_cap_the_release_read_longest_ago_goes_first(tmp_path):
+    where = tmp_path / "releases"
+    where.mkdir(mode=0o700)
+    (where / "census").mkdir(mode=0o700)
+    for age, size in enumerate(RANGE_MIB):
+        version = f"0.{19 + age}.0"
+        reading = where / release_cache.reading_name(version)
+        with open(reading, "wb") as stream:
+            stream.truncate(int(size * (1 << 20)))  # sparse: the size is what the cap counts
+        digest = f"{age:064x}"
+        (where / f"{reading.name}.json").write_text(json.dumps({"sha256": digest, "sdist": "x", "version": version}))
+        (where / "census" / f"{digest}-c1-0123456789abcdef.json").write_text("{}")
+        os.utime(reading, (1000 + age,) * 2)  # 0.19.0 read longest ago
+    assert release_cache.evict(where, release_cache.CAP_BYTES) == []  # 22 releases, 157 MiB: all kept
+    # Past the cap, the readings read longest ago go, with their records and census results.
+    total = sum(path.stat().st_size for path in where.glob("*.zip"))
+    assert release_cache.evict(where, total - 1, keep="vllm-0.19.0.zip") == ["vllm-0.20.0.zip"]
+    assert not (where / "vllm-0.20.0.zip.json").exists()
+    assert sorted(path.name[:64] for path in (where / "census").iterdir()) == [
+        f"{age:064x}" for age in range(len(RANGE_MIB)) if age != 1]

@@ -80,7 +80,10 @@ def cache(
     json_output: JsonOption = False,
     clean_caches: Annotated[bool, typer.Option("--clean", help="Empty the release and upstream caches.")] = False,
 ) -> None:
-    """Where the release and upstream caches are, and their size; --clean empties them."""
+    """Where the release and upstream caches are, and their size.
+
+    --clean empties them. The release cache keeps what check, census and new read of each vLLM
+    release; the upstream cache, what upstream last learned from GitHub."""
     root = paths.cache_dir()
     before = usages(root)
     if clean_caches:
