@@ -214,6 +214,7 @@ def test_the_whole_support_range_is_kept_and_above_the_cap_the_release_read_long
             stream.truncate(int(size * (1 << 20)))  # sparse: the size is what the cap counts
         digest = f"{age:064x}"
         (where / f"{reading.name}.json").write_text(json.dumps({"sha256": digest, "sdist": "x", "version": version}))
+        (where / f"{reading.name}.json").chmod(0o600)  # as the cache writes a record: else it is not read
         (where / "census" / f"{digest}-c1-0123456789abcdef.json").write_text("{}")
         os.utime(reading, (1000 + age,) * 2)  # 0.19.0 read longest ago
     assert release_cache.evict(where, release_cache.CAP_BYTES) == []  # 22 releases, 157 MiB: all kept
