@@ -57,6 +57,8 @@ def test_it_says_where_each_cache_is_and_its_size(filled):
 
 
 def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
     return f"{count / 1024:.1f} KiB" if count < 1 << 20 else f"{count / (1 << 20):.1f} MiB"
 
 

@@ -7,7 +7,7 @@ else, in a parent no one else can swap it in: ``paths.private_dir``); a full dis
 
 A release is kept as its *reading*, not as its sdist: pip downloads ``vllm==X``'s sdist (checking
 it against the sha256 the package index gives) into a temporary directory beside the cache, and
-of it the files every reader may read (``opened.release_file``: vLLM's Python source, ``PKG-INFO``,
+of it the files every reader may read (``archive.release_file``: vLLM's Python source, ``PKG-INFO``,
 ``requirements/xpu.txt``) are written, within ``archive``'s bounds, into ``vllm-X.zip`` (0600,
 deflated; 5 to 13 MB against the sdist's 29 to 49 MB); the sdist is then deleted. A zip is read
 one member at a time: ``check`` of a release reads its few target modules without
@@ -107,17 +107,11 @@ def cached(where: Path, version: str) -> tuple[Reading | None, str | None]:
     return Reading(reading, os.path.basename(str(fields["sdist"])), str(fields["sha256"])), None
 
 
-def _wanted(relative: str) -> bool:
-    from tracker.release.opened import release_file  # opened reads through this module: imported when used
-
-    return release_file(relative)
-
-
 def make_reading(sdist: Path, into: Path) -> Path:
     """The files every reader may read of ``sdist`` (read within ``archive``'s bounds, as untrusted
     data) written into the zip ``into``; ``CheckInputError`` when the sdist is no vLLM release."""
     with zipfile.ZipFile(into, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as written:
-        for relative, data in archive.members(sdist, _wanted):
+        for relative, data in archive.members(sdist, archive.release_file):
             written.writestr(zipfile.ZipInfo(relative, date_time=(1980, 1, 1, 0, 0, 0)), data,
                              compress_type=zipfile.ZIP_DEFLATED)
     return into

@@ -42,17 +42,9 @@ from tracker.engine.source import forget_parsed
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.release import archive
+from tracker.release.archive import DECLARING, VERSION_FILE, release_file
 from tracker.release.errors import CheckInputError
 from tracker.release.fetch import Found, Say, index_answered, release_source, silent
-
-VERSION_FILE = "vllm/_version.py"
-# The files that say what a release is: its version, and the torch and vllm-xpu-kernels it pins for XPU.
-DECLARING = frozenset({"PKG-INFO", VERSION_FILE, XPU_REQUIREMENTS})
-
-
-def release_file(relative: str) -> bool:
-    """The files of a release every reader may read: vLLM's Python source, its version and its XPU pins."""
-    return relative in DECLARING or (relative.startswith("vllm/") and relative.endswith(".py"))
 
 
 @dataclass(frozen=True)
