@@ -530,3 +530,39 @@ def test_census_since_a_later_release_is_refused_in_one_line(tmp_path):
     assert refused(done, 2, f"--since {newer} is vLLM 0.100.0, later than vLLM 0.99.0 ({older}): --since names the "
                             "earlier release")
     assert run_reader("census", [str(newer), "--since", str(older)], tmp_path).returncode == 0
+
+
+XPU_SITE = ("import torch\n\n\ndef free():\n    if current_platform.is_xpu():\n"
+            "        # Remove once pytorch/pytorch#188240 is released.\n        torch.xpu.empty_cache()\n")
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize("codec", ["idna", "undefined", "rot13", "utf-16", "uu_codec", "no-such-codec"])
+def test_a_python_file_declaring_a_codec_source_is_not_written_in_is_read_as_utf8_and_said(tmp_path, command, codec):
+    """One reader decodes every source file: a declared codec outside its allow-list is not used (idna
+    refuses to replace, undefined decodes nothing), the file is read as UTF-8, and the command goes on."""
+    declared = f"# -*- coding: {codec} -*-\n".encode()
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=declared + definition_source("x = 1")),
+        member("vllm-9.9.9/vllm/platforms/xpu_memory.py", data=declared + XPU_SITE.encode() + b"# \xff\n")])
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    if command == "census":
+        assert "pytorch/pytorch#188240" in done.stdout, done.stdout
+        [notice] = [line for line in done.stderr.splitlines() if "vllm/platforms/xpu_memory.py" in line]
+        assert f"declares {codec!r}" in notice and notice.endswith("read as UTF-8"), notice
+    else:
+        assert f"{PROBED.id}: vanished" not in done.stdout, done.stdout  # its target is read, found as it is
+
+
+def test_one_reader_decodes_source_for_every_command(tmp_path):
+    """The codecs source is written in are honoured; any other is not, and said."""
+    from tracker.source_text import source_text
+
+    assert source_text("# coding: latin-1\nx = 'caf\xe9'\n".encode("latin-1")) == \
+        source_text("x = 'caf\xe9'\n".encode()).__class__("# coding: latin-1\nx = 'caf\xe9'\n")
+    assert source_text("# coding: cp1252\nx = '\u20ac'\n".encode("cp1252")).text.endswith("'\u20ac'\n")
+    assert source_text(b"\xef\xbb\xbfx = 1\n").text == "x = 1\n"
+    for codec in ("idna", "undefined", "rot13", "utf-16", "hex", "nope"):
+        read = source_text(f"# coding: {codec}\nx = 1\n".encode())
+        assert read.text == f"# coding: {codec}\nx = 1\n" and read.notice is not None and codec in read.notice

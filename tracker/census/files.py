@@ -4,21 +4,21 @@ within bounds.
 Only the Python files under ``vllm/`` are read, each at most ``SOURCE_LIMIT`` bytes (a larger one
 is skipped and said: it is no source file of vLLM's, and reading it would cost more than the rest
 of the release). The walk keeps its own stack of folders, so a tree of any depth is walked
-without recursion, and follows no link. A file's bytes are decoded as Python decodes them: a
-UTF-8 byte-order mark or a coding declaration (PEP 263) is honoured, and bytes that do not
-decode are replaced, never a reason to skip the file.
+without recursion, and follows no link. A file's bytes are decoded by the one reader of source
+(``tracker.source_text``): a declared codec is honoured only when it is one source is written in,
+any other file is read as UTF-8 and said; bytes that do not decode are replaced, never a reason to
+skip the file.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import stat
-import tokenize
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
-SOURCE_LIMIT = 4 << 20  # bytes: vLLM's largest source file is under 1 MiB; a larger one is not source
+from tracker.source_text import SOURCE_LIMIT as SOURCE_LIMIT  # the limit every reader of source keeps
+from tracker.source_text import source_text
 
 
 def is_xpu_module(file: str) -> bool:
@@ -34,16 +34,6 @@ def may_hold_sites(file: str, content: str | bytes) -> bool:
     return is_xpu_module(file) or ("xpu" in lowered if isinstance(lowered, str) else b"xpu" in lowered)
 
 
-def decoded(data: bytes) -> str:
-    """A Python file's text: its byte-order mark or coding declaration honoured, what does not
-    decode replaced."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding, errors="replace").removeprefix("\ufeff")
-    except (SyntaxError, LookupError):  # an unknown or contradictory declaration: read as UTF-8
-        return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-
-
 def too_large(relative: str, size: int) -> str:
     """What the census says of a file it skips for its size."""
     return f"{relative}: {size} bytes, more than {SOURCE_LIMIT >> 20} MiB: not read (no vLLM source file is that large)"
@@ -51,7 +41,8 @@ def too_large(relative: str, size: int) -> str:
 
 def source_files(root: Path, *, skipped: Callable[[str], None] | None = None) -> Iterator[tuple[str, str]]:
     """(path in the tree, text) of every Python file under ``root/vllm``, by path; links are not
-    followed, and a file larger than ``SOURCE_LIMIT`` is not read (``skipped`` is told why)."""
+    followed, and a file larger than ``SOURCE_LIMIT`` is not read (``skipped`` is told why, as it is
+    of a file read as UTF-8 against the codec it declares)."""
     for path, size in sorted(_python_files(root / "vllm")):
         relative = path.relative_to(root).as_posix()
         if size > SOURCE_LIMIT:
@@ -67,7 +58,10 @@ def source_files(root: Path, *, skipped: Callable[[str], None] | None = None) ->
             if skipped is not None:
                 skipped(too_large(relative, len(data)))
             continue
-        yield relative, decoded(data)
+        read = source_text(data)
+        if read.notice is not None and skipped is not None:
+            skipped(f"{relative}: {read.notice}")
+        yield relative, read.text
 
 
 def _python_files(top: Path) -> Iterator[tuple[Path, int]]:
