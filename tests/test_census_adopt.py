@@ -173,3 +173,40 @@ def test_a_manifest_that_is_no_longer_utf8_toml_when_written_is_one_error_naming
     with pytest.raises(NotAdoptable, match=r"^serving/workarounds\.toml not written: ") as raised:
         with_tracked(data, [], "0.34.0", where="serving/workarounds.toml")
     assert why in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_write_on_a_manifest_whose_tracked_is_an_inline_array_is_one_line_and_no_write(tmp_path):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    manifest = tmp_path / "inline.toml"
+    manifest.write_text("schema = 1\ntracked = [{ id = \"vllm-pp-broadcast-sync\", title = \"vLLM synchronizes\", "
+                        "file = \"vllm/v1/worker/gpu/pp_utils.py\", marker = \"self.main_stream.synchronize()\", "
+                        "carried_in = \">=0.25.0\" }]\n", encoding="utf-8")
+    assert run("lint", str(manifest)).exit_code == 0
+    before = manifest.read_bytes()
+    result = run("--manifest", str(manifest), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert "its tracked is written as an inline array (tracked = [...])" in result.stderr
+    assert manifest.read_bytes() == before
+
+
+def test_write_at_a_link_loop_is_one_line(tmp_path):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    loop = tmp_path / "loop.toml"
+    loop.symlink_to(loop.name)
+    result = run("--manifest", str(loop), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Too many levels of symbolic links" in result.stderr
+
+
+def test_an_adopted_id_never_takes_a_workarounds(tmp_path):
+    """An id names one entry of either kind: the id census would give a site is taken by a [[workaround]]."""
+    from support.manifests import workaround, write_manifest
+
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    first = entries(run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt").stdout)
+    manifest = write_manifest(tmp_path / "both.toml", workaround(first[0]["id"]), tracked=[PP_SYNC])
+    result = run("--manifest", str(manifest), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 0, result.output
+    ids = [entry["id"] for entry in tomllib.loads(manifest.read_text())["tracked"]]
+    assert first[0]["id"] not in ids and f"{first[0]['id']}-2" in ids

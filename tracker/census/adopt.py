@@ -89,7 +89,7 @@ def adopted(census: Census, manifest: Manifest, chosen: list[tuple[str, int]] | 
                 raise NotAdoptable(f"--site {file}:{line}: that site is tracked already, as {found.tracked}")
             if found not in sites:
                 sites.append(found)
-    taken = {entry.id for entry in manifest.tracked}
+    taken = {entry.id for entry in manifest.tracked} | set(manifest.ids)  # an id names one entry, of either kind
     written = []
     for counted in sites:
         if not TRACKED_FILE.fullmatch(counted.site.file):
@@ -305,6 +305,9 @@ def with_tracked(data: bytes, adopted: list[Adopted], release: str, where: objec
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError) as error:
         raise NotAdoptable(f"{where} not written: {error}") from None
     expected.setdefault("tracked", []).extend(one.entry for one in adopted)
+    if "tracked" in document and not isinstance(document["tracked"], tomlkit.items.AoT):
+        raise NotAdoptable(f"{where} not written: its tracked is written as an inline array (tracked = [...]): "
+                           "write each entry as a [[tracked]] table to add to it")
     if "tracked" in document:
         array = document["tracked"]
         if isinstance(array, tomlkit.items.AoT) and array and not array[-1].as_string().endswith("\n\n"):

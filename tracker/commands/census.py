@@ -26,12 +26,14 @@ from tracker.commands.context import (
     QuietOption,
     given_manifest,
     load_manifest,
+    manifest_must_exist,
     must_name_a_release,
 )
 from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
 from tracker.model import reader
+from tracker.model.document import Unreadable, read_bytes
 from tracker.model.manifest import Manifest
 from tracker.release.census import census
 
@@ -145,6 +147,7 @@ def writable_manifest(given: Path | None) -> Path:
     copy, or of any installed copy)."""
     if given is None:
         fail("--write adds to the manifest --manifest PATH names (the shipped manifest is never written)")
+    manifest_must_exist(given)  # first: a link loop is one line here, never resolved below
     shipped = [reader.default_path(), Path(paths.PACKAGE_DIR) / MANIFEST_NAME]
     resolved = given.resolve()
     installed = resolved.parent.name == "tracker" and (resolved.parent / "plugin.py").is_file()
@@ -178,12 +181,20 @@ def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: 
     typer.echo(one_line(f"xpu-workarounds: note: {carried_note(result)}"), err=True)
 
 
+def _manifest_bytes(path: Path, shown: str) -> bytes:
+    """The manifest's bytes, read as every command reads a manifest (a regular file, within its size):
+    a FIFO, a device or a folder is one line, never a wait."""
+    try:
+        return read_bytes(path)
+    except Unreadable as error:
+        fail(f"{shown} not written: {error.message}")
+
+
 def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
     """Add ``entries`` to the manifest at ``path``, which must still pass lint: replaced atomically,
     its mode kept, only if nobody changed it meanwhile; nothing written on any failure."""
     shown = echoed(str(path), PATH_ECHO_LIMIT, quoted=False)
-    with on_os_error(f"{shown} not written"):
-        original = path.read_bytes()
+    original = _manifest_bytes(path, shown)
     updated = with_tracked(original, entries, release, where=shown)  # NotAdoptable: said where every command ends
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-adopt-") as scratch:
         checked = Path(scratch) / MANIFEST_NAME
@@ -194,7 +205,11 @@ def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
              f"{problems[0].message})")
 
     def unchanged(temporary: Path) -> None:
-        if path.read_bytes() != original:
+        try:
+            now = read_bytes(path)
+        except Unreadable as error:
+            raise OSError(f"{shown} cannot be read again ({error.message}); run it again") from None
+        if now != original:
             raise OSError(f"{shown} changed while census ran; run it again")
 
     target = Path(os.path.realpath(path))

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from tracker.model.keys import REF, TRACKED_FILE, TRACKED_KEYS, TRACKED_REQUIRED
 from tracker.model.manifest import InlineWorkaround, Release
-from tracker.model.vocabulary import entry_label, is_id
+from tracker.model.vocabulary import KEYWORD_ID, entry_label, is_id, keyword_id
 
 
 class _Reader(Protocol):
@@ -85,6 +85,8 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
         value = entry.get(key)
         if isinstance(value, str) and value.strip() and not well_formed(value):
             found.append((at(key), f"{label}.{key}", message))
+    if is_id(entry.get("id")) and keyword_id(entry["id"]):
+        found.append((at("id"), f"{label}.id", KEYWORD_ID))
     link = entry.get("link")
     if isinstance(link, str) and link.strip() and not link.startswith("https://"):
         found.append((at("link"), f"{label}.link", "must be an https:// address"))

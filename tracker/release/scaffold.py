@@ -104,8 +104,14 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
                            [find_target(target, opened.root, named) for target in targets])
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _string(text: str) -> str:
-    return json.dumps(text)  # a JSON string of this text is a TOML basic string
+    """``text`` as a TOML basic string. JSON's escapes are TOML's but for a character outside the Basic
+    Multilingual Plane, which JSON writes as two surrogate escapes TOML refuses: it is written as it is
+    (UTF-8), and only the controls TOML asks to escape are (DEL too, which JSON leaves)."""
+    return json.dumps(_SURROGATE.sub("\ufffd", text), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def entry_text(workaround_id: str, targets: Sequence[ReadTarget], added: _dt.date) -> str:
