@@ -566,3 +566,67 @@ def test_one_reader_decodes_source_for_every_command(tmp_path):
     for codec in ("idna", "undefined", "rot13", "utf-16", "hex", "nope"):
         read = source_text(f"# coding: {codec}\nx = 1\n".encode())
         assert read.text == f"# coding: {codec}\nx = 1\n" and read.notice is not None and codec in read.notice
+
+
+def test_the_census_reads_at_most_its_limit_of_source_that_can_hold_a_site_and_says_what_it_skipped(tmp_path,
+                                                                                                   monkeypatch):
+    """The census's cost is bounded where it reads: past ``SCANNED_LIMIT`` bytes of files that can hold
+    a site, the rest are not read (by path, so always the same ones), and one line says so; files that
+    cannot hold one are still read (they cost a search for ``xpu``). The rate on the densest source:
+    benchmarks/bench_census_dense.py."""
+    from tracker.census import files
+
+    monkeypatch.setattr(files, "SCANNED_LIMIT", 64 << 10)
+    block = XPU_SITE.replace("def free", "def free_{n}")
+    for index in range(8):  # 8 files of some 16 KiB that say xpu, and one that does not
+        text = "".join(block.format(n=n) for n in range(16 * 1024 // len(block)))
+        (tmp_path / "vllm" / f"ops_{index}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "vllm" / f"ops_{index}.py").write_text(text)
+    (tmp_path / "vllm" / "plain.py").write_text("x = 1\n")
+    said: list[str] = []
+    read = dict(files.source_files(tmp_path, skipped=said.append))
+    scanned = sum(len(text.encode()) for name, text in read.items() if files.may_hold_sites(name, text))
+    assert scanned <= files.SCANNED_LIMIT and "vllm/plain.py" in read
+    size = (tmp_path / "vllm" / "ops_0.py").stat().st_size
+    fit = files.SCANNED_LIMIT // size
+    assert sorted(read) == [*(f"vllm/ops_{index}.py" for index in range(fit)), "vllm/plain.py"]
+    assert said == [f"{8 - fit} files that can hold a site (vllm/ops_{fit}.py and more) past the 0.0625 MiB of such "
+                    "source the census reads of one release: not read (vLLM 0.34.0 has 4.7 MiB)"]
+
+
+def pax_sdist(path: Path, pax: bytes) -> Path:
+    """An sdist of vLLM 9.9.9 whose probed file is preceded by a pax header of ``pax``'s bytes, as is."""
+    header = tarfile.TarInfo("vllm-9.9.9/././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, len(pax)
+    return hostile_sdist(path, [(header, pax), member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1"))])
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize(("pax", "said"), [
+    (b"1" * 400_000, "a pax header holding a run of more than 64 digits"),  # CVE-2024-6232's shape
+    (b"30 comment=" + b"7" * 100_000 + b"\n", "a pax header holding a run of more than 64 digits"),
+    (b"9 a" + b" b" * 50_000, "a pax header record that is not LENGTH KEYWORD=VALUE"),
+    (b"x" * 100, "a pax header record that does not start with its length"),
+], ids=["digits", "digits-in-a-value", "no-equals-sign", "no-length"])
+def test_a_pax_header_tarfile_would_parse_in_quadratic_time_is_refused_before_it_does(tmp_path, command, pax, said):
+    """tarfile of CPython 3.11.0-3.11.9 and 3.12.0-3.12.5 (this machine's 3.11.7 among them) is quadratic
+    on such a header (CVE-2024-6232): every pax header is checked in one pass first, on any interpreter."""
+    archive = pax_sdist(tmp_path / "vllm-9.9.9.tar.gz", pax)
+    line = refused(run_reader(command, [str(archive)], tmp_path), 2, f"{archive}: {said}: not a vLLM release")
+    assert len(line) < 400
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_well_formed_pax_header_is_read_as_tarfile_reads_it(tmp_path, command):
+    """A name longer than 100 characters is written in a pax header (every sdist of a long path has one)."""
+    deep = "vllm/" + "/".join(["a_rather_long_package_name"] * 6) + "/xpu_long.py"
+    with tarfile.open(tmp_path / "vllm-9.9.9.tar.gz", "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in (("PKG-INFO", PKG_INFO), ("pyproject.toml", PYPROJECT), (PROBED_FILE, definition_source("x = 1")),
+                           (deep, XPU_SITE.encode()), ("vllm/caf\u00e9.py", b"x = 1\n")):
+            info = tarfile.TarInfo(f"vllm-9.9.9/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000.123456
+            archive.addfile(info, io.BytesIO(data))
+    done = run_reader(command, [str(tmp_path / "vllm-9.9.9.tar.gz")], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    if command == "census":
+        assert "xpu_long.py" in done.stdout and "pytorch/pytorch#188240" in done.stdout, done.stdout

@@ -3,6 +3,13 @@
 vLLM's largest source file is under 1 MiB and its whole sdist unpacks to some hundred MiB in a
 few thousand members; an archive beyond the limits below is no vLLM release and is refused
 before more of it is read or written.
+
+``tarfile`` of CPython 3.11.0-3.11.9 and 3.12.0-3.12.5 parses a pax header in quadratic time
+(CVE-2024-6232: a run of digits, a record without ``=``), and ``requires-python`` cannot leave
+those patch releases out while taking the later ones. So every pax header is checked first, in
+one pass (``_LinearPax``): well-formed records only (``LENGTH KEYWORD=VALUE\n``, each length
+its record's), no run of more than ``PAX_DIGITS`` digits, at most ``PAX_LIMIT`` bytes; any other
+is refused before ``tarfile`` parses it, on every interpreter alike.
 """
 
 from __future__ import annotations
@@ -14,14 +21,16 @@ import zlib
 from collections.abc import Callable, Iterator
 from email.parser import Parser
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tracker.release.errors import CheckInputError
 
 FILE_LIMIT = 16 << 20
 ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
 MEMBERS_LIMIT = 100_000
-WRITTEN_LIMIT = 512 << 20  # bytes unpacked to disk: vLLM's Python source is some 60 MiB
+WRITTEN_LIMIT = 64 << 20  # bytes unpacked to disk: what the readers keep of vLLM 0.34.0 is 5 MiB
+PAX_LIMIT = 1 << 20  # bytes of one pax header (a real one names a path and times: under a KiB)
+PAX_DIGITS = 64  # the longest run of digits in one (a time with its fraction is some 20)
 # The compression methods zipfile reads (a wheel's are stored or deflated).
 _READABLE = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
 
@@ -79,7 +88,7 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                         with wheel.open(info) as handle:
                             yield relative, _read_bounded(archive, relative, handle, info.file_size)
         elif archive.name.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(archive, "r:gz") as sdist:
+            with tarfile.open(archive, "r:gz", tarinfo=_LinearPax) as sdist:
                 count = total = 0
                 for member in sdist:
                     count, total = count + 1, total + max(member.size, 0)
@@ -93,11 +102,74 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                             yield relative, _read_bounded(archive, relative, extracted, member.size)
         else:
             raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
+    except PaxRefused as error:
+        raise CheckInputError(f"{archive}: {error}: not a vLLM release") from None
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError,
             NotImplementedError) as error:  # the last: a compression method zipfile lists but cannot read
         if isinstance(error, CheckInputError):
             raise
         raise CheckInputError(f"{archive}: cannot be read ({error})") from None
+
+
+class PaxRefused(tarfile.TarError):
+    """A pax header ``tarfile`` would parse in more than linear time, or that is not one."""
+
+
+_LONG_DIGITS = re.compile(rb"\d{%d}" % (PAX_DIGITS + 1))
+
+
+def pax_problem(data: bytes) -> str | None:
+    """What is wrong with a pax header's bytes (its records, then padding), found in one pass; None: nothing."""
+    if len(data) > PAX_LIMIT:
+        return f"a pax header of {len(data):,} bytes, more than {PAX_LIMIT >> 20} MiB"
+    if _LONG_DIGITS.search(data):
+        return f"a pax header holding a run of more than {PAX_DIGITS} digits"
+    position = 0
+    while position < len(data) and data[position] != 0:
+        space = data.find(b" ", position, position + PAX_DIGITS + 1)
+        if space <= position or not data[position:space].isdigit():
+            return "a pax header record that does not start with its length"
+        end = position + int(data[position:space])
+        if end <= space + 1 or end > len(data) or data[end - 1] != 0x0A or data.find(b"=", space + 2, end) < 0:
+            return "a pax header record that is not LENGTH KEYWORD=VALUE"
+        position = end
+    if data[position:].strip(b"\0"):
+        return "a pax header with bytes after its records"
+    return None
+
+
+class _Replayed:
+    """A tar stream whose next read gives ``block`` (already read from it), then reads on from it."""
+
+    def __init__(self, block: bytes, stream: Any) -> None:
+        self.block: bytes | None = block
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.block is None:
+            return bytes(self.stream.read(size))
+        block, self.block = self.block, None
+        return block
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _LinearPax(tarfile.TarInfo):
+    """A member header of a source distribution; a pax header is checked (``pax_problem``) before
+    ``tarfile`` parses it (the module docstring)."""
+
+    def _proc_pax(self, opened: Any) -> Any:  # tarfile's own (undocumented) step, which reads a pax header
+        stream = opened.fileobj
+        block = stream.read(self._block(self.size))  # type: ignore[attr-defined]
+        problem = pax_problem(block[:self.size])
+        if problem is not None:
+            raise PaxRefused(problem)
+        opened.fileobj = _Replayed(block, stream)
+        try:
+            return super()._proc_pax(opened)  # type: ignore[misc]
+        finally:
+            opened.fileobj = stream
 
 
 def _normalised(name: str) -> str | None:
