@@ -128,9 +128,9 @@ def test_workaround_without_supported_is_bad_input(manifest):
 def test_an_index_answering_401_on_a_terminal_is_an_answer_never_a_password_prompt(manifest, tmp_path, args):
     """Every pip call runs with --no-input: on a terminal, pip would otherwise ask for a user name and
     password and wait (for ever, or until the command's timeout)."""
-    from support.terminal import on_terminal, terminal_env
-
     import subprocess
+
+    from support.terminal import on_terminal, terminal_env
 
     for folder in ("workarounds", "tests"):  # a repository new writes into
         (tmp_path / folder).mkdir(exist_ok=True)
