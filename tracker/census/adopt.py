@@ -33,13 +33,14 @@ from tracker import one_line
 from tracker.census.count import Census, CountedSite
 from tracker.census.notes import lines as numbered_lines
 from tracker.census.wording import SHORT_NAMES
-from tracker.model.keys import REF, RELEASED_IN, TRACKED_FILE
+from tracker.model.keys import LENGTH_LIMITS, REF, RELEASED_IN, TRACKED_FILE
 from tracker.model.manifest import Manifest
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import ErrorKind, ToolError
 
 MARKER_LENGTH = 200  # the longest marker taken whole from a line; a longer line gives its beginning
 TITLE_LENGTH = 120
+ID_LENGTH = LENGTH_LIMITS["id"] - 4  # an adopted id's base: room for "-NNN" within lint's limit
 _STOP_WORDS = frozenset({"a", "an", "the", "to", "of", "on", "in", "for", "and", "or", "is", "are", "be", "it",
                          "this", "that", "we", "so", "if", "no", "not", "with", "as", "by", "at", "note"})
 # A line that only opens or closes a platform check's branch: vLLM keeps it after dropping a workaround.
@@ -257,6 +258,8 @@ def _id(counted: CountedSite, taken: set[str]) -> str:
         words = [word for word in re.findall(r"[a-z0-9]+", summary) if word not in _STOP_WORDS]
         tail = "-".join(words[:3]) or "workaround"
     base = "-".join(re.findall(r"[a-z0-9]+", f"vllm {name} {tail}".lower()))
+    if len(base) > ID_LENGTH:  # lint's limit, with room for a number that tells two apart
+        base = base[:ID_LENGTH].rsplit("-", 1)[0] if "-" in base[:ID_LENGTH] else base[:ID_LENGTH]
     identifier, count = base, 1
     while identifier in taken:
         count += 1

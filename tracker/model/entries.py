@@ -29,6 +29,7 @@ from tracker.model.keys import (
     WORKAROUND_KEYS,
     WORKAROUND_REQUIRED,
     WORKAROUND_STRINGS,
+    too_long,
 )
 from tracker.model.manifest import (
     Manifest,
@@ -150,6 +151,8 @@ class ManifestValidator(TableValidator):
             value = entry.get(key)
             if key in entry and (not isinstance(value, str) or not value.strip()):
                 self.problem(line(key), f"{label}.{key}", "must be a non-empty string")
+            elif (long := too_long(key, value)) is not None:
+                self.problem(line(key), f"{label}.{key}", long)
         if isinstance(raw_id, str) and raw_id and not is_id(raw_id):
             self.problem(line("id"), f"{label}.id", "must be lower-case words joined by '-'")
         elif is_id(raw_id) and keyword_id(raw_id):
