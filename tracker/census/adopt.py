@@ -29,10 +29,11 @@ from typing import Any
 import tomlkit
 from packaging.version import InvalidVersion, Version
 
-from tracker import one_line
+from tracker import echoed, one_line
 from tracker.census.count import Census, CountedSite
 from tracker.census.notes import lines as numbered_lines
 from tracker.census.wording import SHORT_NAMES
+from tracker.escape import toml_string
 from tracker.model.keys import LENGTH_LIMITS, REF, RELEASED_IN, TRACKED_FILE
 from tracker.model.manifest import Manifest
 from tracker.model.versions import COMPONENTS
@@ -84,10 +85,12 @@ def adopted(census: Census, manifest: Manifest, chosen: list[tuple[str, int]] | 
             found = next((c for c in census.sites if c.site.file == file and c.site.line <= line <= c.site.end_line),
                          None)
             if found is None:
-                raise NotAdoptable(f"--site {file}:{line}: no site of vLLM {census.release} holds that line "
-                                   "(`xpu-workarounds census` lists them)")
+                raise NotAdoptable(f"--site {echoed(f'{file}:{line}', quoted=False)}: no site of vLLM "
+                                   f"{echoed(census.release, quoted=False)} holds that line (`xpu-workarounds census` "
+                                   "lists them)")
             if found.tracked is not None:
-                raise NotAdoptable(f"--site {file}:{line}: that site is tracked already, as {found.tracked}")
+                raise NotAdoptable(f"--site {echoed(f'{file}:{line}', quoted=False)}: that site is tracked already, as "
+                                   f"{found.tracked}")
             if found not in sites:
                 sites.append(found)
     taken = {entry.id for entry in manifest.tracked} | set(manifest.ids)  # an id names one entry, of either kind
@@ -284,7 +287,10 @@ def _tables(adopted: list[Adopted], release: str) -> list[Any]:
         site = one.counted.site
         table.add(tomlkit.comment(one_line(f"{site.where} in vLLM {release}: {site.summary}")[:MARKER_LENGTH]))
         for key, value in one.entry.items():
-            literal = ('"' in value or "\\" in value) and "'" not in value and value.isprintable()
+            if not value.isprintable():  # a marker taken from the release: what is not printable, escaped
+                table.add(key, tomlkit.parse(f"value = {toml_string(value)}")["value"])
+                continue
+            literal = ('"' in value or "\\" in value) and "'" not in value
             table.add(key, tomlkit.string(value, literal=literal))
         table.add(tomlkit.nl())
         tables.append(table)

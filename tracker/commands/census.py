@@ -57,7 +57,8 @@ def render(result: Census, width: int | None = None) -> str:
     """The census as a person reads it; each table's sites, references and summaries cut to ``width``
     (None: not cut)."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
-    lines = [one_line(f"vLLM {result.release or 'of unknown version'} ({result.source}); XPU pins: {pins}"), ""]
+    release = echoed(result.release, quoted=False) if result.release else "of unknown version"
+    lines = [one_line(f"vLLM {release} ({echoed(result.source, PATH_ECHO_LIMIT, quoted=False)}); XPU pins: {pins}"), ""]
     headers = HEADERS
     lines.append(table(headers, site_rows(result.sites), cut=CUT, width=width) if result.sites
                  else "no inline XPU workaround found")
@@ -134,8 +135,8 @@ def adoption(ctx: typer.Context, adopt: bool, sites: list[str], write: bool, jso
         writable_manifest(given_manifest(ctx))
     chosen = []
     for given in sites:
-        file, _, line = given.rpartition(":")
-        if not file or not line.isdigit() or int(line) < 1:
+        file, _, line = given.rpartition(":")  # a line: ASCII digits ("²" is a digit to str.isdigit), at most nine
+        if not file or not (line.isascii() and line.isdigit()) or len(line) > 9 or int(line) < 1:
             fail(f"--site {echoed(given)} is not FILE:LINE (a file of vLLM's tree as census prints it, such as "
                  "vllm/platforms/xpu.py:402)")
         chosen.append((file, int(line)))

@@ -11,7 +11,6 @@ Nothing here writes a file: the command does, with these texts.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 import tomllib
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 import tomlkit
 
 from tracker.engine.source import Fingerprint, declared_fingerprint, definition, file_under
+from tracker.escape import toml_string
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, module_of
@@ -104,14 +104,10 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
                            [find_target(target, opened.root, named) for target in targets])
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _string(text: str) -> str:
-    """``text`` as a TOML basic string. JSON's escapes are TOML's but for a character outside the Basic
-    Multilingual Plane, which JSON writes as two surrogate escapes TOML refuses: it is written as it is
-    (UTF-8), and only the controls TOML asks to escape are (DEL too, which JSON leaves)."""
-    return json.dumps(_SURROGATE.sub("\ufffd", text), ensure_ascii=False).replace("\x7f", "\\u007f")
+    """``text`` as a TOML basic string (``escape.toml_string``: a character outside the Basic Multilingual
+    Plane written as it is, never as the two surrogate escapes JSON writes and TOML refuses)."""
+    return toml_string(text)
 
 
 def entry_text(workaround_id: str, targets: Sequence[ReadTarget], added: _dt.date) -> str:
