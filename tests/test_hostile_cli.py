@@ -630,3 +630,41 @@ def test_a_well_formed_pax_header_is_read_as_tarfile_reads_it(tmp_path, command)
     assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
     if command == "census":
         assert "xpu_long.py" in done.stdout and "pytorch/pytorch#188240" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_member_whose_name_no_file_system_takes_is_passed_over_and_said_in_one_bounded_line(tmp_path, command):
+    """Releases are unpacked to disk: a member named past what a file system takes is no file of vLLM's,
+    never the end of the command."""
+    long_name = "vllm/xpu_" + "n" * 50_000 + ".py"
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1")),
+        member(f"vllm-9.9.9/{long_name}", data=XPU_SITE.encode())])
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    [said] = [line for line in done.stderr.splitlines() if "a path no file system takes" in line]
+    assert len(said) < 600 and "(50,012 characters)" in said, said
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_file_this_machine_cannot_write_while_unpacking_is_said_as_such_in_one_line(tmp_path, command):
+    """A write the system refuses (here: past a file size limit, as a full disk refuses one) is this
+    machine's, said as the unpacking it stopped: never "cannot write" the output, never the index's."""
+    import resource
+    import signal
+
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1") + b"#" * 100_000)])
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not the signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    done = subprocess.run([sys.executable, "-m", "tracker.commands", "--manifest", str(FROZEN_MANIFEST), command,
+                           str(archive)], capture_output=True, text=True, timeout=300, preexec_fn=limited,
+                          env={**clean, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("xpu-workarounds: error: cannot unpack vllm-9.9.9.tar.gz into ")
+    assert done.stderr.endswith(f"{PROBED_FILE}: File too large\n") and "cannot write" not in done.stderr

@@ -23,12 +23,15 @@ from email.parser import Parser
 from pathlib import Path
 from typing import IO, Any
 
-from tracker.release.errors import CheckInputError
+from tracker import PATH_ECHO_LIMIT, echoed
+from tracker.release.errors import CheckInputError, UnpackError
 
 FILE_LIMIT = 16 << 20
 ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
 MEMBERS_LIMIT = 100_000
 WRITTEN_LIMIT = 64 << 20  # bytes unpacked to disk: what the readers keep of vLLM 0.34.0 is 5 MiB
+NAME_LIMIT = 255  # bytes of one part of a path a file system takes (no file of vLLM's comes near it)
+PATH_LIMIT = 1024  # bytes of a member's whole path written (vLLM's longest is under 200)
 PAX_LIMIT = 1 << 20  # bytes of one pax header (a real one names a path and times: under a KiB)
 PAX_DIGITS = 64  # the longest run of digits in one (a time with its fraction is some 20)
 # The compression methods zipfile reads (a wheel's are stored or deflated).
@@ -36,7 +39,7 @@ _READABLE = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZI
 
 
 def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
-           kept: Callable[[str, bytes], bool] | None = None) -> Path:
+           kept: Callable[[str, bytes], bool] | None = None, skipped: Callable[[str], None] | None = None) -> Path:
     """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into
     ``into``; with ``kept``, only those it keeps once their bytes are read.
 
@@ -44,11 +47,18 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
     path that leaves it); an archive of more than ``MEMBERS_LIMIT`` members or ``ARCHIVE_LIMIT``
     bytes, a wanted file over ``FILE_LIMIT``, kept files over ``WRITTEN_LIMIT`` together, a
     wanted file held twice or both a file and a folder, is refused (``CheckInputError``) before
-    more is read or written."""
+    more is read or written. A member whose path no file system takes (a part over ``NAME_LIMIT``
+    bytes, the whole over ``PATH_LIMIT``) is no file of vLLM's: it is not written, and ``skipped`` is
+    told. A file that cannot be written (a full disk) is ``UnpackError``, naming it, in one line."""
     into.mkdir(parents=True, exist_ok=True)
     written = 0
     for relative, data in members(archive, wanted):
         if kept is not None and not kept(relative, data):
+            continue
+        if not _writable(relative):
+            if skipped is not None:
+                skipped(f"{archive.name}: {echoed(relative, PATH_ECHO_LIMIT, quoted=False)}: a path no file system "
+                        f"takes (a part over {NAME_LIMIT} bytes, or over {PATH_LIMIT} in all): not read")
             continue
         written += len(data)
         if written > WRITTEN_LIMIT:
@@ -59,7 +69,16 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
         except (NotADirectoryError, IsADirectoryError, FileExistsError):
             raise CheckInputError(f"{archive}: {relative} is both a file and a folder in it: "
                                   "not a vLLM release") from None
+        except OSError as error:  # this machine's: a full disk, a temporary directory that cannot take it
+            raise UnpackError(f"cannot unpack {archive.name} into {echoed(str(into), PATH_ECHO_LIMIT, quoted=False)}: "
+                              f"{echoed(relative, PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}") from None
     return into
+
+
+def _writable(relative: str) -> bool:
+    """Whether a file system takes ``relative`` as a path (``NAME_LIMIT``, ``PATH_LIMIT``)."""
+    encoded = relative.encode("utf-8", "surrogateescape")
+    return len(encoded) <= PATH_LIMIT and all(len(part) <= NAME_LIMIT for part in encoded.split(b"/"))
 
 
 def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:

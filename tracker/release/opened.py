@@ -138,7 +138,8 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
                         or may_hold_sites(relative, data))
 
             with index_answered(asked):
-                archive.unpack(found, root, lambda relative: release_file(relative) or relative in wanted, kept=kept)
+                archive.unpack(found, root, lambda relative: release_file(relative) or relative in wanted, kept=kept,
+                               skipped=warn)
                 if package:  # vLLM's package, though none of its files is kept
                     (root / "vllm").mkdir(exist_ok=True)
                 opened = opened_tree(root, found.name, also=wanted, named=found)
