@@ -3,8 +3,10 @@
 The texts are ``tracker.release.scaffold``'s; this module chooses where they go and writes them:
 the manifest ``--manifest`` names, else the repository's own ``workarounds.toml`` (the nearest
 from the working directory up to the repository's root), never the manifest of an installed
-copy; the module and the test into the ``[layout]`` folders under the manifest's repository root.
-Every refusal is one line and touches no file.
+copy; the module and the test into the ``[layout]`` folders under the manifest's repository root,
+never through a folder that leads out of it. The manifest is read as every command reads one
+(``tracker.model.document``: a regular file, within its size, UTF-8). Every refusal is one line and
+touches no file.
 """
 
 from __future__ import annotations
@@ -13,23 +15,23 @@ import dataclasses
 import datetime as _dt
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from packaging.version import InvalidVersion, Version
 
-from tracker import one_line, paths
+from tracker import echoed, one_line, paths
 from tracker.commands import context
 from tracker.commands.context import QuietOption
 from tracker.commands.exits import fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import warn
 from tracker.model import reader
+from tracker.model.document import Unreadable, parse, read_bytes
 from tracker.model.manifest import Layout
 from tracker.model.tables import TableValidator
-from tracker.model.vocabulary import is_id, module_of
+from tracker.model.vocabulary import KEYWORD_ID, is_id, keyword_id, module_of
 from tracker.release.scaffold import (
     AcrossReleases,
     ReadRelease,
@@ -51,11 +53,11 @@ def written_manifest(given: Path | None) -> Path:
     if found is None:
         fail("new adds to a repository's workarounds.toml: run it inside the repository, or name the manifest with "
              "--manifest PATH (an installed copy's is never written)")
+    context.manifest_must_exist(found)  # first: a link loop is one line here, never resolved below
     installed = Path(paths.PACKAGE_DIR) / context.MANIFEST_NAME
     if installed.is_file() and found.resolve() == installed.resolve():
         fail(f"{found} is the manifest of an installed copy, which new never writes: --manifest PATH names a "
              "repository's")
-    context.manifest_must_exist(found)
     return found
 
 
@@ -107,19 +109,27 @@ def new(
     The targets' kind and parameters are read from a vLLM release's source; everything else is a
     placeholder that lint names until it is filled in."""
     if not is_id(workaround_id):
-        fail(f"{workaround_id!r} is not an id: lower-case words of letters and digits joined by '-', the first "
+        fail(f"{echoed(workaround_id)} is not an id: lower-case words of letters and digits joined by '-', the first "
              "starting with a letter")
+    if keyword_id(workaround_id):
+        fail(f"{workaround_id!r} {KEYWORD_ID}")
     manifest = written_manifest(context.given_manifest(ctx))
-    text = manifest.read_text(encoding="utf-8")
     problems = [problem for problem in reader.check(manifest) if not problem.message.startswith(TO_FILL)]
-    if problems:
+    if problems:  # read as every command reads a manifest: a FIFO, a device, a folder, not UTF-8: said here
         for problem in problems:
             typer.echo(one_line(str(problem)), err=True)
         fail(f"{manifest} is invalid (see above): fix what `xpu-workarounds lint {manifest}` lists first")
-    data = tomllib.loads(text)
-    entries = data.get("workaround", [])
-    if workaround_id in [entry.get("id") for entry in entries]:
-        fail(f"{manifest} already has a workaround {workaround_id!r}")
+    try:
+        document = parse(manifest)
+    except Unreadable as error:  # changed since it was checked
+        fail(f"{manifest}: {error.message}")
+    text, data = document.text, document.data
+    for kind in ("workaround", "tracked"):  # an id names one entry, of either kind
+        entries = data.get(kind)
+        if workaround_id in [entry.get("id") for entry in (entries if isinstance(entries, list) else [])
+                             if isinstance(entry, dict)]:
+            named = "workaround" if kind == "workaround" else "[[tracked]] entry"
+            fail(f"{manifest} already has a {named} {workaround_id!r}: an id names one entry, of either kind")
     layout = TableValidator(manifest, text, data).read_layout(data.get("layout"))
     root = repository_root(manifest, layout)
     name = module_of(workaround_id).rpartition(".")[2]
@@ -129,6 +139,9 @@ def new(
         if not folder.is_dir():
             fail(f"no folder {shown(folder)}/: new writes the module into [layout] workarounds and the test into "
                  "[layout] tests")
+        if not folder.resolve().is_relative_to(root.resolve()):
+            fail(f"{shown(folder)}/ leads out of the repository (to {echoed(str(folder.resolve()), quoted=False)}): "
+                 "new writes nothing through it")
     for path in (module, module.with_suffix("") / "__init__.py", test):
         if os.path.lexists(path):
             fail(f"{shown(path)} already exists: a new workaround starts from no files of its own")
@@ -203,7 +216,11 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
     created: list[Path] = []
 
     def unchanged(temporary: Path) -> None:
-        if manifest.read_text(encoding="utf-8") != original:
+        try:
+            now = read_bytes(manifest)
+        except Unreadable as error:
+            raise OSError(f"{manifest} cannot be read again ({error.message}); run it again") from None
+        if now != original.encode("utf-8"):
             raise OSError(f"{manifest} changed while new ran; run it again")
 
     def undo() -> None:

@@ -62,7 +62,8 @@ def census_of(manifest: Manifest, what: str, *, workdir: Path | None = None, pro
     needed = needed_files(manifest)
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
         def compute() -> Census:
-            with opened_found(found, also=needed, reader="the census", workdir=workdir, progress=progress) as release:
+            with opened_found(found, also=needed, reader="the census", workdir=workdir, progress=progress,
+                              warn=warn) as release:
                 return census_opened(manifest, release, progress=progress, warn=warn)
 
         where = None

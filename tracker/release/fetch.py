@@ -102,12 +102,18 @@ def fetch(version: str, into: Path, *, timeout: float = 600) -> Path:
 _NEWEST = re.compile(r"^vllm \((?P<version>[^)\s]+)\)", re.M)
 
 
+def index_versions(*, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``pip index versions vllm`` as every command runs it (``_pip``: never asking for a password),
+    pip's configuration honoured (``PIP_INDEX_URL`` and the rest)."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    return _pip("pip index versions vllm", ["index", "versions", "vllm"], env, timeout)
+
+
 def newest_release(*, timeout: float = 120) -> Version:
     """The newest final vLLM release on the package index, as ``pip index versions vllm`` reads it
     (pip's configuration honoured: ``PIP_INDEX_URL`` and the rest). ``NotFetchable`` when the index
     cannot be reached or names none."""
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    done = _pip("pip index versions vllm", ["index", "versions", "vllm"], env, timeout)
+    done = index_versions(timeout=timeout)
     found = _NEWEST.search(done.stdout) if done.returncode == 0 else None
     if found is None:
         raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release named')}")
@@ -193,4 +199,5 @@ def index_answered(asked: str | None) -> Iterator[None]:
         raise NotFetchable(f"vllm=={asked} from the index: {error}") from None
 
 
-__all__ = ["REQUIREMENT", "Found", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent"]
+__all__ = ["REQUIREMENT", "Found", "fetch", "index_answered", "index_versions", "newest_release", "release_archive",
+           "release_source", "silent"]

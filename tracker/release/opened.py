@@ -117,7 +117,8 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
     release. ``reader`` names who reads the files in the progress line; ``sites``: false when no
     census reads it (only ``also`` and the declaring files are unpacked)."""
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
-        with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress) as opened:
+        with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress,
+                          warn=warn) as opened:
             try:
                 yield opened
             finally:
@@ -126,8 +127,9 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
 
 @contextlib.contextmanager
 def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 sites: bool = True, progress: Say = silent) -> Iterator[OpenedRelease]:
-    """What ``fetch.release_source`` found, opened as ``open_release`` opens it."""
+                 sites: bool = True, progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
+    """What ``fetch.release_source`` found, opened as ``open_release`` opens it (``warn`` is told of a
+    member no file system takes, which is not read)."""
     wanted = set(also)
     if found.path.is_dir():
         yield opened_tree(found.path, also=wanted)
@@ -148,7 +150,7 @@ def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the
             return relative in wanted or relative in DECLARING or (sites and release_file(relative))
 
         with index_answered(found.asked):
-            archive.unpack(found.path, root, read, kept=kept)
+            archive.unpack(found.path, root, read, kept=kept, skipped=warn)
             if package:  # vLLM's package, though none of its files is kept (or read)
                 (root / "vllm").mkdir(exist_ok=True)
             opened = opened_tree(root, found.label, also=wanted, named=found.path)

@@ -11,7 +11,6 @@ Nothing here writes a file: the command does, with these texts.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 import tomllib
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ import tomlkit
 from packaging.version import Version
 
 from tracker.engine.source import Fingerprint, declared_fingerprint, definition, file_under
+from tracker.escape import toml_string
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, module_of
@@ -164,7 +164,9 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
 
 
 def _string(text: str) -> str:
-    return json.dumps(text)  # a JSON string of this text is a TOML basic string
+    """``text`` as a TOML basic string (``escape.toml_string``: a character outside the Basic Multilingual
+    Plane written as it is, never as the two surrogate escapes JSON writes and TOML refuses)."""
+    return toml_string(text)
 
 
 def entry_text(workaround_id: str, targets: Sequence[ReadTarget], added: _dt.date) -> str:

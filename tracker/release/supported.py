@@ -10,8 +10,6 @@ answers in one row: the problems of the workarounds asked about, or why it could
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +19,7 @@ from tracker.model.manifest import Manifest
 from tracker.model.vocabulary import SCHEMA
 from tracker.release.compare import Disagreement, check
 from tracker.release.errors import CheckInputError, NotFetchable
-from tracker.release.fetch import Say, pip_failure, silent
+from tracker.release.fetch import Say, index_versions, pip_failure, silent
 
 _AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
 
@@ -29,11 +27,7 @@ _AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
 def index_releases(*, timeout: float = 120) -> list[Version]:
     """Every final vLLM release the package index lists, oldest first (``pip index versions``);
     ``NotFetchable`` when the index cannot be reached or lists none."""
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "index", "versions", "vllm"]
-    try:  # pip's configuration is this process's environment, which the child inherits
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    done = index_versions(timeout=timeout)  # never asks for a password: a refusal is an answer
     found = _AVAILABLE.search(done.stdout) if done.returncode == 0 else None
     if found is None:
         raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release listed')}")
