@@ -534,9 +534,9 @@ def test_a_new_release_that_cannot_be_fetched_fails_in_one_line_with_exit_4_and_
     assert writes(step.server) == 0 and comments(step, pr.number) == []
 
 
-def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path, monkeypatch):
-    """Its check, its census and the census compared with the old release's: each release's archive
-    read once and hashed once (the function the step runs, in this process, to count)."""
+def checked_in_this_process(upgrade, tmp_path: Path, monkeypatch):
+    """The upgrade check of ``upgrade``'s PR run in this process (the function the step runs), and how
+    many times each release's archive was read and hashed (``test_lookahead.counted_reads``)."""
     import github
     from github import Auth
     from test_lookahead import counted_reads
@@ -552,7 +552,13 @@ def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path
     gh = github.Github(auth=Auth.Token(TOKEN), base_url=step.server.base_url, retry=None, timeout=15,
                        seconds_between_requests=None, seconds_between_writes=None)
     settings = ClientSettings(token=TOKEN, base_url=step.server.base_url, retries=0, timeout=15)
-    checked = check_pull_request(gh, settings, ADOPTER, pr.number, "workarounds.toml")
+    return check_pull_request(gh, settings, ADOPTER, pr.number, "workarounds.toml"), read, hashed
+
+
+def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path, monkeypatch):
+    """Its check, its census and the census compared with the old release's: each release's archive
+    read once and hashed once (the function the step runs, in this process, to count)."""
+    checked, read, hashed = checked_in_this_process(upgrade, tmp_path, monkeypatch)
     assert checked.comment == "created" and checked.warnings == [] and len(checked.drift) == 1
     assert "vLLM's own inline XPU workarounds: none new at vLLM 0.25.0, none gone since vLLM 0.24.0" in checked.text
     each_once = {"vllm-0.25.0.tar.gz": 1, "vllm-0.24.0.tar.gz": 1}
@@ -1029,3 +1035,70 @@ def test_a_pin_file_whose_content_is_not_base64_is_exit_4_in_one_line(upgrade):
     assert result.returncode == 4, result.stdout + result.stderr
     assert result.stderr.count("\n") == 1 and "answered wrongly" in result.stderr and "not base64" in result.stderr
     assert writes(step.server) == 0
+
+
+# ------------------------------------------- what a stranger's PR can make the check do is bounded
+
+
+def test_a_pr_changing_more_pin_files_than_the_request_budget_fails_closed_naming_each_unread(serving):
+    """Reading a pin file costs at most two requests (head, base); past ``REQUESTS`` the rest are never
+    read, and never passed: each is named as not checked, and the step fails."""
+    from test_workflow import check_script
+
+    from tracker.retire.pin_moves import REQUESTS
+
+    repo, pr, step, env = serving
+    many = {f"requirements/z-{index:04}.txt": "fastapi\n" for index in range(REQUESTS)}
+    repo.commit("Touch many pin files", branch="bump-vllm", files=many)
+    pr.head_sha = repo.branches["bump-vllm"]
+    step.server.reset_log()
+    result = step.run(check_script(), **env)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert step.server.count("/repos/<owner>/<repo>/contents/<path:path>") <= REQUESTS + 1  # + the manifest
+    unread = [line for line in result.stdout.splitlines() if line.startswith("unchecked  ")]
+    changed = len(many) + 2
+    assert len(unread) == changed - REQUESTS // 2, result.stdout
+    assert unread[-1] == ("unchecked  requirements/z-0199.txt: not checked: not read: the check spends at most "
+                          f"{REQUESTS} requests on the pin files of one PR (two per file), and this PR changes "
+                          f"{len(unread)} more")
+    [body] = comments(step, pr.number)
+    assert "- `requirements/z-0199.txt`: not read:" in body or "more: the whole list" in body
+
+
+def test_a_pr_naming_more_releases_than_the_check_opens_fetches_no_more_and_fails_on_the_rest(upgrade, tmp_path,
+                                                                                                monkeypatch):
+    """Twelve pin files naming twelve releases: the check fetches ``RELEASES_OPENED`` of them, each once;
+    the rest are named as not checked (the step fails), the old release only not compared."""
+    from tracker.retire.upgrade import RELEASES_OPENED
+
+    repo, pr, step, env = upgrade
+    good = "self, sampled_token_ids, num_sampled, num_rejected, input_batch"
+    versions = [f"0.26.{patch}" for patch in range(RELEASES_OPENED + 2)]
+    for version in versions:
+        vllm_sdist(tmp_path / "index", version, good, fixed=True)
+    files = {f"requirements-{index:02}.txt": f"vllm=={version}\n" for index, version in enumerate(versions)}
+    files["requirements-zz.txt"] = f"vllm=={versions[0]}\n"  # a release named twice is fetched once
+    repo.commit("Twelve ways to move vLLM", branch="bump-vllm", files=files)
+    pr.head_sha = repo.branches["bump-vllm"]
+    checked, read, _ = checked_in_this_process(upgrade, tmp_path, monkeypatch)
+    assert len(read) == RELEASES_OPENED and set(read.values()) == {1}, read
+    assert "vllm-0.24.0.tar.gz" not in read  # the old release: past the bound, never fetched
+    fetched = {name.removeprefix("vllm-").removesuffix(".tar.gz") for name in read}
+    named = {path: text.strip().removeprefix("vllm==") for path, text in {**files, "requirements.txt": "vllm==0.25.0"}.items()}
+    assert sorted(line.split(":")[0] for line in checked.unchecked) == sorted(
+        path for path, version in named.items() if version not in fetched)
+    assert len(set(named.values()) - fetched) == len(set(named.values())) - RELEASES_OPENED
+    assert all(f"the check opens at most {RELEASES_OPENED} releases per run" in line for line in checked.unchecked)
+    assert checked.text is not None and "### vLLM requirements that were not checked" in checked.text
+
+
+@pytest.mark.parametrize("path", ["pyproject.toml", "tools/pyproject.toml"])
+def test_a_pin_file_nested_deeper_than_the_toml_parser_recurses_pins_nothing(path):
+    """What the upgrade check and the weekly run's look-ahead read a pin file with: a ``pyproject.toml``
+    nested 2,000 deep is no pin (and no RecursionError)."""
+    from tracker.retire.pin_moves import vllm_requirements
+
+    nested = 'x = ' + "[" * 2000 + "]" * 2000 + '\n[project]\ndependencies = ["vllm==0.25.0"]\n'
+    assert vllm_requirements(path, nested) == ()
+    assert [r.text for r in vllm_requirements(path, '[project]\ndependencies = ["vllm==0.25.0"]\n')] == ["vllm==0.25.0"]

@@ -172,3 +172,83 @@ def test_a_manifest_that_is_no_longer_utf8_toml_when_written_is_one_error_naming
     with pytest.raises(NotAdoptable, match=r"^serving/workarounds\.toml not written: ") as raised:
         with_tracked(data, [], "0.34.0", where="serving/workarounds.toml")
     assert why in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_write_on_a_manifest_whose_tracked_is_an_inline_array_is_one_line_and_no_write(tmp_path):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    manifest = tmp_path / "inline.toml"
+    manifest.write_text("schema = 1\ntracked = [{ id = \"vllm-pp-broadcast-sync\", title = \"vLLM synchronizes\", "
+                        "file = \"vllm/v1/worker/gpu/pp_utils.py\", marker = \"self.main_stream.synchronize()\", "
+                        "carried_in = \">=0.25.0\" }]\n", encoding="utf-8")
+    assert run("lint", str(manifest)).exit_code == 0
+    before = manifest.read_bytes()
+    result = run("--manifest", str(manifest), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert "its tracked is written as an inline array (tracked = [...])" in result.stderr
+    assert manifest.read_bytes() == before
+
+
+def test_write_at_a_link_loop_is_one_line(tmp_path):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    loop = tmp_path / "loop.toml"
+    loop.symlink_to(loop.name)
+    result = run("--manifest", str(loop), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Too many levels of symbolic links" in result.stderr
+
+
+def test_an_adopted_id_never_takes_a_workarounds(tmp_path):
+    """An id names one entry of either kind: the id census would give a site is taken by a [[workaround]]."""
+    from support.manifests import workaround, write_manifest
+
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    first = entries(run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt").stdout)
+    manifest = write_manifest(tmp_path / "both.toml", workaround(first[0]["id"]), tracked=[PP_SYNC])
+    result = run("--manifest", str(manifest), "census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 0, result.output
+    ids = [entry["id"] for entry in tomllib.loads(manifest.read_text())["tracked"]]
+    assert first[0]["id"] not in ids and f"{first[0]['id']}-2" in ids
+
+
+@pytest.mark.parametrize("given", ["vllm/engine.py:\u00b2", "vllm/engine.py:" + "9" * 5000, "vllm/engine.py:\u0663",
+                                   "vllm/engine.py:0"])
+def test_a_site_whose_line_is_not_ascii_digits_a_person_writes_is_one_line(tmp_path, given):
+    tree = write_tree(tmp_path / "tree", {**REFERENCED, "vllm/engine.py": HANG})
+    result = run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt", "--site", given)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "is not FILE:LINE" in result.stderr and len(result.stderr) < 500
+
+
+def test_a_site_no_site_holds_is_echoed_bounded(tmp_path):
+    tree = write_tree(tmp_path / "tree", {**REFERENCED, "vllm/engine.py": HANG})
+    given = "vllm/" + "x" * 100_000 + ".py:3"
+    result = run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt", "--site", given)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "no site of vLLM 0.99.0 holds that line" in result.stderr
+    assert len(result.stderr) < 1000 and "(100,010 characters)" in result.stderr
+
+
+def test_an_adopted_marker_holding_what_a_terminal_obeys_is_printed_escaped_and_reads_back_whole(tmp_path):
+    """A marker is taken from the release's source as it is (it must match the file): printed, its C1
+    controls and bidi overrides are TOML escapes, which read back as the same marker."""
+    forged = ("if current_platform.is_xpu():  # \u202e\u0085\n"
+              "    # Without a shutdown \u202etimeout\u0085 the next start hangs\u009b31m in CCL init.\n"
+              "    shutdown_timeout = 5  # \u202e\n")
+    tree = write_tree(tmp_path / "tree", {"vllm/engine.py": forged})
+    result = run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt", "--site",
+                 "vllm/engine.py:2")
+    assert result.exit_code == 0, result.output
+    assert not any(char in result.stdout for char in "\u202e\u0085\u009b"), repr(result.stdout)
+    [entry] = entries(result.stdout)
+    assert entry["marker"] in forged and "\u202e" in entry["marker"]
+
+
+def test_a_site_row_wider_than_rich_draws_keeps_every_column_piped(tmp_path):
+    from tracker.commands.output import table
+
+    drawn = table(["SITE", "TRACKED", "REFERENCES", "SUMMARY"],
+                  [("vllm/engine.py:3-5", "vllm-engine-hang", "pytorch/pytorch#1", "s" * 70_000)])
+    header, row = drawn.splitlines()
+    assert header.split() == ["SITE", "TRACKED", "REFERENCES", "SUMMARY"]
+    assert row.startswith("vllm/engine.py:3-5") and "vllm-engine-hang" in row and "(70,000 characters)" in row

@@ -122,3 +122,27 @@ def test_workaround_without_supported_is_bad_input(manifest):
     result = CliRunner().invoke(app, ["--manifest", str(manifest), "check", "vllm==0.99.0", "--workaround", "x"])
     assert result.exit_code == 2
     assert "--workaround ID goes with it" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["check", "--supported"], ["new", "some-fix", "--target", TARGET]])
+def test_an_index_answering_401_on_a_terminal_is_an_answer_never_a_password_prompt(manifest, tmp_path, args):
+    """Every pip call runs with --no-input: on a terminal, pip would otherwise ask for a user name and
+    password and wait (for ever, or until the command's timeout)."""
+    import subprocess
+
+    from support.terminal import on_terminal, terminal_env
+
+    for folder in ("workarounds", "tests"):  # a repository new writes into
+        (tmp_path / folder).mkdir(exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    served = Index(userinfo="TOKEN:")  # every request without the credentials: 401
+    try:
+        env = terminal_env(**{**pip_environment(served), "PIP_INDEX_URL": f"http://{served.host}/simple/",
+                              "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache"),
+                              "XPU_WORKAROUNDS_MANIFEST": str(manifest)})
+        code, said = on_terminal(["--manifest", str(manifest), *args], env, timeout=60)
+    finally:
+        served.close()
+    assert code in (2, 4), said
+    assert "User for" not in said and "Password" not in said and "Traceback" not in said, said
+    assert "pip index versions vllm failed" in said, said

@@ -119,3 +119,15 @@ def test_prose_keeps_its_markdown_and_opens_no_workflow_command():
     assert [line for line in out.splitlines() if line.lstrip().startswith("::") or "##[" in line] == []
     assert MARKDOWN.render(out) == MARKDOWN.render(prose.replace("##[", "##\\["))
     assert MARKDOWN.render(out).count("::warning::forged") == 1
+
+
+@given(st.text())
+def test_toml_string_reads_back_as_the_text_on_one_printable_line(text):
+    import tomllib
+
+    from tracker.escape import toml_string
+
+    written = toml_string(text)
+    assert written.isprintable()  # nothing a terminal obeys, on one line
+    expected = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    assert tomllib.loads(f"value = {written}")["value"] == expected

@@ -91,3 +91,46 @@ def test_an_inline_workarounds_issue_and_the_tracked_only_dashboard_fit_whatever
     board = inline.dashboard_body(SNAPSHOT, states, {}, "requirements/xpu.txt", dashboard.DASHBOARD_MARKER)
     assert len(board) <= BODY_LIMIT and board.endswith(f"{dashboard.DASHBOARD_MARKER}\n")
     assert "more: `xpu-workarounds upstream --offline` lists every one" in board
+
+
+def test_a_cut_body_keeps_the_bots_marker_whole_whatever_the_id_in_it():
+    """The next run finds its issue or PR by the marker: a marker line over 300 characters (an id of
+    some 250, from a manifest lint never read) is kept whole, never cut away."""
+    long_id = "a-" * 125 + "z"
+    marker = texts.marker(long_id, "e" * 20, kind="inline")
+    assert len(marker) > 300
+    text = limits.cut("x" * 100 + "\n" + "y" * 200_000 + "\n" + marker + "\n")
+    assert len(text) <= BODY_LIMIT and text.endswith(f"\n{marker}\n")
+    assert texts.read_marker(text).id == long_id
+    entry = MANIFEST.tracked[0]._replace(id=long_id, note="a note " * 20_000)
+    state = inline.InlineState(entry, True, InlineVerdict(entry.id, "main", True, "dead " * 20_000, tracked=True))
+    assert texts.read_marker(inline.body(state, SNAPSHOT, "requirements/xpu.txt")).id == long_id
+
+
+def test_every_title_the_bot_writes_is_within_githubs_256_characters():
+    long_id, long_title = "a-" * 125 + "z", "T" * 300
+    entry = MANIFEST.tracked[0]._replace(id=long_id, title=long_title)
+    state = inline.InlineState(entry, True, InlineVerdict(entry.id, "main", True, "dead", tracked=True))
+    workaround = MANIFEST.workarounds[0]._replace(id=long_id)
+    changes = [FactChange(long_id, f"pytorch/pytorch#{n}", "state", "open", "merged") for n in range(1, 3001)]
+    for made in (inline.title(state), texts.pr_title(workaround), texts.facts_title(changes), dashboard.DASHBOARD_TITLE):
+        assert 0 < len(made) <= limits.TITLE_LIMIT and "\n" not in made, made
+    assert inline.title(state).startswith("Inline XPU workaround a-a-") and inline.title(state).endswith("…")
+
+
+def test_lint_holds_ids_and_titles_to_what_a_github_title_holds(tmp_path):
+    """With the bot's own words, the longest id and title lint accepts make a title within 256."""
+    from tracker.model.keys import LENGTH_LIMITS
+
+    text = FROZEN_MANIFEST.read_text(encoding="utf-8")
+    tracked = MANIFEST.tracked[0]
+    longest = MANIFEST.tracked[0]._replace(id="a" * LENGTH_LIMITS["id"], title="T" * LENGTH_LIMITS["title"])
+    state = inline.InlineState(longest, True, InlineVerdict(longest.id, "main", True, "dead", tracked=True))
+    assert len(f"Inline XPU workaround {longest.id} is dead code: {longest.title}") <= limits.TITLE_LIMIT
+    assert inline.title(state).endswith("T" * LENGTH_LIMITS["title"])  # whole: never clipped
+    for old, new, field in ((f'title = "{tracked.title}"', f'title = "{"T" * 151}"', f"tracked[{tracked.id}].title"),
+                            (f'id = "{tracked.id}"', f'id = "{"a" * 65}"', "tracked[{}].id")):
+        path = tmp_path / "workarounds.toml"
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        problems = [p for p in reader.check(path) if "characters: the bot writes it into issue" in p.message]
+        assert len(problems) == 1 and problems[0].field.endswith(field.rsplit(".", 1)[1]), problems

@@ -522,3 +522,141 @@ def test_census_since_a_later_release_is_refused_in_one_line(tmp_path):
     assert refused(done, 2, f"--since {newer} is vLLM 0.100.0, later than vLLM 0.99.0 ({older}): --since names the "
                             "earlier release")
     assert run_reader("census", [str(newer), "--since", str(older)], tmp_path).returncode == 0
+
+
+XPU_SITE = ("import torch\n\n\ndef free():\n    if current_platform.is_xpu():\n"
+            "        # Remove once pytorch/pytorch#188240 is released.\n        torch.xpu.empty_cache()\n")
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize("codec", ["idna", "undefined", "rot13", "utf-16", "uu_codec", "no-such-codec"])
+def test_a_python_file_declaring_a_codec_source_is_not_written_in_is_read_as_utf8_and_said(tmp_path, command, codec):
+    """One reader decodes every source file: a declared codec outside its allow-list is not used (idna
+    refuses to replace, undefined decodes nothing), the file is read as UTF-8, and the command goes on."""
+    declared = f"# -*- coding: {codec} -*-\n".encode()
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=declared + definition_source("x = 1")),
+        member("vllm-9.9.9/vllm/platforms/xpu_memory.py", data=declared + XPU_SITE.encode() + b"# \xff\n")])
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    if command == "census":
+        assert "pytorch/pytorch#188240" in done.stdout, done.stdout
+        [notice] = [line for line in done.stderr.splitlines() if "vllm/platforms/xpu_memory.py" in line]
+        assert f"declares {codec!r}" in notice and notice.endswith("read as UTF-8"), notice
+    else:
+        assert f"{PROBED.id}: vanished" not in done.stdout, done.stdout  # its target is read, found as it is
+
+
+def test_one_reader_decodes_source_for_every_command(tmp_path):
+    """The codecs source is written in are honoured; any other is not, and said."""
+    from tracker.source_text import source_text
+
+    assert source_text("# coding: latin-1\nx = 'caf\xe9'\n".encode("latin-1")) == \
+        source_text("x = 'caf\xe9'\n".encode()).__class__("# coding: latin-1\nx = 'caf\xe9'\n")
+    assert source_text("# coding: cp1252\nx = '\u20ac'\n".encode("cp1252")).text.endswith("'\u20ac'\n")
+    assert source_text(b"\xef\xbb\xbfx = 1\n").text == "x = 1\n"
+    for codec in ("idna", "undefined", "rot13", "utf-16", "hex", "nope"):
+        read = source_text(f"# coding: {codec}\nx = 1\n".encode())
+        assert read.text == f"# coding: {codec}\nx = 1\n" and read.notice is not None and codec in read.notice
+
+
+def test_the_census_reads_at_most_its_limit_of_source_that_can_hold_a_site_and_says_what_it_skipped(tmp_path,
+                                                                                                   monkeypatch):
+    """The census's cost is bounded where it reads: past ``SCANNED_LIMIT`` bytes of files that can hold
+    a site, the rest are not read (by path, so always the same ones), and one line says so; files that
+    cannot hold one are still read (they cost a search for ``xpu``). The rate on the densest source:
+    benchmarks/bench_census_dense.py."""
+    from tracker.census import files
+
+    monkeypatch.setattr(files, "SCANNED_LIMIT", 64 << 10)
+    block = XPU_SITE.replace("def free", "def free_{n}")
+    for index in range(8):  # 8 files of some 16 KiB that say xpu, and one that does not
+        text = "".join(block.format(n=n) for n in range(16 * 1024 // len(block)))
+        (tmp_path / "vllm" / f"ops_{index}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "vllm" / f"ops_{index}.py").write_text(text)
+    (tmp_path / "vllm" / "plain.py").write_text("x = 1\n")
+    said: list[str] = []
+    read = dict(files.source_files(tmp_path, skipped=said.append))
+    scanned = sum(len(text.encode()) for name, text in read.items() if files.may_hold_sites(name, text))
+    assert scanned <= files.SCANNED_LIMIT and "vllm/plain.py" in read
+    size = (tmp_path / "vllm" / "ops_0.py").stat().st_size
+    fit = files.SCANNED_LIMIT // size
+    assert sorted(read) == [*(f"vllm/ops_{index}.py" for index in range(fit)), "vllm/plain.py"]
+    assert said == [f"{8 - fit} files that can hold a site (vllm/ops_{fit}.py and more) past the 0.0625 MiB of such "
+                    "source the census reads of one release: not read (vLLM 0.34.0 has 4.7 MiB)"]
+
+
+def pax_sdist(path: Path, pax: bytes) -> Path:
+    """An sdist of vLLM 9.9.9 whose probed file is preceded by a pax header of ``pax``'s bytes, as is."""
+    header = tarfile.TarInfo("vllm-9.9.9/././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, len(pax)
+    return hostile_sdist(path, [(header, pax), member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1"))])
+
+
+@pytest.mark.parametrize("command", READERS)
+@pytest.mark.parametrize(("pax", "said"), [
+    (b"1" * 400_000, "a pax header holding a run of more than 64 digits"),  # CVE-2024-6232's shape
+    (b"30 comment=" + b"7" * 100_000 + b"\n", "a pax header holding a run of more than 64 digits"),
+    (b"9 a" + b" b" * 50_000, "a pax header record that is not LENGTH KEYWORD=VALUE"),
+    (b"x" * 100, "a pax header record that does not start with its length"),
+], ids=["digits", "digits-in-a-value", "no-equals-sign", "no-length"])
+def test_a_pax_header_tarfile_would_parse_in_quadratic_time_is_refused_before_it_does(tmp_path, command, pax, said):
+    """tarfile of CPython 3.11.0-3.11.9 and 3.12.0-3.12.5 (this machine's 3.11.7 among them) is quadratic
+    on such a header (CVE-2024-6232): every pax header is checked in one pass first, on any interpreter."""
+    archive = pax_sdist(tmp_path / "vllm-9.9.9.tar.gz", pax)
+    line = refused(run_reader(command, [str(archive)], tmp_path), 2, f"{archive}: {said}: not a vLLM release")
+    assert len(line) < 400
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_well_formed_pax_header_is_read_as_tarfile_reads_it(tmp_path, command):
+    """A name longer than 100 characters is written in a pax header (every sdist of a long path has one)."""
+    deep = "vllm/" + "/".join(["a_rather_long_package_name"] * 6) + "/xpu_long.py"
+    with tarfile.open(tmp_path / "vllm-9.9.9.tar.gz", "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in (("PKG-INFO", PKG_INFO), ("pyproject.toml", PYPROJECT), (PROBED_FILE, definition_source("x = 1")),
+                           (deep, XPU_SITE.encode()), ("vllm/caf\u00e9.py", b"x = 1\n")):
+            info = tarfile.TarInfo(f"vllm-9.9.9/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000.123456
+            archive.addfile(info, io.BytesIO(data))
+    done = run_reader(command, [str(tmp_path / "vllm-9.9.9.tar.gz")], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    if command == "census":
+        assert "xpu_long.py" in done.stdout and "pytorch/pytorch#188240" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_member_whose_name_no_file_system_takes_is_passed_over_and_said_in_one_bounded_line(tmp_path, command):
+    """Releases are unpacked to disk: a member named past what a file system takes is no file of vLLM's,
+    never the end of the command."""
+    long_name = "vllm/xpu_" + "n" * 50_000 + ".py"
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1")),
+        member(f"vllm-9.9.9/{long_name}", data=XPU_SITE.encode())])
+    done = run_reader(command, [str(archive)], tmp_path)
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    [said] = [line for line in done.stderr.splitlines() if "a path no file system takes" in line]
+    assert len(said) < 600 and "(50,012 characters)" in said, said
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_file_this_machine_cannot_write_while_unpacking_is_said_as_such_in_one_line(tmp_path, command):
+    """A write the system refuses (here: past a file size limit, as a full disk refuses one) is this
+    machine's, said as the unpacking it stopped: never "cannot write" the output, never the index's."""
+    import resource
+    import signal
+
+    archive = hostile_sdist(tmp_path / "vllm-9.9.9.tar.gz", [
+        member(f"vllm-9.9.9/{PROBED_FILE}", data=definition_source("x = 1") + b"#" * 100_000)])
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not the signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    done = subprocess.run([sys.executable, "-m", "tracker.commands", "--manifest", str(FROZEN_MANIFEST), command,
+                           str(archive)], capture_output=True, text=True, timeout=300, preexec_fn=limited,
+                          env={**clean, "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("xpu-workarounds: error: cannot unpack vllm-9.9.9.tar.gz into ")
+    assert done.stderr.endswith(f"{PROBED_FILE}: File too large\n") and "cannot write" not in done.stderr

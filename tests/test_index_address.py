@@ -224,6 +224,16 @@ DIGEST = "#sha256=880f823a5273e6bbecebb9e5959347fb7d951493f20e2e8491f942783522a4
     # A file name that is not a distribution's is part of the path.
     (f"https://{HOST}/t/{TOKEN}", f"https://{HOST}/..."),
     (f"https://{HOST}/files/{TOKEN}.tar.gz.asc", f"https://{HOST}/..."),
+    # Every form a person can write an address in: protocol-relative, without a scheme (credentials, a
+    # port, a dotted host name), a password a URL parser would cut at '#', '?' or '/'.
+    (f"from //{HOST}/t/{TOKEN}/files/{SDIST}", f"from //{HOST}/.../{SDIST}"),
+    (f"index {HOST}:8443/t/{TOKEN}/simple/vllm/ refused", f"index {HOST}:8443/... refused"),
+    (f"index {HOST}/t/{TOKEN}/simple/, then localhost:3141/t/{TOKEN}/", f"index {HOST}/..., then localhost:3141/..."),
+    (f"index {TOKEN}:@{HOST}/simple/ and user:{TOKEN}@{HOST}:8443/simple/", f"index {HOST}/... and {HOST}:8443/..."),
+    (f"https://user:123#{TOKEN}@{HOST}/simple/", f"https://{HOST}/..."),
+    (f"https://user:123?{TOKEN}@{HOST}/simple/", f"https://{HOST}/..."),
+    (f"https://user:123/{TOKEN}@{HOST}/simple/", "https:///..."),
+    (f"//user:123#{TOKEN}@{HOST}/simple/", f"//{HOST}/..."),
 ])
 def test_every_address_in_pips_words_keeps_its_host_and_file_name_only(said, kept):
     assert without_addresses(said) == kept

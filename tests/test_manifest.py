@@ -173,6 +173,14 @@ def test_duplicate_id_points_at_the_second_and_names_the_first(tmp_path):
     assert problems[0].line == line_of(text, 'id = "event-blocking-kwarg"', 2)
 
 
+@pytest.mark.parametrize("keyword", ["import", "class", "async"])
+def test_an_id_that_is_a_python_keyword_is_refused_as_its_module_could_not_be_imported(tmp_path, keyword):
+    text = TEXT.replace('id = "cuda-event-redirect"', f'id = "{keyword}"')
+    _, problems = lint_text(tmp_path, text)
+    assert [(p.field, p.line) for p in problems if "is a Python keyword" in p.message] == [
+        (f"workaround[{keyword}].id", line_of(text, f'id = "{keyword}"'))]
+
+
 def test_toml_syntax_error_points_at_its_line(tmp_path):
     _, problems = lint_text(tmp_path, "schema = 1\n\n[support\nvllm = '1'\n")
     assert [(p.line, p.field) for p in problems] == [(3, "toml")]

@@ -323,3 +323,147 @@ def test_only_a_value_that_starts_with_todo_is_a_placeholder(tmp_path):
 def write_manifest_text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------- every supported release: absent_in
+
+
+def test_a_target_missing_in_older_supported_releases_gets_their_absent_in(repository, tmp_path):
+    index = Index()
+    try:
+        index.publish("0.97.0", vllm_sdist("0.97.0"))  # no vllm/platforms/xpu.py yet
+        index.publish("0.98.0", vllm_sdist("0.98.0", {"vllm/platforms/xpu.py": "class XPUPlatform:\n    pass\n"}))
+        index.publish("0.99.0", vllm_sdist("0.99.0", {"vllm/platforms/xpu.py": XPU_PLATFORM}))
+        result = run("new", NEW_ID, "--target", DOTTED, "-q",
+                     env={**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
+    finally:
+        index.close()
+    assert result.exit_code == 0, result.output
+    assert entry(repository)["targets"] == [{"path": TARGET, "kind": "classmethod", "params": ["device_id"],
+                                             "absent_in": "<0.99.0"}]
+    assert (f'{TARGET} is absent in vLLM 0.97.0, 0.98.0: wrote absent_in = "<0.99.0"') in result.stdout
+    assert "read in the 3 supported vLLM releases from 0.97.0 to 0.99.0" in result.stdout
+    assert run("lint", "workarounds.toml").stdout.count("absent_in") == 0  # a specifier lint accepts
+
+
+@pytest.mark.parametrize(("absent", "expected"), [
+    ([], None),
+    (["0.19.0", "0.20.0"], "<0.21.0"),
+    (["0.21.0"], ">=0.21.0,<=0.21.0"),
+    (["0.20.0", "0.21.0"], ">=0.20.0,<=0.21.0"),
+    (["0.19.0", "0.21.0"], None),  # two runs: no one specifier holds them
+])
+def test_absent_in_is_the_one_specifier_that_holds_exactly_the_releases_without_the_target(absent, expected):
+    from packaging.version import Version
+
+    from tracker.release.scaffold import absent_specifier
+
+    read = [Version(v) for v in ("0.19.0", "0.20.0", "0.21.0", "0.22.0")]
+    found = absent_specifier([Version(v) for v in absent], read)
+    assert found == expected
+    if found is not None:
+        from packaging.specifiers import SpecifierSet
+
+        assert [str(v) for v in read if v in SpecifierSet(found)] == absent
+
+
+@pytest.mark.release_matrix
+def test_new_reads_its_targets_in_every_supported_release_of_pypi(repository):
+    """Real releases (the shared release cache: tests/support/vllm_harness.py ``release_reading``):
+    ``PPHandler.broadcast`` first appears in vLLM 0.23.0; ``check_and_update_config`` is in all."""
+    pp, platform = "vllm.v1.worker.gpu.pp_utils.PPHandler.broadcast", "vllm.platforms.xpu.XPUPlatform.check_and_update_config"
+    result = run("new", NEW_ID, "--target", pp, "--target", platform, "-q")
+    assert result.exit_code == 0, result.output
+    written = {target["path"]: target.get("absent_in") for target in entry(repository)["targets"]}
+    assert written == {"vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast": "<0.23.0",
+                       "vllm.platforms.xpu:XPUPlatform.check_and_update_config": None}
+    assert "supported vLLM releases from 0.19.0 to " in result.stdout  # more as vLLM releases
+
+
+# ------------------------------------------------- hostile manifests, ids and folders
+
+
+def manifest_at(repository: Path, kind: str) -> Path:
+    """``repository``'s manifest replaced by something no command reads as one."""
+    manifest = repository / "workarounds.toml"
+    manifest.unlink()
+    if kind == "fifo":
+        os.mkfifo(manifest)  # nobody writes to it: reading it would wait for ever
+    elif kind == "device":
+        manifest.symlink_to("/dev/zero")  # endless: read whole, it fills the memory
+    elif kind == "folder":
+        manifest.mkdir()
+    elif kind == "latin-1":
+        manifest.write_bytes((HEADER.replace("comment", "caf\xe9") + manifest_text(workaround())).encode("latin-1"))
+    elif kind == "loop":
+        manifest.symlink_to(manifest.name)
+    return manifest
+
+
+@pytest.mark.parametrize(("kind", "said"), [("fifo", "file: not a regular file"), ("device", "file: not a regular file"),
+                                            ("folder", "file: not a regular file"), ("latin-1", "file: not UTF-8"),
+                                            ("loop", "Too many levels of symbolic links")])
+def test_a_manifest_no_command_reads_is_refused_in_one_line_at_once(repository, tree, kind, said):
+    """``--manifest`` is read as every command reads a manifest: a regular file, within its size, UTF-8;
+    a FIFO is never waited on, /dev/zero never read to the end, a folder is no "cannot write"."""
+    manifest = manifest_at(repository, kind)
+    result = run("--manifest", str(manifest), "new", NEW_ID, "--target", DOTTED, "--release", str(tree))
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr and "Traceback" not in result.output and "cannot write" not in result.stderr
+    assert all(len(line) < 400 for line in result.stderr.splitlines())
+    assert not (repository / "workarounds" / "xpu_total_memory.py").exists()
+
+
+@pytest.mark.parametrize("keyword", ["import", "class", "lambda", "none-of-it"])
+def test_an_id_that_is_a_python_keyword_is_refused_as_its_module_could_not_be_imported(repository, tree, keyword):
+    before = snapshot(repository)
+    result = run("new", keyword, "--target", DOTTED, "--release", str(tree))
+    if keyword == "none-of-it":  # a keyword inside an id is no keyword: workarounds.none_of_it imports
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"xpu-workarounds: error: {keyword!r} is a Python keyword: its module, "
+                             "workarounds.<id>, could not be imported; choose another id\n")
+    assert snapshot(repository) == before
+
+
+def test_an_id_a_tracked_entry_has_is_refused(repository, tree):
+    manifest = repository / "workarounds.toml"
+    manifest.write_text(manifest.read_text() + f'''
+[[tracked]]
+id = "{NEW_ID}"
+title = "vLLM's own XPU memory query"
+file = "vllm/platforms/xpu.py"
+marker = "get_device_total_memory"
+carried_in = ">=0.30.0"
+''')
+    assert run("lint").exit_code in (0, 1)
+    before = snapshot(repository)
+    result = new(tree)
+    assert result.exit_code == 2, result.output
+    assert f"already has a [[tracked]] entry {NEW_ID!r}: an id names one entry, of either kind" in result.stderr
+    assert snapshot(repository) == before
+
+
+@pytest.mark.parametrize("folder", ["workarounds", "tests"])
+def test_a_layout_folder_that_is_a_link_out_of_the_repository_is_never_written_through(repository, tree, tmp_path,
+                                                                                       folder):
+    outside = tmp_path / "outside"
+    (repository / folder).rename(outside)
+    (repository / folder).symlink_to(outside)
+    before = snapshot(outside)
+    result = new(tree)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"xpu-workarounds: error: {folder}/ leads out of the repository (to {outside}): new "
+                             "writes nothing through it\n")
+    assert snapshot(outside) == before
+
+
+def test_a_parameter_named_outside_the_basic_multilingual_plane_is_written_as_toml_reads_it(repository, tmp_path):
+    """JSON writes such a character as two surrogate escapes, which TOML refuses: written as it is."""
+    gothic = "\U00010330\U00010331"
+    tree = release_tree(tmp_path / "vllm-0.34.0", platform=XPU_PLATFORM.replace("device_id: int = 0",
+                                                                                f"{gothic}: int = 0"))
+    result = new(tree)
+    assert result.exit_code == 0, result.output
+    assert entry(repository)["targets"][0]["params"] == [gothic]

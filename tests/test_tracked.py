@@ -43,6 +43,9 @@ def test_the_shipped_manifest_tracks_the_census_eleven():
     ('dead_when = "torch>=2.14.0"', 'remaining = "x"', ".remaining", "only an entry with dead_when"),
     ('carried_in = ">=0.29.0"', 'carried_in = ">=0.29.0"\nowner = "x"', ".owner", "unknown key"),
     ('id = "vllm-ec-uint64-pointers"', 'id = "vllm-pp-broadcast-sync"', ".id", "duplicate id"),
+    ('id = "vllm-ec-uint64-pointers"', f'id = "{MANIFEST.workarounds[0].id}"', ".id",
+     "the id of a [[workaround]] too (line "),
+    ('id = "vllm-ec-uint64-pointers"', 'id = "import"', ".id", "is a Python keyword"),
 ])
 def test_lint_points_at_the_line_of_a_broken_tracked_entry(tmp_path, old, new, field, words):
     found = problems_with(tmp_path, old, new)

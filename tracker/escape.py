@@ -8,6 +8,7 @@
 | the same, quoted as code | ``markdown_code`` |
 | the same, one cell of a table | ``markdown_cell`` |
 | the same, paragraphs written in Markdown (a manifest's ``why``) | ``markdown_prose`` |
+| a TOML string the tool writes or prints (an adopted marker, a target's parameters) | ``toml_string`` |
 
 Every printer of text from elsewhere (a manifest, the environment, a server's answer, a pull
 request) goes through the function of its medium, never an ad-hoc ``replace``. Stdlib only.
@@ -99,4 +100,24 @@ def markdown_prose(markdown: str) -> str:
     return _COMMAND_LINE.sub(r"\1\\:", lines).replace("##[", "##\\[")
 
 
-__all__ = ["markdown_cell", "markdown_code", "markdown_prose", "markdown_text", "workflow_command"]
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string on one line that TOML reads back as ``text``: the quote, the
+    backslash and every character that is not printable (controls, C1 controls, bidi overrides, line
+    separators) escaped as ``\\uXXXX``, so that printed it reaches no terminal as itself; a character
+    outside the Basic Multilingual Plane written as it is (TOML has no surrogate escapes), a lone
+    surrogate, which no TOML text holds, as U+FFFD."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\ufffd")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
+__all__ = ["markdown_cell", "markdown_code", "markdown_prose", "markdown_text", "toml_string", "workflow_command"]

@@ -29,17 +29,19 @@ from typing import Any
 import tomlkit
 from packaging.version import InvalidVersion, Version
 
-from tracker import one_line
+from tracker import echoed, one_line
 from tracker.census.count import Census, CountedSite
 from tracker.census.notes import lines as numbered_lines
 from tracker.census.wording import SHORT_NAMES
-from tracker.model.keys import REF, RELEASED_IN, TRACKED_FILE
+from tracker.escape import toml_string
+from tracker.model.keys import LENGTH_LIMITS, REF, RELEASED_IN, TRACKED_FILE
 from tracker.model.manifest import Manifest
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import ErrorKind, ToolError
 
 MARKER_LENGTH = 200  # the longest marker taken whole from a line; a longer line gives its beginning
 TITLE_LENGTH = 120
+ID_LENGTH = LENGTH_LIMITS["id"] - 4  # an adopted id's base: room for "-NNN" within lint's limit
 _STOP_WORDS = frozenset({"a", "an", "the", "to", "of", "on", "in", "for", "and", "or", "is", "are", "be", "it",
                          "this", "that", "we", "so", "if", "no", "not", "with", "as", "by", "at", "note"})
 # A line that only opens or closes a platform check's branch: vLLM keeps it after dropping a workaround.
@@ -83,13 +85,15 @@ def adopted(census: Census, manifest: Manifest, chosen: list[tuple[str, int]] | 
             found = next((c for c in census.sites if c.site.file == file and c.site.line <= line <= c.site.end_line),
                          None)
             if found is None:
-                raise NotAdoptable(f"--site {file}:{line}: no site of vLLM {census.release} holds that line "
-                                   "(`xpu-workarounds census` lists them)")
+                raise NotAdoptable(f"--site {echoed(f'{file}:{line}', quoted=False)}: no site of vLLM "
+                                   f"{echoed(census.release, quoted=False)} holds that line (`xpu-workarounds census` "
+                                   "lists them)")
             if found.tracked is not None:
-                raise NotAdoptable(f"--site {file}:{line}: that site is tracked already, as {found.tracked}")
+                raise NotAdoptable(f"--site {echoed(f'{file}:{line}', quoted=False)}: that site is tracked already, as "
+                                   f"{found.tracked}")
             if found not in sites:
                 sites.append(found)
-    taken = {entry.id for entry in manifest.tracked}
+    taken = {entry.id for entry in manifest.tracked} | set(manifest.ids)  # an id names one entry, of either kind
     written = []
     for counted in sites:
         if not TRACKED_FILE.fullmatch(counted.site.file):
@@ -257,6 +261,8 @@ def _id(counted: CountedSite, taken: set[str]) -> str:
         words = [word for word in re.findall(r"[a-z0-9]+", summary) if word not in _STOP_WORDS]
         tail = "-".join(words[:3]) or "workaround"
     base = "-".join(re.findall(r"[a-z0-9]+", f"vllm {name} {tail}".lower()))
+    if len(base) > ID_LENGTH:  # lint's limit, with room for a number that tells two apart
+        base = base[:ID_LENGTH].rsplit("-", 1)[0] if "-" in base[:ID_LENGTH] else base[:ID_LENGTH]
     identifier, count = base, 1
     while identifier in taken:
         count += 1
@@ -281,7 +287,10 @@ def _tables(adopted: list[Adopted], release: str) -> list[Any]:
         site = one.counted.site
         table.add(tomlkit.comment(one_line(f"{site.where} in vLLM {release}: {site.summary}")[:MARKER_LENGTH]))
         for key, value in one.entry.items():
-            literal = ('"' in value or "\\" in value) and "'" not in value and value.isprintable()
+            if not value.isprintable():  # a marker taken from the release: what is not printable, escaped
+                table.add(key, tomlkit.parse(f"value = {toml_string(value)}")["value"])
+                continue
+            literal = ('"' in value or "\\" in value) and "'" not in value
             table.add(key, tomlkit.string(value, literal=literal))
         table.add(tomlkit.nl())
         tables.append(table)
@@ -305,6 +314,9 @@ def with_tracked(data: bytes, adopted: list[Adopted], release: str, where: objec
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError) as error:
         raise NotAdoptable(f"{where} not written: {error}") from None
     expected.setdefault("tracked", []).extend(one.entry for one in adopted)
+    if "tracked" in document and not isinstance(document["tracked"], tomlkit.items.AoT):
+        raise NotAdoptable(f"{where} not written: its tracked is written as an inline array (tracked = [...]): "
+                           "write each entry as a [[tracked]] table to add to it")
     if "tracked" in document:
         array = document["tracked"]
         if isinstance(array, tomlkit.items.AoT) and array and not array[-1].as_string().endswith("\n\n"):

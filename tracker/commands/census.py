@@ -26,12 +26,14 @@ from tracker.commands.context import (
     QuietOption,
     given_manifest,
     load_manifest,
+    manifest_must_exist,
     must_name_a_release,
 )
 from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import table, table_width, warn
 from tracker.model import reader
+from tracker.model.document import Unreadable, read_bytes
 from tracker.model.manifest import Manifest
 from tracker.release.census import census
 
@@ -55,7 +57,8 @@ def render(result: Census, width: int | None = None) -> str:
     """The census as a person reads it; each table's sites, references and summaries cut to ``width``
     (None: not cut)."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
-    lines = [one_line(f"vLLM {result.release or 'of unknown version'} ({result.source}); XPU pins: {pins}"), ""]
+    release = echoed(result.release, quoted=False) if result.release else "of unknown version"
+    lines = [one_line(f"vLLM {release} ({echoed(result.source, PATH_ECHO_LIMIT, quoted=False)}); XPU pins: {pins}"), ""]
     headers = HEADERS
     lines.append(table(headers, site_rows(result.sites), cut=CUT, width=width) if result.sites
                  else "no inline XPU workaround found")
@@ -132,8 +135,8 @@ def adoption(ctx: typer.Context, adopt: bool, sites: list[str], write: bool, jso
         writable_manifest(given_manifest(ctx))
     chosen = []
     for given in sites:
-        file, _, line = given.rpartition(":")
-        if not file or not line.isdigit() or int(line) < 1:
+        file, _, line = given.rpartition(":")  # a line: ASCII digits ("²" is a digit to str.isdigit), at most nine
+        if not file or not (line.isascii() and line.isdigit()) or len(line) > 9 or int(line) < 1:
             fail(f"--site {echoed(given)} is not FILE:LINE (a file of vLLM's tree as census prints it, such as "
                  "vllm/platforms/xpu.py:402)")
         chosen.append((file, int(line)))
@@ -145,6 +148,7 @@ def writable_manifest(given: Path | None) -> Path:
     copy, or of any installed copy)."""
     if given is None:
         fail("--write adds to the manifest --manifest PATH names (the shipped manifest is never written)")
+    manifest_must_exist(given)  # first: a link loop is one line here, never resolved below
     shipped = [reader.default_path(), Path(paths.PACKAGE_DIR) / MANIFEST_NAME]
     resolved = given.resolve()
     installed = resolved.parent.name == "tracker" and (resolved.parent / "plugin.py").is_file()
@@ -178,12 +182,20 @@ def adopt_sites(ctx: typer.Context, manifest: Manifest, result: Census, chosen: 
     typer.echo(one_line(f"xpu-workarounds: note: {carried_note(result)}"), err=True)
 
 
+def _manifest_bytes(path: Path, shown: str) -> bytes:
+    """The manifest's bytes, read as every command reads a manifest (a regular file, within its size):
+    a FIFO, a device or a folder is one line, never a wait."""
+    try:
+        return read_bytes(path)
+    except Unreadable as error:
+        fail(f"{shown} not written: {error.message}")
+
+
 def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
     """Add ``entries`` to the manifest at ``path``, which must still pass lint: replaced atomically,
     its mode kept, only if nobody changed it meanwhile; nothing written on any failure."""
     shown = echoed(str(path), PATH_ECHO_LIMIT, quoted=False)
-    with on_os_error(f"{shown} not written"):
-        original = path.read_bytes()
+    original = _manifest_bytes(path, shown)
     updated = with_tracked(original, entries, release, where=shown)  # NotAdoptable: said where every command ends
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-adopt-") as scratch:
         checked = Path(scratch) / MANIFEST_NAME
@@ -194,7 +206,11 @@ def write_entries(path: Path, entries: list[Adopted], release: str) -> None:
              f"{problems[0].message})")
 
     def unchanged(temporary: Path) -> None:
-        if path.read_bytes() != original:
+        try:
+            now = read_bytes(path)
+        except Unreadable as error:
+            raise OSError(f"{shown} cannot be read again ({error.message}); run it again") from None
+        if now != original:
             raise OSError(f"{shown} changed while census ran; run it again")
 
     target = Path(os.path.realpath(path))

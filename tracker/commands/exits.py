@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from tracker import one_line
+from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.model.environment import OutsideVariables
 from tracker.model.vocabulary import ErrorKind, ToolError
 
@@ -112,6 +112,10 @@ def ended(step: Callable[[], Any]) -> int | str | None:
                 return ExitCode.INTERRUPTED
             case SystemExit():
                 return error.code
+            case OSError() if error.filename is not None:  # a file's, not the output's: never "cannot write"
+                sys.stderr.write(one_line(f"xpu-workarounds: error: {echoed(str(error.filename), PATH_ECHO_LIMIT, quoted=False)}"
+                                          f": {error.strerror or error}") + "\n")
+                return ExitCode.BAD_INPUT
             case OSError():
                 return _output_failed(error)
         raise  # pragma: no cover - every kind caught is matched above
@@ -123,8 +127,7 @@ def _output_failed(error: OSError) -> ExitCode:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError):
         pass
-    where = f"{error.filename}" if error.filename else "the output"
-    sys.stderr.write(f"xpu-workarounds: error: cannot write {where}: {error.strerror or error}\n")
+    sys.stderr.write(f"xpu-workarounds: error: cannot write the output: {error.strerror or error}\n")
     return ExitCode.PROBLEMS
 
 

@@ -3,32 +3,46 @@
 The texts are ``tracker.release.scaffold``'s; this module chooses where they go and writes them:
 the manifest ``--manifest`` names, else the repository's own ``workarounds.toml`` (the nearest
 from the working directory up to the repository's root), never the manifest of an installed
-copy; the module and the test into the ``[layout]`` folders under the manifest's repository root.
-Every refusal is one line and touches no file.
+copy; the module and the test into the ``[layout]`` folders under the manifest's repository root,
+never through a folder that leads out of it. The manifest is read as every command reads one
+(``tracker.model.document``: a regular file, within its size, UTF-8). Every refusal is one line and
+touches no file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import stat
-import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from packaging.version import InvalidVersion, Version
 
-from tracker import one_line, paths
+from tracker import echoed, one_line, paths
 from tracker.commands import context
 from tracker.commands.context import QuietOption
 from tracker.commands.exits import fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import warn
 from tracker.model import reader
+from tracker.model.document import Unreadable, parse, read_bytes
 from tracker.model.manifest import Layout
 from tracker.model.tables import TableValidator
-from tracker.model.vocabulary import is_id, module_of
-from tracker.release.scaffold import ReadRelease, entry_text, module_text, read_targets, test_text, with_entry
+from tracker.model.vocabulary import KEYWORD_ID, is_id, keyword_id, module_of
+from tracker.release.scaffold import (
+    AcrossReleases,
+    ReadRelease,
+    absent_specifier,
+    across_releases,
+    entry_text,
+    module_text,
+    read_targets,
+    test_text,
+    with_entry,
+)
 
 TO_FILL = "to fill in:"  # how lint names a placeholder (tracker.model.placeholders)
 
@@ -39,11 +53,11 @@ def written_manifest(given: Path | None) -> Path:
     if found is None:
         fail("new adds to a repository's workarounds.toml: run it inside the repository, or name the manifest with "
              "--manifest PATH (an installed copy's is never written)")
+    context.manifest_must_exist(found)  # first: a link loop is one line here, never resolved below
     installed = Path(paths.PACKAGE_DIR) / context.MANIFEST_NAME
     if installed.is_file() and found.resolve() == installed.resolve():
         fail(f"{found} is the manifest of an installed copy, which new never writes: --manifest PATH names a "
              "repository's")
-    context.manifest_must_exist(found)
     return found
 
 
@@ -57,6 +71,16 @@ def repository_root(manifest: Path, layout: Layout) -> Path:
         return Path.cwd()
     fail(f"{manifest} is in no git repository, so there is no root for its workarounds/ and tests/ folders: "
          "run `git init` there, or name them in [layout]")
+
+
+def _floor(data: dict[str, Any]) -> Version | None:
+    """The manifest's ``[support] vllm`` floor, when it names one."""
+    support = data.get("support")
+    written = support.get("vllm") if isinstance(support, dict) else None
+    try:
+        return Version(written) if isinstance(written, str) else None
+    except InvalidVersion:
+        return None
 
 
 def shown(path: Path) -> str:
@@ -76,8 +100,8 @@ def new(
              "with ':' before the attribute); repeatable.")],
     release: Annotated[str | None, typer.Option(
         "--release", metavar="vllm==X | PATH", show_default=False,
-        help="The vLLM release whose source the targets are read from (default: the newest on the package "
-             "index), or a wheel, sdist or source tree.")] = None,
+        help="The vLLM release whose source the targets are read from, or a wheel, sdist or source tree "
+             "(default: the newest on the package index, then every supported release, for absent_in).")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Start a workaround: its manifest entry, module and failing test.
@@ -85,19 +109,27 @@ def new(
     The targets' kind and parameters are read from a vLLM release's source; everything else is a
     placeholder that lint names until it is filled in."""
     if not is_id(workaround_id):
-        fail(f"{workaround_id!r} is not an id: lower-case words of letters and digits joined by '-', the first "
+        fail(f"{echoed(workaround_id)} is not an id: lower-case words of letters and digits joined by '-', the first "
              "starting with a letter")
+    if keyword_id(workaround_id):
+        fail(f"{workaround_id!r} {KEYWORD_ID}")
     manifest = written_manifest(context.given_manifest(ctx))
-    text = manifest.read_text(encoding="utf-8")
     problems = [problem for problem in reader.check(manifest) if not problem.message.startswith(TO_FILL)]
-    if problems:
+    if problems:  # read as every command reads a manifest: a FIFO, a device, a folder, not UTF-8: said here
         for problem in problems:
             typer.echo(one_line(str(problem)), err=True)
         fail(f"{manifest} is invalid (see above): fix what `xpu-workarounds lint {manifest}` lists first")
-    data = tomllib.loads(text)
-    entries = data.get("workaround", [])
-    if workaround_id in [entry.get("id") for entry in entries]:
-        fail(f"{manifest} already has a workaround {workaround_id!r}")
+    try:
+        document = parse(manifest)
+    except Unreadable as error:  # changed since it was checked
+        fail(f"{manifest}: {error.message}")
+    text, data = document.text, document.data
+    for kind in ("workaround", "tracked"):  # an id names one entry, of either kind
+        entries = data.get(kind)
+        if workaround_id in [entry.get("id") for entry in (entries if isinstance(entries, list) else [])
+                             if isinstance(entry, dict)]:
+            named = "workaround" if kind == "workaround" else "[[tracked]] entry"
+            fail(f"{manifest} already has a {named} {workaround_id!r}: an id names one entry, of either kind")
     layout = TableValidator(manifest, text, data).read_layout(data.get("layout"))
     root = repository_root(manifest, layout)
     name = module_of(workaround_id).rpartition(".")[2]
@@ -107,10 +139,13 @@ def new(
         if not folder.is_dir():
             fail(f"no folder {shown(folder)}/: new writes the module into [layout] workarounds and the test into "
                  "[layout] tests")
+        if not folder.resolve().is_relative_to(root.resolve()):
+            fail(f"{shown(folder)}/ leads out of the repository (to {echoed(str(folder.resolve()), quoted=False)}): "
+                 "new writes nothing through it")
     for path in (module, module.with_suffix("") / "__init__.py", test):
         if os.path.lexists(path):
             fail(f"{shown(path)} already exists: a new workaround starts from no files of its own")
-    read = read_release(target, release, quiet)
+    read, across = read_release(target, release, quiet, _floor(data))
     entry = entry_text(workaround_id, read.targets, _dt.date.today())
     updated = with_entry(text, entry)
     if updated is None:
@@ -118,6 +153,8 @@ def new(
     write(manifest, text, updated, {module: module_text(workaround_id), test: test_text(workaround_id)})
     for found in read.targets:
         typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
+    if across is not None:
+        say_across(read, across, workaround_id)
     typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
     typer.echo(one_line(f"wrote {shown(module)}"))
     typer.echo(one_line(f"wrote {shown(test)}"))
@@ -126,15 +163,51 @@ def new(
                         "every other step: docs/adding-a-workaround.md"))
 
 
-def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRelease:
-    """The targets read from ``release`` (default: the newest vLLM on the package index)."""
-    from tracker.release.fetch import newest_release
+def read_release(targets: list[str], release: str | None, quiet: bool,
+                 floor: Version | None) -> tuple[ReadRelease, AcrossReleases | None]:
+    """The targets read from ``release``; by default from the newest vLLM on the package index, then
+    in every supported release (from the manifest's ``[support] vllm`` ``floor``), each given the
+    ``absent_in`` of the releases that lack it."""
+    from tracker.release.supported import index_releases
 
     with shown_progress(quiet) as progress:
-        if release is None:
-            progress.step("asking the package index for the newest vLLM (pip index versions)")
-            release = f"vllm=={newest_release()}"
-        return read_targets(targets, release, progress=progress.step, warn=warn)
+        if release is not None:
+            return read_targets(targets, release, progress=progress.step, warn=warn), None
+        progress.step("asking the package index for vLLM's releases (pip index versions)")
+        releases = index_releases()
+        newest = releases[-1]
+        read = read_targets(targets, f"vllm=={newest}", progress=progress.step, warn=warn)
+        if floor is None:
+            return read, None
+        across = across_releases(read.targets, newest, [found for found in releases if found >= floor],
+                                 progress=progress.step, warn=warn)
+    spread = [dataclasses.replace(target, absent_in=absent_specifier(across.absent[target.path], across.read))
+              for target in read.targets]
+    return dataclasses.replace(read, targets=spread), across
+
+
+def say_across(read: ReadRelease, across: AcrossReleases, workaround_id: str) -> None:
+    """What reading every supported release found: the releases without a target (its ``absent_in``),
+    those where it differs, those that could not be read."""
+    for target in read.targets:
+        absent, differs = across.absent[target.path], across.differs[target.path]
+        if absent and target.absent_in:
+            typer.echo(one_line(f"{target.path} is absent in {_releases(absent)}: wrote absent_in = "
+                                f"\"{target.absent_in}\""))
+        elif absent:
+            typer.echo(one_line(f"{target.path} is absent in {_releases(absent)}, which no one specifier holds: "
+                                "write its absent_in by hand (docs/manifest.md)"))
+        if differs:
+            typer.echo(one_line(f"{target.path} differs in {_releases(differs)}: `xpu-workarounds check "
+                                f"--supported --workaround {workaround_id}` names how"))
+    for release, why in across.unread.items():
+        warn(f"vllm=={release} could not be read, so absent_in does not account for it: {why}")
+    typer.echo(one_line(f"read in the {len(across.read)} supported vLLM releases from {across.read[0]} to "
+                        f"{across.read[-1]}"))
+
+
+def _releases(found: list[Version]) -> str:
+    return "vLLM " + ", ".join(map(str, found))
 
 
 def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -> None:
@@ -143,7 +216,11 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
     created: list[Path] = []
 
     def unchanged(temporary: Path) -> None:
-        if manifest.read_text(encoding="utf-8") != original:
+        try:
+            now = read_bytes(manifest)
+        except Unreadable as error:
+            raise OSError(f"{manifest} cannot be read again ({error.message}); run it again") from None
+        if now != original.encode("utf-8"):
             raise OSError(f"{manifest} changed while new ran; run it again")
 
     def undo() -> None:

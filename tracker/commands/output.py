@@ -23,8 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from tracker import one_line
+from tracker import echoed, one_line
 from tracker.model.environment import OutsideVariables
+
+RENDER_WIDTH = 1 << 16  # columns rich draws a table in: a wider row would lose columns
+CELL_LIMIT = 4096  # characters of one cell at most: a table of a few columns always fits RENDER_WIDTH
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -105,7 +108,9 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO 
                   header_style="bold" if coloured else "")
     for header in headers:
         drawn.add_column(header, no_wrap=True, overflow="ignore")
-    cells = [[Text(one_line(cell), style=style_of(cell) if coloured else "") for cell in row] for row in rows]
+    limit = min(CELL_LIMIT, RENDER_WIDTH // max(len(headers), 1) - 40)  # room for "… (N characters)" and padding
+    cells = [[Text(echoed(one_line(cell), limit, quoted=False), style=style_of(cell) if coloured else "")
+              for cell in row] for row in rows]
     if width is not None and cut:
         for index, room in _fitted(headers, cells, list(cut), width).items():
             for row in cells:
@@ -162,7 +167,7 @@ def _render(renderable: object, coloured: bool) -> str:
     from rich.console import Console
 
     buffer = io.StringIO()
-    console = Console(file=buffer, width=1 << 16, force_terminal=coloured, no_color=not coloured,
+    console = Console(file=buffer, width=RENDER_WIDTH, force_terminal=coloured, no_color=not coloured,
                       color_system="standard" if coloured else None, highlight=False, markup=False, emoji=False,
                       soft_wrap=False, legacy_windows=False)
     console.print(renderable)

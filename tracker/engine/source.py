@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tracker.model.vocabulary import TargetKind
+from tracker.source_text import read_source
 
 
 def module_exists(name: str) -> bool | None:
@@ -107,6 +108,13 @@ def _parsed(path: Path) -> ast.Module | None:
     return parsed_file(path)
 
 
+def forget_parsed() -> None:
+    """Drop the syntax trees kept of the files read so far: a release's tree, once read and removed,
+    is never read again, and the trees of a few large modules kept alive make every garbage
+    collection of the process slower (``check --supported`` reads 22 releases one after another)."""
+    _parsed.cache_clear()
+
+
 def parsed_module(name: str) -> ast.Module | None:
     """The syntax tree of module ``name``'s source, or None when it has no readable ``.py`` source."""
     source = module_source(name)
@@ -117,8 +125,9 @@ def parsed_file(path: Path) -> ast.Module | None:
     """The syntax tree of the Python source at ``path`` as it is now (not cached), or None when it
     cannot be read or parsed."""
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
+        read = read_source(path)  # the one reader of source: a declared codec only from its allow-list
+        return ast.parse(read.text, filename=str(path)) if read is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
         return None
 
 

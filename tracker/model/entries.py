@@ -29,6 +29,7 @@ from tracker.model.keys import (
     WORKAROUND_KEYS,
     WORKAROUND_REQUIRED,
     WORKAROUND_STRINGS,
+    too_long,
 )
 from tracker.model.manifest import (
     Manifest,
@@ -46,6 +47,7 @@ from tracker.model.tables import TableValidator, Where
 from tracker.model.tracked import read_tracked
 from tracker.model.versions import COMPONENTS
 from tracker.model.vocabulary import (
+    KEYWORD_ID,
     PARTIAL_ROLES,
     PLATFORMS,
     RELEASED_STATES,
@@ -59,6 +61,7 @@ from tracker.model.vocabulary import (
     TargetKind,
     entry_label,
     is_id,
+    keyword_id,
 )
 
 
@@ -102,11 +105,22 @@ class ManifestValidator(TableValidator):
             if workaround is not None:
                 workarounds.append(workaround)
         tracked = read_tracked(self, data.get("tracked"), lambda index, key: self.lines.of("tracked", index, key))
+        self.check_ids_across(seen, data.get("tracked"))
         self.check_sourced(workarounds, sources)
         if self.problems:
             return None, self.problems
         return Manifest(self.path, support, tuple(workarounds), {w.id: w for w in workarounds}, self.policy,
                         tracked, layout=layout, sources=sources), []
+
+    def check_ids_across(self, workaround_ids: dict[str, int], tracked: object) -> None:
+        """An id names one entry, of either kind: a ``[[tracked]]`` entry never takes a ``[[workaround]]``'s
+        (``explain`` and the dashboard would show only one)."""
+        for index, entry in enumerate(tracked if isinstance(tracked, list) else []):
+            raw_id = entry.get("id") if isinstance(entry, dict) else None
+            if isinstance(raw_id, str) and raw_id in workaround_ids:
+                first = self.lines.of("workaround", workaround_ids[raw_id], "id")
+                self.problem(self.lines.of("tracked", index, "id"), f"{entry_label('tracked', raw_id, index)}.id",
+                             f"the id of a [[workaround]] too (line {first}): an id names one entry")
 
     def check_sourced(self, workarounds: list[Workaround], sources: dict[str, Source]) -> None:
         """A component a window or a release names must have a source: its releases are what retire it."""
@@ -137,8 +151,12 @@ class ManifestValidator(TableValidator):
             value = entry.get(key)
             if key in entry and (not isinstance(value, str) or not value.strip()):
                 self.problem(line(key), f"{label}.{key}", "must be a non-empty string")
+            elif (long := too_long(key, value)) is not None:
+                self.problem(line(key), f"{label}.{key}", long)
         if isinstance(raw_id, str) and raw_id and not is_id(raw_id):
             self.problem(line("id"), f"{label}.id", "must be lower-case words joined by '-'")
+        elif is_id(raw_id) and keyword_id(raw_id):
+            self.problem(line("id"), f"{label}.id", KEYWORD_ID)
         platform = entry.get("platform")
         if isinstance(platform, str) and platform not in PLATFORMS:
             self.problem(line("platform"), f"{label}.platform", f"{echoed(platform)} is not one of {', '.join(PLATFORMS)}")

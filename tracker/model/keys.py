@@ -49,3 +49,15 @@ RELATIVE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[A-Za-z0-9_./-]+(?<!/)$")
 PIN_GLOB = re.compile(r"^(?!/)(?!.*//)(?!.*/(?!\n)$)(?!(?:.*/)?\.\.?(?:/|$))(?!.*\*\*)[^\\\x00-\x1f\x7f]+(?!\n)$")
 TRACKED_FILE = re.compile(r"^vllm/[A-Za-z0-9_/]+\.py$")
 MARKER_LIMIT = 512  # characters of an inline fix's marker
+# The longest id and title, of either kind of entry: the bot writes both into the titles of issues and
+# pull requests ("Inline XPU workaround ID is dead code: TITLE"), which GitHub holds to 256 characters.
+LENGTH_LIMITS = {"id": 64, "title": 150}
+
+
+def too_long(key: str, value: object) -> str | None:
+    """Why ``value`` is too long for ``key`` (``LENGTH_LIMITS``); None: it is not."""
+    limit = LENGTH_LIMITS.get(key)
+    if limit is None or not isinstance(value, str) or len(value) <= limit:
+        return None
+    return f"longer than {limit} characters: the bot writes it into issue and pull request titles, which GitHub " \
+           "holds to 256"

@@ -18,9 +18,9 @@ from typing import Any, NamedTuple, Protocol
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from tracker.model.keys import REF, TRACKED_FILE, TRACKED_KEYS, TRACKED_REQUIRED
+from tracker.model.keys import REF, TRACKED_FILE, TRACKED_KEYS, TRACKED_REQUIRED, too_long
 from tracker.model.manifest import InlineWorkaround, Release
-from tracker.model.vocabulary import entry_label, is_id
+from tracker.model.vocabulary import KEYWORD_ID, entry_label, is_id, keyword_id
 
 
 class _Reader(Protocol):
@@ -78,6 +78,8 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
     for key in ("id", "title", "file", "marker", "waits_on", "link", "remaining", "note"):
         if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
             found.append((at(key), f"{label}.{key}", "must be a non-empty string"))
+        elif (long := too_long(key, entry.get(key))) is not None:
+            found.append((at(key), f"{label}.{key}", long))
     checks = (("id", is_id, "must be lower-case words joined by '-'"),
               ("file", TRACKED_FILE.fullmatch, "must be a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"),
               ("waits_on", REF.fullmatch, "is not OWNER/REPO#NUMBER"))
@@ -85,6 +87,8 @@ def _check(reader: _Reader, entry: dict[str, Any], label: str, at: Callable[...,
         value = entry.get(key)
         if isinstance(value, str) and value.strip() and not well_formed(value):
             found.append((at(key), f"{label}.{key}", message))
+    if is_id(entry.get("id")) and keyword_id(entry["id"]):
+        found.append((at("id"), f"{label}.id", KEYWORD_ID))
     link = entry.get("link")
     if isinstance(link, str) and link.strip() and not link.startswith("https://"):
         found.append((at("link"), f"{label}.link", "must be an https:// address"))

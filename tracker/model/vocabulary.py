@@ -158,6 +158,18 @@ def is_id(value: object) -> TypeGuard[str]:
             and all(word.isalnum() and word == word.lower() for word in value.split("-")))
 
 
+def keyword_id(value: str) -> bool:
+    """Whether an id is a Python keyword (``import``, ``class``): its module, ``workarounds.<id>``,
+    could not be imported (``from workarounds import import`` does not compile), so no entry of
+    either kind takes it."""
+    import keyword
+
+    return keyword.iskeyword(value.replace("-", "_"))
+
+
+KEYWORD_ID = "is a Python keyword: its module, workarounds.<id>, could not be imported; choose another id"
+
+
 def entry_label(table: str, raw_id: object, index: int) -> str:
     """How a problem names a manifest entry: ``table[id]`` when its id is well-formed, else
     ``table[index]`` (an id is untrusted text: ``:`` or a newline in it would break the

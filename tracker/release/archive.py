@@ -3,6 +3,13 @@
 vLLM's largest source file is under 1 MiB and its whole sdist unpacks to some hundred MiB in a
 few thousand members; an archive beyond the limits below is no vLLM release and is refused
 before more of it is read or written.
+
+``tarfile`` of CPython 3.11.0-3.11.9 and 3.12.0-3.12.5 parses a pax header in quadratic time
+(CVE-2024-6232: a run of digits, a record without ``=``), and ``requires-python`` cannot leave
+those patch releases out while taking the later ones. So every pax header is checked first, in
+one pass (``_LinearPax``): well-formed records only (``LENGTH KEYWORD=VALUE\n``, each length
+its record's), no run of more than ``PAX_DIGITS`` digits, at most ``PAX_LIMIT`` bytes; any other
+is refused before ``tarfile`` parses it, on every interpreter alike.
 """
 
 from __future__ import annotations
@@ -14,20 +21,34 @@ import zlib
 from collections.abc import Callable, Iterator
 from email.parser import Parser
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from tracker.release.errors import CheckInputError
+from tracker import PATH_ECHO_LIMIT, echoed
+from tracker.model.pins import XPU_REQUIREMENTS
+from tracker.release.errors import CheckInputError, UnpackError
 
 FILE_LIMIT = 16 << 20
 ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
 MEMBERS_LIMIT = 100_000
-WRITTEN_LIMIT = 512 << 20  # bytes unpacked to disk: vLLM's Python source is some 60 MiB
+WRITTEN_LIMIT = 64 << 20  # bytes unpacked to disk: what the readers keep of vLLM 0.34.0 is 5 MiB
+NAME_LIMIT = 255  # bytes of one part of a path a file system takes (no file of vLLM's comes near it)
+PATH_LIMIT = 1024  # bytes of a member's whole path written (vLLM's longest is under 200)
+PAX_LIMIT = 1 << 20  # bytes of one pax header (a real one names a path and times: under a KiB)
+PAX_DIGITS = 64  # the longest run of digits in one (a time with its fraction is some 20)
+VERSION_FILE = "vllm/_version.py"
+# The files that say what a release is: its version, and the torch and vllm-xpu-kernels it pins for XPU.
+DECLARING = frozenset({"PKG-INFO", VERSION_FILE, XPU_REQUIREMENTS})
 # The compression methods zipfile reads (a wheel's are stored or deflated).
 _READABLE = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
 
 
+def release_file(relative: str) -> bool:
+    """The files of a release every reader may read: vLLM's Python source, its version and its XPU pins."""
+    return relative in DECLARING or (relative.startswith("vllm/") and relative.endswith(".py"))
+
+
 def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
-           kept: Callable[[str, bytes], bool] | None = None) -> Path:
+           kept: Callable[[str, bytes], bool] | None = None, skipped: Callable[[str], None] | None = None) -> Path:
     """Extract the ``wanted`` files (paths relative to the source tree) of an sdist or wheel into
     ``into``; with ``kept``, only those it keeps once their bytes are read.
 
@@ -35,11 +56,18 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
     path that leaves it); an archive of more than ``MEMBERS_LIMIT`` members or ``ARCHIVE_LIMIT``
     bytes, a wanted file over ``FILE_LIMIT``, kept files over ``WRITTEN_LIMIT`` together, a
     wanted file held twice or both a file and a folder, is refused (``CheckInputError``) before
-    more is read or written."""
+    more is read or written. A member whose path no file system takes (a part over ``NAME_LIMIT``
+    bytes, the whole over ``PATH_LIMIT``) is no file of vLLM's: it is not written, and ``skipped`` is
+    told. A file that cannot be written (a full disk) is ``UnpackError``, naming it, in one line."""
     into.mkdir(parents=True, exist_ok=True)
     written = 0
     for relative, data in members(archive, wanted):
         if kept is not None and not kept(relative, data):
+            continue
+        if not _writable(relative):
+            if skipped is not None:
+                skipped(f"{archive.name}: {echoed(relative, PATH_ECHO_LIMIT, quoted=False)}: a path no file system "
+                        f"takes (a part over {NAME_LIMIT} bytes, or over {PATH_LIMIT} in all): not read")
             continue
         written += len(data)
         if written > WRITTEN_LIMIT:
@@ -50,7 +78,16 @@ def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
         except (NotADirectoryError, IsADirectoryError, FileExistsError):
             raise CheckInputError(f"{archive}: {relative} is both a file and a folder in it: "
                                   "not a vLLM release") from None
+        except OSError as error:  # this machine's: a full disk, a temporary directory that cannot take it
+            raise UnpackError(f"cannot unpack {archive.name} into {echoed(str(into), PATH_ECHO_LIMIT, quoted=False)}: "
+                              f"{echoed(relative, PATH_ECHO_LIMIT, quoted=False)}: {error.strerror or error}") from None
     return into
+
+
+def _writable(relative: str) -> bool:
+    """Whether a file system takes ``relative`` as a path (``NAME_LIMIT``, ``PATH_LIMIT``)."""
+    encoded = relative.encode("utf-8", "surrogateescape")
+    return len(encoded) <= PATH_LIMIT and all(len(part) <= NAME_LIMIT for part in encoded.split(b"/"))
 
 
 def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
@@ -67,7 +104,7 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
         seen.add(relative)
 
     try:
-        if archive.name.endswith(".whl"):
+        if archive.name.endswith((".whl", ".zip")):  # a wheel, or a release's reading (cache)
             with zipfile.ZipFile(archive) as wheel:
                 listed = wheel.infolist()
                 _bounded(archive, len(listed), sum(info.file_size for info in listed))
@@ -79,7 +116,7 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                         with wheel.open(info) as handle:
                             yield relative, _read_bounded(archive, relative, handle, info.file_size)
         elif archive.name.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(archive, "r:gz") as sdist:
+            with tarfile.open(archive, "r:gz", tarinfo=_LinearPax) as sdist:
                 count = total = 0
                 for member in sdist:
                     count, total = count + 1, total + max(member.size, 0)
@@ -93,11 +130,74 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
                             yield relative, _read_bounded(archive, relative, extracted, member.size)
         else:
             raise CheckInputError(f"{archive}: not a wheel (.whl) or source distribution (.tar.gz)")
+    except PaxRefused as error:
+        raise CheckInputError(f"{archive}: {error}: not a vLLM release") from None
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, ValueError,
             NotImplementedError) as error:  # the last: a compression method zipfile lists but cannot read
         if isinstance(error, CheckInputError):
             raise
         raise CheckInputError(f"{archive}: cannot be read ({error})") from None
+
+
+class PaxRefused(tarfile.TarError):
+    """A pax header ``tarfile`` would parse in more than linear time, or that is not one."""
+
+
+_LONG_DIGITS = re.compile(rb"\d{%d}" % (PAX_DIGITS + 1))
+
+
+def pax_problem(data: bytes) -> str | None:
+    """What is wrong with a pax header's bytes (its records, then padding), found in one pass; None: nothing."""
+    if len(data) > PAX_LIMIT:
+        return f"a pax header of {len(data):,} bytes, more than {PAX_LIMIT >> 20} MiB"
+    if _LONG_DIGITS.search(data):
+        return f"a pax header holding a run of more than {PAX_DIGITS} digits"
+    position = 0
+    while position < len(data) and data[position] != 0:
+        space = data.find(b" ", position, position + PAX_DIGITS + 1)
+        if space <= position or not data[position:space].isdigit():
+            return "a pax header record that does not start with its length"
+        end = position + int(data[position:space])
+        if end <= space + 1 or end > len(data) or data[end - 1] != 0x0A or data.find(b"=", space + 2, end) < 0:
+            return "a pax header record that is not LENGTH KEYWORD=VALUE"
+        position = end
+    if data[position:].strip(b"\0"):
+        return "a pax header with bytes after its records"
+    return None
+
+
+class _Replayed:
+    """A tar stream whose next read gives ``block`` (already read from it), then reads on from it."""
+
+    def __init__(self, block: bytes, stream: Any) -> None:
+        self.block: bytes | None = block
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.block is None:
+            return bytes(self.stream.read(size))
+        block, self.block = self.block, None
+        return block
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _LinearPax(tarfile.TarInfo):
+    """A member header of a source distribution; a pax header is checked (``pax_problem``) before
+    ``tarfile`` parses it (the module docstring)."""
+
+    def _proc_pax(self, opened: Any) -> Any:  # tarfile's own (undocumented) step, which reads a pax header
+        stream = opened.fileobj
+        block = stream.read(self._block(self.size))  # type: ignore[attr-defined]
+        problem = pax_problem(block[:self.size])
+        if problem is not None:
+            raise PaxRefused(problem)
+        opened.fileobj = _Replayed(block, stream)
+        try:
+            return super()._proc_pax(opened)  # type: ignore[misc]
+        finally:
+            opened.fileobj = stream
 
 
 def _normalised(name: str) -> str | None:
@@ -153,4 +253,5 @@ def declared_version(info: str | None, written: str | None) -> str | None:
     return None
 
 
-__all__ = ["ARCHIVE_LIMIT", "FILE_LIMIT", "MEMBERS_LIMIT", "WRITTEN_LIMIT", "declared_version", "members", "unpack"]
+__all__ = ["ARCHIVE_LIMIT", "DECLARING", "FILE_LIMIT", "MEMBERS_LIMIT", "VERSION_FILE", "WRITTEN_LIMIT", "declared_version",
+           "members", "release_file", "unpack"]

@@ -29,6 +29,7 @@ from tracker.model.pins import XPU_REQUIREMENTS
 from tracker.model.vocabulary import SCHEMA, Choice, Reason, TargetFound
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release, opened_tree
+from tracker.source_text import read_source
 
 
 @dataclass(frozen=True)
@@ -141,10 +142,10 @@ def check_target(target: Target, root: Path) -> TargetCheck:
 
 def _parses(path: Path) -> bool:
     try:
-        ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        read = read_source(path)  # the one reader of source: a declared codec only from its allow-list
+        return read is not None and bool(ast.parse(read.text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return True
 
 
 def _probe(w: Workaround, root: Path) -> tuple[bool | None, str]:
@@ -223,7 +224,8 @@ def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
 def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) -> TrackedCheck:
     """Whether ``inline``'s marker is in its file exactly when the manifest says this release carries it."""
     path = root / inline.file
-    found = path.is_file() and inline.marker in path.read_text(encoding="utf-8", errors="replace")
+    read = read_source(path)
+    found = read is not None and inline.marker in read.text
     carried = version is not None and inline.carried_in.contains(version, prereleases=True)
     problem = None
     if version is not None and carried and not found:
@@ -237,7 +239,8 @@ def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) 
 def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progress: Say = silent,
           warn: Say = silent) -> ReleaseCheck:
     """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``opened.open_release``)."""
-    with open_release(what, also=needed_files(manifest), workdir=workdir, progress=progress, warn=warn) as release:
+    with open_release(what, also=needed_files(manifest), workdir=workdir, sites=False, progress=progress,
+                      warn=warn) as release:
         return check_opened(manifest, release, progress=progress)
 
 

@@ -11,10 +11,17 @@ class CheckInputError(ToolError, ValueError):
     kind = ErrorKind.BAD_INPUT
 
 
+class UnpackError(ToolError, RuntimeError):
+    """A release's file could not be written where it is unpacked (a full disk, a temporary directory
+    that cannot take it): this machine's setup, neither the caller's input nor the index's answer."""
+
+    kind = ErrorKind.BAD_INPUT
+
+
 class NotFetchable(ToolError, RuntimeError):
     """pip could not fetch the release, or the index gave something that is no release."""
 
     kind = ErrorKind.OUTSIDE_SERVICE
 
 
-__all__ = ["CheckInputError", "NotFetchable"]
+__all__ = ["CheckInputError", "NotFetchable", "UnpackError"]

@@ -7,6 +7,13 @@ when the index refuses a download, and urllib3 names its path alone (``Max retri
 with url: /t/TOKEN/...``). Whatever pip says is kept only through ``without_addresses``, before
 it reaches any text the tool writes (an issue, a comment, the step summary, an annotation, JSON,
 a log): every medium then shows the same reduced text. Stdlib only.
+
+Every form a person or pip can write an address in is one: with a scheme, protocol-relative
+(``//host/t/TOKEN/``), without a scheme but with credentials or a port (``TOKEN@host/simple/``,
+``host:8443/t/TOKEN/``) or a dotted host name (``pkgs.example.com/t/TOKEN/``), or a path from
+the root. Credentials are whatever comes before the last ``@`` of the address's authority, even
+where they hold a ``#``, ``?`` or ``/`` a URL parser would stop at (``user:123#x@host``); when
+that cannot be told, no host is shown at all.
 """
 
 from __future__ import annotations
@@ -16,7 +23,13 @@ import re
 # A URL of any scheme (https, file, git+https ..., or none before its ``://``) up to the next white
 # space, or a path from the root (a request's path as urllib3 names it, a local file) that follows
 # no word, dot or slash. A scheme starts a word and is bounded: a long word is read once.
-_ADDRESS = re.compile(r"(?:(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31})?://\S*|(?<![\w./~-])/[^\s/]\S*")
+_ADDRESS = re.compile(
+    r"(?:(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31})?://\S*"  # with a scheme (or a bare ://)
+    r"|(?<![\w./~:-])//[^\s/]\S*"  # protocol-relative
+    r"|(?<![\w./~@:%+-])(?:[^\s/@]{1,256}@)?(?:[A-Za-z0-9-]{1,63}\.){0,16}[A-Za-z0-9-]{1,63}:[0-9]{1,5}/\S*"  # host:port/
+    r"|(?<![\w./~@:%+-])[^\s/@]{1,256}@(?:[A-Za-z0-9-]{1,63}\.){0,16}[A-Za-z0-9-]{1,63}/\S*"  # userinfo@host/
+    r"|(?<![\w./~@:%+-])(?:[A-Za-z0-9-]{1,63}\.){1,16}[A-Za-z][A-Za-z0-9-]{0,62}/\S*"  # a dotted host name/
+    r"|(?<![\w./~-])/[^\s/]\S*")  # a path from the root
 # What the text around an address puts right after it: quotes, brackets, punctuation.
 _CLOSING = ")]}>'\",.;:!?"
 # A host as it may be shown: a name or an IPv4 or IPv6 address, and a port; none (``file:///``).
@@ -40,13 +53,34 @@ def _reduced(found: re.Match[str]) -> str:
     kept = len(address.rstrip(_CLOSING))
     address, closing = address[:kept], address[kept:]
     scheme, separator, rest = address.partition("://")
-    if not separator:  # a path from the root
+    if separator:
+        prefix = f"{scheme}://"
+    elif address.startswith("//"):  # protocol-relative
+        prefix, rest = "//", address[2:]
+    elif address.startswith("/"):  # a path from the root
         return _rest(address) + closing
-    end = min((at for at in (rest.find(mark) for mark in "/?#") if at >= 0), default=len(rest))
-    host, rest = rest[:end].rpartition("@")[2], rest[end:]
-    if not _HOST.fullmatch(host):  # not a host (a password with a slash in it, say): none is shown
-        host, rest = "", ELIDED
-    return f"{scheme}://{host}{_rest(rest)}{closing}"
+    else:  # no scheme: a host with credentials, a port or a dotted name
+        prefix, rest = "", address
+    host, rest = _host(rest)
+    return f"{prefix}{host}{_rest(rest)}{closing}"
+
+
+def _host(rest: str) -> tuple[str, str]:
+    """(the host as it may be shown, what follows it) of an address after its scheme: the authority
+    runs to the first ``/``, and its credentials to its last ``@``; a host that cannot be told from
+    credentials (a ``@`` only after a ``/``, a ``:``, ``?`` or ``#`` before it) is none."""
+    slash = rest.find("/")
+    authority, after = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+    if "@" in authority:
+        host = authority.rpartition("@")[2]
+    else:
+        host = authority
+        if "@" in after and any(mark in authority for mark in ":?#"):  # a password cut at a slash
+            return "", ELIDED
+    host = re.split(r"[?#]", host, maxsplit=1)[0]
+    if not _HOST.fullmatch(host):  # not a host: none is shown
+        return "", ELIDED
+    return host, after
 
 
 def _rest(rest: str) -> str:

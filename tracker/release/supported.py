@@ -10,8 +10,6 @@ answers in one row: the problems of the workarounds asked about, or why it could
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +19,7 @@ from tracker.model.manifest import Manifest
 from tracker.model.vocabulary import SCHEMA
 from tracker.release.compare import Disagreement, check
 from tracker.release.errors import CheckInputError, NotFetchable
-from tracker.release.fetch import Say, pip_failure, silent
+from tracker.release.fetch import Say, index_versions, pip_failure, silent
 
 _AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
 
@@ -29,11 +27,7 @@ _AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
 def index_releases(*, timeout: float = 120) -> list[Version]:
     """Every final vLLM release the package index lists, oldest first (``pip index versions``);
     ``NotFetchable`` when the index cannot be reached or lists none."""
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "index", "versions", "vllm"]
-    try:  # pip's configuration is this process's environment, which the child inherits
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise NotFetchable(f"pip index versions vllm: {error}") from None
+    done = index_versions(timeout=timeout)  # never asks for a password: a refusal is an answer
     found = _AVAILABLE.search(done.stdout) if done.returncode == 0 else None
     if found is None:
         raise NotFetchable(f"pip index versions vllm failed: {pip_failure(done.stderr, 'no release listed')}")
@@ -93,8 +87,12 @@ def check_release(manifest: Manifest, release: Version, workaround: str | None, 
 
 def check_supported(manifest: Manifest, workaround: str | None = None, *, progress: Say = silent,
                     warn: Say = silent) -> SupportedCheck:
-    """Every release from the ``[support] vllm`` floor to the newest on the index, checked in order."""
+    """Every release from the ``[support] vllm`` floor to the newest on the index, checked in order;
+    with ``workaround``, that one alone (only its targets' modules are read of each release)."""
     floor = manifest.support["vllm"]
+    if workaround is not None:
+        only = manifest.by_id[workaround]
+        manifest = manifest._replace(workarounds=(only,), by_id={workaround: only}, tracked=())
     progress("asking the package index for vLLM's releases (pip index versions)")
     releases = [release for release in index_releases() if release >= floor]
     if not releases:

@@ -30,6 +30,7 @@ from tracker.model.manifest import DEFAULT_SOURCES, InlineWorkaround, Manifest
 from tracker.model.pins import xpu_pins
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.limits import clipped, cut, fitted, shortened
+from tracker.retire.limits import title as issue_title
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import Action, ActionKind
 from tracker.retire.texts import marker, read_marker, replace_marker
@@ -90,7 +91,7 @@ def states(manifest: Manifest, snapshot: Snapshot, read: Callable[[str], str]) -
 
 
 def title(state: InlineState) -> str:
-    return f"Inline XPU workaround {state.inline.id} is dead code: {state.inline.title}"
+    return issue_title(f"Inline XPU workaround {state.inline.id} is dead code: {state.inline.title}")
 
 
 def body(state: InlineState, snapshot: Snapshot, pins: str) -> str:

@@ -5,8 +5,10 @@ characters, and shows at most 1 MiB of a step's summary. Every body the bot writ
 function of how many items its longest lists may show (``fitted``): all of them when the text
 fits, else as many as fit, each list ending in a line that counts the rest and says where the
 whole list is (``shortened``). A text that does not fit even with no item shown is cut
-(``cut``), keeping its last line, where the bot's hidden marker is. The step summary is appended
-to within its own limit (``tracker.retire.summary.append``, with ``cut_bytes``).
+(``cut``), keeping its last line whole when it is the bot's hidden marker (an HTML comment, which
+the next run finds its issue or PR by), whatever the id in it. The step summary is appended to
+within its own limit (``tracker.retire.summary.append``, with ``cut_bytes``). GitHub refuses a
+title over 256 characters: every title the bot writes is made by ``title``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 BODY_LIMIT = 65_536  # characters: an issue's, a pull request's or a comment's body
+TITLE_LIMIT = 256  # characters: an issue's or a pull request's title
 SUMMARY_LIMIT = 1 << 20  # bytes: one step's summary
-# The longest last line ``cut`` keeps (the bot's marker is a few dozen characters).
+# The longest last line ``cut`` keeps that is not the bot's marker (which it keeps whole).
 _KEPT_LAST_LINE = 300
 
 
@@ -25,6 +28,16 @@ def shortened(items: Sequence[str], shown: int | None, rest: Callable[[int], str
     if shown is None or len(items) <= shown:
         return list(items)
     return [*items[:shown], rest(len(items) - shown)]
+
+
+def title(text: str) -> str:
+    """An issue's or pull request's title: ``text`` on one line, at most ``TITLE_LIMIT`` characters."""
+    return clipped(" ".join(text.split()), TITLE_LIMIT - 1)
+
+
+def _is_marker(line: str) -> bool:
+    """Whether ``line`` is the bot's hidden marker (``texts.marker``, ``upgrade.MARKER``): an HTML comment."""
+    return line.startswith("<!-- xpu-workarounds:") and line.endswith("-->")
 
 
 def clipped(text: str, length: int) -> str:
@@ -56,7 +69,7 @@ def cut(text: str, limit: int = BODY_LIMIT) -> str:
     if len(text) <= limit:
         return text
     body, _, last = text.rstrip("\n").rpartition("\n")
-    if len(last) > _KEPT_LAST_LINE:
+    if (len(last) > _KEPT_LAST_LINE and not _is_marker(last)) or len(last) > limit // 2:
         body, last = text, ""
     note = (f"\n\n… cut here: the whole text has {len(text):,} characters, more than the {limit:,} GitHub "
             "takes.\n\n")
@@ -84,4 +97,4 @@ def cut_bytes(text: str, room: int) -> str:
     return head + note
 
 
-__all__ = ["BODY_LIMIT", "SUMMARY_LIMIT", "clipped", "cut", "cut_bytes", "fitted", "shortened"]
+__all__ = ["BODY_LIMIT", "SUMMARY_LIMIT", "TITLE_LIMIT", "clipped", "cut", "cut_bytes", "fitted", "shortened", "title"]

@@ -26,7 +26,7 @@ from tracker.model.manifest import Manifest
 from tracker.model.pin_files import is_pin_file
 from tracker.release.census import census_opened
 from tracker.release.compare import ReleaseCheck, check_opened, needed_files
-from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.errors import CheckInputError, NotFetchable, UnpackError
 from tracker.release.fetch import Say, newest_release, silent
 from tracker.release.opened import open_release
 from tracker.retire.failures import StepFailed
@@ -102,7 +102,7 @@ def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None,
                           warn=warn) as newest_opened:
             result.checked = check_opened(manifest, newest_opened, progress=progress)
             result.sites = sites = census_opened(manifest, newest_opened, progress=progress, warn=warn)
-    except (NotFetchable, CheckInputError) as error:
+    except (NotFetchable, CheckInputError, UnpackError) as error:
         result.checked = result.sites = None
         result.failure = f"vLLM {found} could not be read from the package index: {error}"
         return result
@@ -112,7 +112,7 @@ def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None,
                               warn=warn) as pinned_opened:
                 result.old = check_opened(manifest, pinned_opened, progress=progress)
                 result.sites = compare(sites, census_opened(manifest, pinned_opened, progress=progress, warn=warn))
-        except (NotFetchable, CheckInputError) as error:
+        except (NotFetchable, CheckInputError, UnpackError) as error:
             result.old = None
             result.notes.append(f"vLLM {pinned} (the pin) could not be compared: {error}")
     return result

@@ -7,6 +7,11 @@ read. Another changed file that could pin vLLM (a ``*.txt``, a ``*.in``, a ``pyp
 is never checked; the first ``OTHERS_READ`` of them are read all the same, so that one that moves
 vLLM is named (with the ``[layout] pins`` line that would count it) rather than passed over in
 silence. The look-ahead reads the pin at the base branch with the same rules.
+
+What a PR can make the check do is bounded: reading a pin file costs at most two requests (its head
+and its base), and a run spends at most ``REQUESTS`` of them on pin files. A pin file past that
+budget is not read, and named (``Moves.unread_pins``): the check fails closed on it, as on a pin it
+cannot check, rather than pass what it never read.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ _INSTALLED_NAME = re.compile(r"([A-Za-z0-9._]+?)(?:-\d[^/]*|\.git|\.whl|\.tar\.g
 # A changed file that is not a pin file but could pin vLLM, and how many of those are read.
 _COULD_PIN = re.compile(r"(?:.*/)?(?:pyproject\.toml|[^/]*\.(?:txt|in))")
 OTHERS_READ = 20
+# The requests a run spends reading pin files (two per file at most: head and base). A real PR moves
+# a handful; GitHub lists up to 3,000 changed files, and an Actions token has 1,000 requests an hour.
+REQUESTS = 200
 
 
 def _names_vllm(text: str) -> bool:
@@ -92,7 +100,7 @@ def vllm_requirements(path: str, text: str) -> tuple[VllmRequirement, ...]:
     if path.endswith(".toml"):
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nested deeper than the parser recurses
             return ()
         project: Any = data.get("project")
         project = project if isinstance(project, dict) else {}
@@ -137,6 +145,21 @@ class Moves:
     pins: list[PinMove] = field(default_factory=list)
     elsewhere: dict[str, list[str]] = field(default_factory=dict)
     unread: int = 0
+    unread_pins: list[str] = field(default_factory=list)  # pin files past the request budget: never passed
+
+
+@dataclass
+class Budget:
+    """The requests left to spend on pin files (``REQUESTS``)."""
+
+    left: int = REQUESTS
+
+    def take(self, requests: int) -> bool:
+        """Spend ``requests`` when that many are left; False (nothing spent): the budget is gone."""
+        if requests > self.left:
+            return False
+        self.left -= requests
+        return True
 
 
 def file_text(repo: Repository, path: str, ref: str) -> str | None:
@@ -171,10 +194,13 @@ def pin_moves(repo: Repository, pr: PullRequest, pins: tuple[str, ...]) -> Moves
     (base commit -> head commit), one move per requirement at the head; and the other changed files
     that move vLLM (module docstring)."""
     found = Moves()
-    others = 0
+    others, budget = 0, Budget()
     for changed in pr.get_files():
         path = changed.filename
         if is_pin_file(path, pins):
+            if not budget.take(2):
+                found.unread_pins.append(path)
+                continue
             moved = _moved(repo, pr, path)
             if moved is not None:
                 base, head = moved
@@ -205,6 +231,12 @@ def _more(count: int) -> str:
 
 def _declarable(path: str) -> str | None:
     return None if pin_glob_problem(declaring(path)) else declaring(path)
+
+
+def unread_reason(moves: Moves) -> str:
+    """Why ``moves.unread_pins`` were not read (one sentence's end)."""
+    return (f"not read: the check spends at most {REQUESTS} requests on the pin files of one PR (two per file), and "
+            f"this PR changes {len(moves.unread_pins)} more")
 
 
 def elsewhere_lines(moves: Moves, pins: tuple[str, ...]) -> list[str]:
@@ -245,5 +277,5 @@ def elsewhere_text(moves: Moves, pins: tuple[str, ...]) -> str | None:
     return "\n".join([*lines, ""]) + "\n"
 
 
-__all__ = ["OTHERS_READ", "Moves", "PinMove", "VllmRequirement", "elsewhere_lines", "elsewhere_text", "file_text",
-           "pin_moves", "pins_line", "vllm_requirements"]
+__all__ = ["OTHERS_READ", "REQUESTS", "Budget", "Moves", "PinMove", "VllmRequirement", "elsewhere_lines", "elsewhere_text", "file_text",
+           "pin_moves", "pins_line", "unread_reason", "vllm_requirements"]

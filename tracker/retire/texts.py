@@ -15,7 +15,7 @@ from tracker.escape import markdown_cell, markdown_text
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, removal_condition
 from tracker.model.vocabulary import Role
-from tracker.retire.limits import fitted, shortened
+from tracker.retire.limits import fitted, shortened, title
 from tracker.retire.removal import MANIFEST_PATH, Removal, Snapshot, module_name
 from tracker.upstream.facts import Report
 from tracker.upstream.floors import Floors
@@ -103,7 +103,7 @@ def facts_text(facts: Report | None, manifest_path: str = MANIFEST_PATH) -> str:
 
 
 def pr_title(w: Workaround) -> str:
-    return f"Retire workaround {w.id}: no supported stack needs it"
+    return title(f"Retire workaround {w.id}: no supported stack needs it")
 
 
 def _evidence_of(ref: str, facts: Report | None) -> str:
@@ -206,7 +206,7 @@ def facts_digest(changes: list[FactChange]) -> str:
 
 def facts_title(changes: list[FactChange]) -> str:
     refs = sorted({change.ref for change in changes})
-    return f"Record upstream facts: {len(refs)} reference{'s' if len(refs) != 1 else ''} changed"
+    return title(f"Record upstream facts: {len(refs)} reference{'s' if len(refs) != 1 else ''} changed")
 
 
 def facts_body(changes: list[FactChange], facts: Report, snapshot: Snapshot, digest: str,

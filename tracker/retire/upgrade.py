@@ -20,6 +20,11 @@ Every name and text taken from the PR is quoted as a Markdown code span, so that
 text. A PR from a fork gets a read-only token from GitHub: the same text then goes to the step
 summary only. A changed file that is not a pin file but moves vLLM gets no comment: the step
 summary names it, with the ``[layout] pins`` line that would count it.
+
+What a PR makes the check do is bounded by ``pin_moves.REQUESTS`` (requests spent reading pin
+files) and ``RELEASES_OPENED`` (distinct releases fetched and checked, each named once however many
+files name it): a pin file or a release past either bound is never passed but named as not checked,
+and the step fails, as on any pin it cannot check.
 """
 
 from __future__ import annotations
@@ -42,7 +47,16 @@ from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
 from tracker.retire.limits import clipped, fitted, shortened
-from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
+from tracker.retire.pin_moves import (
+    Moves,
+    PinMove,
+    VllmRequirement,
+    elsewhere_lines,
+    elsewhere_text,
+    file_text,
+    pin_moves,
+    unread_reason,
+)
 from tracker.upstream.identity import token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
@@ -54,6 +68,9 @@ MARKER = "<!-- xpu-workarounds:upgrade-check -->"
 IN_SUMMARY = ": the whole list is in this check's step summary"  # where a list the comment shortens is whole
 SUMMARY_SHOWN = 300  # characters of a site's summary in the comment
 REFERENCES_SHOWN = 5  # references named per site in the comment
+# Distinct releases one run fetches and checks (new ones first, then the old ones compared with): a
+# real upgrade moves to one, pin files that disagree to two or three.
+RELEASES_OPENED = 4
 
 
 class UpgradeError(ToolError):
@@ -77,6 +94,7 @@ class ReleaseMove:
     paths: list[str]
     old: Version | None
     new: Version
+    uncompared: str | None = None  # why the old release is not opened (past ``RELEASES_OPENED``)
 
 
 def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
@@ -89,6 +107,43 @@ def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
         grouped.paths.append(move.path)
         grouped.old = grouped.old or move.old
     return list(found.values())
+
+
+def within_budget(moves: list[PinMove], releases: list[ReleaseMove]) -> tuple[list[PinMove], list[ReleaseMove]]:
+    """The moves and releases the check opens at most ``RELEASES_OPENED`` releases for: every new release
+    past the bound is not checked (its moves turned into requirements naming no release, which fail the
+    step), and an old release past it only not compared."""
+    named = {release.new for release in releases} | {release.old for release in releases if release.old is not None}
+    kept = releases[:RELEASES_OPENED]
+    opened = {release.new for release in kept}
+    for release in kept:
+        if release.old is None or release.old in opened:
+            continue
+        if len(opened) < RELEASES_OPENED:
+            opened.add(release.old)
+        else:
+            release.uncompared = (f"not fetched: the check opens at most {RELEASES_OPENED} releases per run, and this "
+                                  f"PR's pin files name {len(named)}")
+    over = {release.new for release in releases[RELEASES_OPENED:]}
+    why = (f"not checked: the check opens at most {RELEASES_OPENED} releases per run, and this PR's pin files name "
+           f"{len(named)}")
+    kept_moves = [dataclasses.replace(move, requirement=dataclasses.replace(move.requirement, release=None, why=why))
+                  if move.new in over else move for move in moves]
+    return kept_moves, kept
+
+
+def with_unread(found: Moves) -> list[PinMove]:
+    """The pin files' moves, then each pin file past the request budget as a requirement naming no release
+    (``pin_moves.Budget``): never passed, it fails the step."""
+    why = unread_reason(found)
+    return [*found.pins, *(PinMove(path, None, VllmRequirement("", None, why)) for path in found.unread_pins)]
+
+
+def _requirement(move: PinMove, quoted: bool) -> str:
+    """``move``'s requirement after its path (nothing: a pin file not read)."""
+    if not move.requirement.text:
+        return ""
+    return f" {markdown_code(move.requirement.text)}:" if quoted else f" {move.requirement.text!r} was"
 
 
 def _decisions(result: ReleaseCheck | None) -> dict[str, Choice]:
@@ -207,8 +262,8 @@ def disagreement(moves: list[ReleaseMove]) -> str | None:
 
 def unchecked_lines(moves: list[PinMove]) -> list[str]:
     """One line per requirement no release can be checked for: the file, the requirement, why."""
-    return [f"{move.path}: {move.requirement.text!r} was not checked: {move.requirement.why}"
-            for move in moves if move.new is None]
+    return [f"{move.path}:{_requirement(move, False)} not checked: "
+            f"{move.requirement.why}" for move in moves if move.new is None]
 
 
 def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove],
@@ -219,9 +274,9 @@ def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[Re
     unchecked = [move for move in moves if move.new is None]
     if unchecked:
         lines += ["### vLLM requirements that were not checked", "",
-                  "The check fetches a release from the package index by its version; these name none, so what "
-                  "they would install is not known:", "",
-                  *shortened([f"- {markdown_code(move.path)}: {markdown_code(move.requirement.text)}: "
+                  "The check fetches a release from the package index by its version, and reads or fetches only so "
+                  "many for one PR; for these it did not, so what they would install is not known:", "",
+                  *shortened([f"- {markdown_code(move.path)}:{_requirement(move, True)} "
                               f"{move.requirement.why}" for move in unchecked], shown,
                              lambda rest: f"- and {rest} more{IN_SUMMARY}"), ""]
     if len(releases) > 1:
@@ -299,7 +354,10 @@ def _read(manifest: Manifest, releases: list[ReleaseMove], stack: contextlib.Exi
         new = checked(move.new, True)
         assert new is not None
         old, unavailable, inline = None, None, None
-        if move.old is not None:
+        if move.uncompared is not None:  # past the releases one run opens: only the comparison is lost
+            unavailable = move.uncompared
+            warnings.append(f"vLLM {move.old} could not be compared: {unavailable}")
+        elif move.old is not None:
             old = checked(move.old, False)
             if old is None:  # only the comparison is lost
                 unavailable = " ".join(str(read[move.old]).split())
@@ -339,11 +397,11 @@ def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, n
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
     pins = manifest.layout.pins
     found = pin_moves(repo, pr, pins)
-    moves, elsewhere, notice = found.pins, elsewhere_lines(found, pins), elsewhere_text(found, pins)
+    moves, elsewhere, notice = with_unread(found), elsewhere_lines(found, pins), elsewhere_text(found, pins)
     if not moves:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check",
                        elsewhere=elsewhere, notice=notice)
-    releases = release_moves(moves)
+    moves, releases = within_budget(moves, release_moves(moves))
     parts, drift, warnings = read_releases(manifest, releases, progress=progress, warn=warn)
 
     def written(shown: int | None) -> str:
