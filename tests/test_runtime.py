@@ -268,7 +268,8 @@ def test_a_workaround_whose_targets_are_not_imported_imports_its_module_only_wit
     pp = only(runtime.report())
     assert (pp["decision"], pp["outcome"], pp["error"]) == ("apply", "waiting", None)
     assert pp["targets"] == [{"path": f"{package[0]}.pp_utils:PPHandler.broadcast", "outcome": "waiting",
-                              "detail": f"waiting until {package[0]}.pp_utils is imported", "aliases": []}]
+                              "detail": f"waiting until {package[0]}.pp_utils is imported", "aliases": [],
+                              "left": []}]
     assert module not in sys.modules
     pp_utils = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
     assert module in sys.modules

@@ -65,11 +65,11 @@ def test_processes_that_agree_are_listed_by_process_with_the_gone_named_exit_0(t
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"Reports in {tmp_path}: 2 running process(es), 1 gone; they agree"
-    assert lines[2].split() == ["PID", "PROCESS", "PARENT", "STATE", "PLATFORM", "APPLIED", "WAITING", "FAILED",
-                                "DRIFTED"]
+    assert lines[2].split() == ["PID", "PROCESS", "PARENT", "STATE", "PLATFORM", "APPLIED", "PARTIAL", "WAITING",
+                                "FAILED", "DRIFTED"]
     rows = {line.split()[0]: line.split() for line in lines[3:6]}
-    assert rows[str(me)] == [str(me), "api_server", "-", "running", "xpu", "first-fix", "second-fix", "-", "-"]
-    assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-",
+    assert rows[str(me)] == [str(me), "api_server", "-", "running", "xpu", "first-fix", "-", "second-fix", "-", "-"]
+    assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-", "-",
                                 "-", "-"]
     assert rows[str(gone)][3] == "gone"
     assert lines[-2:] == [f"  process {gone} (main)", f"  to clear them: rm -- {tmp_path / f'{gone}.json'}"]
