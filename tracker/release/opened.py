@@ -113,14 +113,17 @@ def _text(root: Path, relative: str, shown: Path) -> str | None:
 
 @contextlib.contextmanager
 def open_release(what: str, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
+                 progress: Say = silent, warn: Say = silent, mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
     """``what`` (``vllm==X``, or the path of a wheel, an sdist or a source tree) opened once, for the
     length of the block (the module docstring): of an archive, the files ``release_file`` names and
     ``also`` (paths relative to the tree) unpacked into a private temporary directory removed after
     the block; a source tree where it is. ``CheckInputError`` when ``what`` is none of these or breaks
     a rule; ``NotFetchable`` when the index does not give the release, or gives something that is no
-    release. ``reader`` names who reads the files in the progress line."""
+    release. ``reader`` names who reads the files in the progress line. ``mentioning``: of an archive,
+    vLLM's Python files whose text holds one of these words are kept too (where a target may be bound
+    under another name: ``tracker.release.bindings``)."""
     wanted = set(also)
+    words = [word.encode() for word in mentioning]
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as (found, asked):
         if found.is_dir():
             yield opened_tree(found, also=wanted)
@@ -135,7 +138,7 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
                 nonlocal package
                 package = package or relative.startswith("vllm/")
                 return (relative in wanted or relative in DECLARING or len(data) > SOURCE_LIMIT
-                        or may_hold_sites(relative, data))
+                        or may_hold_sites(relative, data) or any(word in data for word in words))
 
             with index_answered(asked):
                 archive.unpack(found, root, lambda relative: release_file(relative) or relative in wanted, kept=kept)
