@@ -105,6 +105,18 @@ def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, ch
     assert (by_pid[child]["process"], by_pid[child]["parent"], by_pid[child]["state"]) == ("worker", me, "running")
 
 
+def test_a_process_where_a_workaround_applied_only_partially_is_flagged_exit_3_naming_what_is_left(tmp_path, child):
+    me = os.getpid()
+    left = "vllm.utils.async_utils:collect_from_async_generator still reaching the original: default argument of m.f"
+    write(tmp_path, me, entry("first-fix", "applied"), role="engine_core")
+    write(tmp_path, child, entry("first-fix", "partial", error=left), role="worker", parent=me)
+    result = status("--reports", str(tmp_path))
+    assert result.returncode == 3, result.stderr
+    assert f"  process {child} (worker): first-fix partial: {left}" in result.stdout.splitlines()
+    row = next(line.split() for line in result.stdout.splitlines() if line.startswith(str(child)))
+    assert row[5:] == ["-", "first-fix", "-", "-", "-"]  # APPLIED, PARTIAL, WAITING, FAILED, DRIFTED
+
+
 def test_a_process_that_decided_differently_is_named_with_its_difference_in_words(tmp_path, child):
     """Each side names the workaround it decided: with two that differ, neither reads as the other."""
     me = os.getpid()
