@@ -467,9 +467,12 @@ _templates: dict[int, types.CodeType] = {}  # number of free variables -> the re
 
 
 def _redirectable(raw: Any) -> bool:
-    """A plain Python function (not a generator or coroutine function, whose kind callers test):
-    its code can be swapped for code that calls the wrapper."""
-    return type(raw) is types.FunctionType and not raw.__code__.co_flags & _UNBOUND_FLAGS
+    """A plain Python function (not a generator or coroutine function, whose kind callers test)
+    whose code can be swapped for code that calls the wrapper (one with as many free variables)."""
+    if type(raw) is not types.FunctionType or raw.__code__.co_flags & _UNBOUND_FLAGS:
+        return False
+    free = len(raw.__code__.co_freevars)
+    return len(_template(free).co_freevars) == free
 
 
 def _clone(function: types.FunctionType) -> types.FunctionType:
