@@ -5,7 +5,8 @@
 Sections: plugin (register() in a vLLM process), hotpath (wrapper overhead per call),
 cli (status latency), check (``check vllm==X`` with its release source
 cached; downloads one vLLM sdist), census (``census vllm==X`` with its sdist cached, against
-``check``; downloads two vLLM sdists), census-growth (the census on inputs 1x, 4x and 16x as large,
+``check``; downloads two vLLM sdists), loop (a contributor's loop on the warm release cache:
+``check --supported``, one workaround's, a census whose result is kept), census-growth (the census on inputs 1x, 4x and 16x as large,
 in three shapes), github (requests to keep current; benchmarks/bench_upstream.py),
 scale (cli, plugin and github with a generated 500-workaround manifest), cluster
 (``status --cluster`` on a local Ray cluster of 1, 2 and 3 nodes). Figures are
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import scale_manifest
 from benchmarks.measure import verdict
 
-SECTIONS = ("plugin", "hotpath", "cli", "check", "census", "census-growth", "github", "scale", "cluster")
+SECTIONS = ("plugin", "hotpath", "cli", "check", "census", "loop", "census-growth", "github", "scale", "cluster")
 
 
 def machine() -> dict:
@@ -91,6 +92,9 @@ def run_section(name: str, quick: bool, scale_path: Path | None) -> list[dict]:
     if name == "census":
         from benchmarks import bench_census
         return [bench_census.run(quick)]
+    if name == "loop":
+        from benchmarks import bench_loop
+        return [bench_loop.run(quick)]
     if name == "census-growth":
         from benchmarks import bench_census_growth
         return [bench_census_growth.run(quick)]

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support.decisions import ISSUE_STACK as ISSUE_STACK_VERSIONS
@@ -11,6 +12,7 @@ from support.manifests import workaround, write_manifest
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
 
+import tracker
 from tracker.commands.app import COMMANDS, app
 from tracker.decision.gates import decide
 from tracker.model import reader
@@ -219,6 +221,29 @@ def test_a_value_given_is_converted_as_typer_converts_it():
     assert given.exit_code == 0, given.output
     versions = json.loads(given.stdout)["environment"]["versions"]
     assert (versions["vllm"], versions["torch"]) == ("0.27.1", "2.12.0")
+
+
+def test_a_required_option_not_given_is_named_as_typer_names_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("new", "some-fix")
+    assert result.exit_code == 2
+    assert "Error: Missing option '--target'." in result.stderr
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("stauts", "'status'"), ("cach", "'cache'"),
+                                              ("chekc", "'check', 'cache'")])
+def test_a_mistyped_command_gets_typers_own_suggestion_from_the_lazily_loaded_commands(typed, meant):
+    result = run(typed)
+    assert result.exit_code == 2
+    assert f"Error: No such command '{typed}'. Did you mean {meant}?" in result.stderr
+
+
+def test_the_command_line_reaches_no_private_name_of_typer():
+    """typer is not capped (a vLLM image resolves it): what the command line uses of it is its public
+    API and click's (``Parameter.process_value``, a group's ``commands``)."""
+    sources = {path: path.read_text(encoding="utf-8") for path in Path(tracker.__file__).parent.rglob("*.py")}
+    assert [str(path) for path, text in sources.items()
+            if "typer._coercion" in text or "_runtime_param" in text or "build_runtime_param" in text] == []
 
 
 def test_status_says_vllms_source_was_not_probed_for_a_described_vllm(tmp_path):

@@ -177,20 +177,22 @@ def counted_reads(monkeypatch) -> tuple[Counter[str], Counter[str]]:
 
 def test_a_look_ahead_reads_and_hashes_each_release_once(tmp_path, monkeypatch):
     """The newest release checked and its census taken, the pinned one checked and its census taken,
-    the two censuses compared: each release opened once, downloaded into the release cache and again
-    from it."""
+    the two censuses compared: each release opened once, downloaded into the release cache (its sdist
+    read and hashed once, to make its reading, which is then hashed to be recorded and read once) and
+    again from it (its reading alone, hashed and read once)."""
     index = Index()  # it serves the pinned release
     try:
         index.publish(NEWEST, vllm_sdist(NEWEST, {SITE: BROUGHT}))
         for name, value in {**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")}.items():
             monkeypatch.setenv(name, value)
         manifest = reader.load(FROZEN_MANIFEST)
-        for run in ("downloaded", "from the release cache"):
+        readings = {f"vllm-{NEWEST}.zip": 1, f"vllm-{PINNED}.zip": 1}
+        for run, each_once in (("downloaded", {**readings, f"vllm-{NEWEST}.tar.gz": 1, f"vllm-{PINNED}.tar.gz": 1}),
+                               ("from the release cache", readings)):
             read, hashed = counted_reads(monkeypatch)
             found = look_ahead(manifest, Version(PINNED), "requirements.txt", newest=lambda: Version(NEWEST))
             assert (found.failure, found.notes) == (None, []) and found.checked and found.old, run
             assert [c.site.file for c in found.sites.new] == [SITE] and found.sites.gone == [], run
-            each_once = {f"vllm-{NEWEST}.tar.gz": 1, f"vllm-{PINNED}.tar.gz": 1}
             assert (read, hashed) == (each_once, each_once), run
         assert len([path for path in index.requests if path.startswith("/files/")]) == 2
     finally:

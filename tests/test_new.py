@@ -335,3 +335,58 @@ def test_only_a_value_that_starts_with_todo_is_a_placeholder(tmp_path):
 def write_manifest_text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------- every supported release: absent_in
+
+
+def test_a_target_missing_in_older_supported_releases_gets_their_absent_in(repository, tmp_path):
+    index = Index()
+    try:
+        index.publish("0.97.0", vllm_sdist("0.97.0"))  # no vllm/platforms/xpu.py yet
+        index.publish("0.98.0", vllm_sdist("0.98.0", {"vllm/platforms/xpu.py": "class XPUPlatform:\n    pass\n"}))
+        index.publish("0.99.0", vllm_sdist("0.99.0", {"vllm/platforms/xpu.py": XPU_PLATFORM}))
+        result = run("new", NEW_ID, "--target", DOTTED, "-q",
+                     env={**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
+    finally:
+        index.close()
+    assert result.exit_code == 0, result.output
+    assert entry(repository)["targets"] == [{"path": TARGET, "kind": "classmethod", "params": ["device_id"],
+                                             "absent_in": "<0.99.0"}]
+    assert (f'{TARGET} is absent in vLLM 0.97.0, 0.98.0: wrote absent_in = "<0.99.0"') in result.stdout
+    assert "read in the 3 supported vLLM releases from 0.97.0 to 0.99.0" in result.stdout
+    assert run("lint", "workarounds.toml").stdout.count("absent_in") == 0  # a specifier lint accepts
+
+
+@pytest.mark.parametrize(("absent", "expected"), [
+    ([], None),
+    (["0.19.0", "0.20.0"], "<0.21.0"),
+    (["0.21.0"], ">=0.21.0,<=0.21.0"),
+    (["0.20.0", "0.21.0"], ">=0.20.0,<=0.21.0"),
+    (["0.19.0", "0.21.0"], None),  # two runs: no one specifier holds them
+])
+def test_absent_in_is_the_one_specifier_that_holds_exactly_the_releases_without_the_target(absent, expected):
+    from packaging.version import Version
+
+    from tracker.release.scaffold import absent_specifier
+
+    read = [Version(v) for v in ("0.19.0", "0.20.0", "0.21.0", "0.22.0")]
+    found = absent_specifier([Version(v) for v in absent], read)
+    assert found == expected
+    if found is not None:
+        from packaging.specifiers import SpecifierSet
+
+        assert [str(v) for v in read if v in SpecifierSet(found)] == absent
+
+
+@pytest.mark.release_matrix
+def test_new_reads_its_targets_in_every_supported_release_of_pypi(repository):
+    """Real releases (the shared release cache: tests/support/vllm_harness.py ``release_reading``):
+    ``PPHandler.broadcast`` first appears in vLLM 0.23.0; ``check_and_update_config`` is in all."""
+    pp, platform = "vllm.v1.worker.gpu.pp_utils.PPHandler.broadcast", "vllm.platforms.xpu.XPUPlatform.check_and_update_config"
+    result = run("new", NEW_ID, "--target", pp, "--target", platform, "-q")
+    assert result.exit_code == 0, result.output
+    written = {target["path"]: target.get("absent_in") for target in entry(repository)["targets"]}
+    assert written == {"vllm.v1.worker.gpu.pp_utils:PPHandler.broadcast": "<0.23.0",
+                       "vllm.platforms.xpu:XPUPlatform.check_and_update_config": None}
+    assert "supported vLLM releases from 0.19.0 to " in result.stdout  # more as vLLM releases

@@ -51,7 +51,7 @@ def test_check_shows_the_download_the_unpacking_and_the_scan_on_a_terminal(index
     # Again, from the cache: verified, not fetched.
     code, out, terminal = stderr_on_terminal(["check", "--json", f"vllm=={VERSION}"], env)
     assert json.loads(out)["vllm"] == VERSION
-    assert f"verifying the cached vllm-{VERSION}.tar.gz" in terminal and "fetching" not in terminal
+    assert f"verifying the cached vllm-{VERSION}.zip" in terminal and "fetching" not in terminal
 
 
 @pytest.mark.parametrize("quiet", ["--quiet", "-q"])

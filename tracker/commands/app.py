@@ -8,11 +8,11 @@ torch, vLLM nor PyGithub. GitHub code is imported only by the commands that talk
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Annotated, Any
 
 import typer
@@ -45,49 +45,49 @@ COMMANDS = {
     "census": ("tracker.commands.census", "census_command"),
     "upstream": ("tracker.commands.upstream", "upstream"),
     "retire": ("tracker.commands.retire", "retire"),
+    "cache": ("tracker.commands.cache", "cache"),
 }
 _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
-def _plain_values(params: list[Any]) -> list[Any]:
-    """``params``, each of typer's parameters given a coercion that returns an absent value (None;
-    ``()`` where it takes several) as typer's does, without building anything, and builds typer's
-    own (``typer._coercion.build_runtime_param``) the first time a value is given.
+def absent_values(kind: type[click.Parameter]) -> type:
+    """``kind`` (typer's class of a parameter) giving an absent value (None; ``()`` where it takes
+    several) as typer does, through click's public ``Parameter.process_value``, without asking typer
+    to convert it; a value given is converted by typer as it always is (a subclass: every other
+    method is typer's).
 
     typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter it processes, absent or not,
     and imports pydantic's validation machinery to do so: most of what ``status --json`` cost beyond
-    importing typer and pydantic (docs/benchmarks.md), for ten parameters none of which had a value.
-    A parameter whose typer keeps its coercion elsewhere (a later typer) is left as typer made it."""
+    importing typer and pydantic (docs/benchmarks.md), for ten parameters none of which had a value."""
+
+    def process_value(self: Any, ctx: click.Context, value: Any) -> Any:
+        if value is not None:
+            return kind.process_value(self, ctx, value)
+        value = () if self.multiple or self.nargs == -1 else None
+        if self.required:
+            raise click_errors.MissingParameter(ctx=ctx, param=self)
+        if self.callback is not None:
+            value = self.callback(ctx, self, value)
+        return value
+
+    return type(kind.__name__, (kind,), {"process_value": process_value, "__module__": __name__,
+                                         "__doc__": kind.__doc__})
+
+
+_ABSENT_VALUES: dict[type[click.Parameter], type] = {}
+
+
+def _plain_values(params: list[Any]) -> list[Any]:
+    """``params``, each of typer's parameters given ``absent_values``' class of its own (a parameter
+    typer makes is never told the class to be, so it is given it here, once)."""
     for param in params:
-        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
-            param._runtime_param = _FirstValue(param)
+        kind = type(param)
+        if kind in _ABSENT_VALUES.values() or not hasattr(param, "type_descriptor"):
+            continue
+        if kind not in _ABSENT_VALUES:
+            _ABSENT_VALUES[kind] = absent_values(kind)
+        param.__class__ = _ABSENT_VALUES[kind]
     return params
-
-
-class _FirstValue:
-    """typer's coercion of one parameter (``RuntimeParam``), built when a value comes; anything else
-    typer asks of it is asked of typer's own."""
-
-    def __init__(self, param: Any) -> None:
-        self.param = param
-        self.built: Any = None
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is None:
-            return () if param.multiple or param.nargs == -1 else None
-        return self.typers().coerce(value, param=param, ctx=ctx)
-
-    def typers(self) -> Any:
-        if self.built is None:
-            from typer._coercion import build_runtime_param
-
-            self.built = build_runtime_param(self.param.type_descriptor)
-        return self.built
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("param", "built"):  # not set yet (a copy being made), or Python's own
-            raise AttributeError(name)
-        return getattr(self.typers(), name)
 
 
 class PlainValuesCommand(TyperCommand):
@@ -97,29 +97,49 @@ class PlainValuesCommand(TyperCommand):
         return _plain_values(super().get_params(ctx))
 
 
+class LazyCommands(MutableMapping[str, Any]):
+    """The group's ``commands`` (click's public mapping of a group's subcommands by name): every name
+    of ``COMMANDS`` listed, a command's module imported and its command built the first time it is
+    looked up, so that listing names imports nothing and a command pays for its own parameters
+    alone. typer's suggestion of a close name for a mistyped command reads the names from here."""
+
+    def __init__(self) -> None:
+        self.built: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in COMMANDS:
+            raise KeyError(name)
+        if name not in self.built:
+            module, function = COMMANDS[name]
+            single = typer.Typer(add_completion=False, context_settings=_SETTINGS, pretty_exceptions_enable=False,
+                                 rich_markup_mode=None)
+            single.command(name, cls=PlainValuesCommand)(getattr(importlib.import_module(module), function))
+            self.built[name] = typer.main.get_command(single)
+        return self.built[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self.built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"the command {name} cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*COMMANDS, *(name for name in self.built if name not in COMMANDS)])
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self.built))
+
+
 class LazyGroup(TyperGroup):
-    """The program's group through click's documented hooks for lazily loaded subcommands
-    (``list_commands``, ``get_command``): a command's module is imported and its command built the
-    first time it is asked for, so that listing names imports nothing and a command pays for its
-    own parameters alone; the group's own parameters, and each command's, as ``_plain_values`` says."""
+    """The program's group, its commands loaded when asked for (``LazyCommands``) and listed in
+    ``COMMANDS``' order; the group's own parameters, and each command's, as ``_plain_values`` says."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.built: dict[str, click.Command] = {}
+        self.commands = LazyCommands()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
-            return None
-        if cmd_name not in self.built:
-            module, function = COMMANDS[cmd_name]
-            single = typer.Typer(add_completion=False, context_settings=_SETTINGS, pretty_exceptions_enable=False,
-                                 rich_markup_mode=None)
-            single.command(cmd_name, cls=PlainValuesCommand)(getattr(importlib.import_module(module), function))
-            self.built[cmd_name] = typer.main.get_command(single)
-        return self.built[cmd_name]
+        return list(self.commands)
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return _plain_values(super().get_params(ctx))
@@ -131,18 +151,6 @@ class LazyGroup(TyperGroup):
             return super().invoke(ctx)
         except ToolError as error:
             raise typer.Exit(exits.said(error)) from None
-
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
-                                                                              list[str]]:
-        """typer suggests a close name for a mistyped command from the group's ``commands`` mapping,
-        which these hooks leave empty: the same suggestion, from ``list_commands``."""
-        try:
-            return super().resolve_command(ctx, args)
-        except click_errors.UsageError as error:
-            close = difflib.get_close_matches(args[0], self.list_commands(ctx)) if self.suggest_commands and args else []
-            if close:
-                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
-            raise
 
 
 app = typer.Typer(

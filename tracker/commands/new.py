@@ -9,14 +9,16 @@ Every refusal is one line and touches no file.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import stat
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from packaging.version import InvalidVersion, Version
 
 from tracker import one_line, paths
 from tracker.commands import context
@@ -28,7 +30,17 @@ from tracker.model import reader
 from tracker.model.manifest import Layout
 from tracker.model.tables import TableValidator
 from tracker.model.vocabulary import is_id, module_of
-from tracker.release.scaffold import ReadRelease, entry_text, module_text, read_targets, test_text, with_entry
+from tracker.release.scaffold import (
+    AcrossReleases,
+    ReadRelease,
+    absent_specifier,
+    across_releases,
+    entry_text,
+    module_text,
+    read_targets,
+    test_text,
+    with_entry,
+)
 
 TO_FILL = "to fill in:"  # how lint names a placeholder (tracker.model.placeholders)
 
@@ -59,6 +71,16 @@ def repository_root(manifest: Path, layout: Layout) -> Path:
          "run `git init` there, or name them in [layout]")
 
 
+def _floor(data: dict[str, Any]) -> Version | None:
+    """The manifest's ``[support] vllm`` floor, when it names one."""
+    support = data.get("support")
+    written = support.get("vllm") if isinstance(support, dict) else None
+    try:
+        return Version(written) if isinstance(written, str) else None
+    except InvalidVersion:
+        return None
+
+
 def shown(path: Path) -> str:
     try:
         return path.relative_to(Path.cwd()).as_posix()
@@ -76,8 +98,8 @@ def new(
              "with ':' before the attribute); repeatable.")],
     release: Annotated[str | None, typer.Option(
         "--release", metavar="vllm==X | PATH", show_default=False,
-        help="The vLLM release whose source the targets are read from (default: the newest on the package "
-             "index), or a wheel, sdist or source tree.")] = None,
+        help="The vLLM release whose source the targets are read from, or a wheel, sdist or source tree "
+             "(default: the newest on the package index, then every supported release, for absent_in).")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Start a workaround: its manifest entry, module and failing test.
@@ -110,7 +132,7 @@ def new(
     for path in (module, module.with_suffix("") / "__init__.py", test):
         if os.path.lexists(path):
             fail(f"{shown(path)} already exists: a new workaround starts from no files of its own")
-    read = read_release(target, release, quiet)
+    read, across = read_release(target, release, quiet, _floor(data))
     entry = entry_text(workaround_id, read.targets, _dt.date.today())
     updated = with_entry(text, entry)
     if updated is None:
@@ -120,6 +142,8 @@ def new(
         typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
     for line in read.binding_lines():
         typer.echo(one_line(line))
+    if across is not None:
+        say_across(read, across, workaround_id)
     typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
     typer.echo(one_line(f"wrote {shown(module)}"))
     typer.echo(one_line(f"wrote {shown(test)}"))
@@ -128,15 +152,51 @@ def new(
                         "every other step: docs/adding-a-workaround.md"))
 
 
-def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRelease:
-    """The targets read from ``release`` (default: the newest vLLM on the package index)."""
-    from tracker.release.fetch import newest_release
+def read_release(targets: list[str], release: str | None, quiet: bool,
+                 floor: Version | None) -> tuple[ReadRelease, AcrossReleases | None]:
+    """The targets read from ``release``; by default from the newest vLLM on the package index, then
+    in every supported release (from the manifest's ``[support] vllm`` ``floor``), each given the
+    ``absent_in`` of the releases that lack it."""
+    from tracker.release.supported import index_releases
 
     with shown_progress(quiet) as progress:
-        if release is None:
-            progress.step("asking the package index for the newest vLLM (pip index versions)")
-            release = f"vllm=={newest_release()}"
-        return read_targets(targets, release, progress=progress.step, warn=warn)
+        if release is not None:
+            return read_targets(targets, release, progress=progress.step, warn=warn), None
+        progress.step("asking the package index for vLLM's releases (pip index versions)")
+        releases = index_releases()
+        newest = releases[-1]
+        read = read_targets(targets, f"vllm=={newest}", progress=progress.step, warn=warn)
+        if floor is None:
+            return read, None
+        across = across_releases(read.targets, newest, [found for found in releases if found >= floor],
+                                 progress=progress.step, warn=warn)
+    spread = [dataclasses.replace(target, absent_in=absent_specifier(across.absent[target.path], across.read))
+              for target in read.targets]
+    return dataclasses.replace(read, targets=spread), across
+
+
+def say_across(read: ReadRelease, across: AcrossReleases, workaround_id: str) -> None:
+    """What reading every supported release found: the releases without a target (its ``absent_in``),
+    those where it differs, those that could not be read."""
+    for target in read.targets:
+        absent, differs = across.absent[target.path], across.differs[target.path]
+        if absent and target.absent_in:
+            typer.echo(one_line(f"{target.path} is absent in {_releases(absent)}: wrote absent_in = "
+                                f"\"{target.absent_in}\""))
+        elif absent:
+            typer.echo(one_line(f"{target.path} is absent in {_releases(absent)}, which no one specifier holds: "
+                                "write its absent_in by hand (docs/manifest.md)"))
+        if differs:
+            typer.echo(one_line(f"{target.path} differs in {_releases(differs)}: `xpu-workarounds check "
+                                f"--supported --workaround {workaround_id}` names how"))
+    for release, why in across.unread.items():
+        warn(f"vllm=={release} could not be read, so absent_in does not account for it: {why}")
+    typer.echo(one_line(f"read in the {len(across.read)} supported vLLM releases from {across.read[0]} to "
+                        f"{across.read[-1]}"))
+
+
+def _releases(found: list[Version]) -> str:
+    return "vLLM " + ", ".join(map(str, found))
 
 
 def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -> None:

@@ -16,14 +16,23 @@ from email.parser import Parser
 from pathlib import Path
 from typing import IO
 
+from tracker.model.pins import XPU_REQUIREMENTS
 from tracker.release.errors import CheckInputError
 
 FILE_LIMIT = 16 << 20
 ARCHIVE_LIMIT = 2 << 30  # bytes of all members together, as the archive declares or yields them
 MEMBERS_LIMIT = 100_000
 WRITTEN_LIMIT = 512 << 20  # bytes unpacked to disk: vLLM's Python source is some 60 MiB
+VERSION_FILE = "vllm/_version.py"
+# The files that say what a release is: its version, and the torch and vllm-xpu-kernels it pins for XPU.
+DECLARING = frozenset({"PKG-INFO", VERSION_FILE, XPU_REQUIREMENTS})
 # The compression methods zipfile reads (a wheel's are stored or deflated).
 _READABLE = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
+
+
+def release_file(relative: str) -> bool:
+    """The files of a release every reader may read: vLLM's Python source, its version and its XPU pins."""
+    return relative in DECLARING or (relative.startswith("vllm/") and relative.endswith(".py"))
 
 
 def unpack(archive: Path, into: Path, wanted: Callable[[str], bool], *,
@@ -67,7 +76,7 @@ def members(archive: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str,
         seen.add(relative)
 
     try:
-        if archive.name.endswith(".whl"):
+        if archive.name.endswith((".whl", ".zip")):  # a wheel, or a release's reading (cache)
             with zipfile.ZipFile(archive) as wheel:
                 listed = wheel.infolist()
                 _bounded(archive, len(listed), sum(info.file_size for info in listed))
@@ -153,4 +162,5 @@ def declared_version(info: str | None, written: str | None) -> str | None:
     return None
 
 
-__all__ = ["ARCHIVE_LIMIT", "FILE_LIMIT", "MEMBERS_LIMIT", "WRITTEN_LIMIT", "declared_version", "members", "unpack"]
+__all__ = ["ARCHIVE_LIMIT", "DECLARING", "FILE_LIMIT", "MEMBERS_LIMIT", "VERSION_FILE", "WRITTEN_LIMIT", "declared_version",
+           "members", "release_file", "unpack"]

@@ -259,8 +259,8 @@ def check_inline(inline: InlineWorkaround, root: Path, version: Version | None) 
 def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progress: Say = silent,
           warn: Say = silent) -> ReleaseCheck:
     """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``opened.open_release``)."""
-    with open_release(what, also=needed_files(manifest), workdir=workdir, progress=progress, warn=warn,
-                      mentioning=words(t.path for w in manifest.workarounds for t in w.targets)) as release:
+    with open_release(what, also=needed_files(manifest), workdir=workdir, sites=False, progress=progress,
+                      warn=warn, mentioning=words(t.path for w in manifest.workarounds for t in w.targets)) as release:
         return check_opened(manifest, release, progress=progress)
 
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -116,38 +117,57 @@ def newest_release(*, timeout: float = 120) -> Version:
         raise NotFetchable(f"the package index names vLLM {found.group('version')!r}, which is no version") from None
 
 
-def release_archive(version: str, scratch: Path, progress: Say = silent, warn: Say = silent) -> Path:
-    """``vllm==version``'s sdist from the per-user cache when it is there and intact
-    (``cache``), else fetched by pip and kept there; fetched into ``scratch`` when the
+@dataclass(frozen=True)
+class Found:
+    """What ``release_source`` gives: a tree, a wheel, an sdist, or a release's reading from the cache
+    (``cache``); the version asked for (``vllm==X``, else None); what it is called (a reading: its
+    sdist's name); the sha256 of a cached reading (else None: a census result is kept under it)."""
+
+    path: Path
+    asked: str | None
+    label: str
+    digest: str | None = None
+
+
+def release_archive(version: str, scratch: Path, progress: Say = silent, warn: Say = silent) -> Found:
+    """``vllm==version``'s reading from the per-user cache when it is there and intact
+    (``cache``), else fetched by pip and kept there; its sdist fetched into ``scratch`` when the
     cache cannot be used (said in one warning)."""
     fetching = f"fetching vllm=={version} with pip (pip download)"
+
+    def elsewhere() -> Found:
+        progress(fetching)
+        fetched = fetch(version, scratch)
+        return Found(fetched, version, fetched.name)
+
     try:
         where = cache.directory()
-        progress(f"verifying the cached {cache.archive_name(version)}")
+        progress(f"verifying the cached {cache.reading_name(version)}")
         found, why = cache.cached(where, version)
     except OSError as error:  # UnsafeLocation too
         warn(f"the release cache is not used: {error}")
-        progress(fetching)
-        return fetch(version, scratch)
+        return elsewhere()
     if why is not None:
         warn(f"{why}: fetched again")
-    if found is not None:
-        return found
-    progress(fetching)
-    try:
-        return cache.store(where, version, lambda into: fetch(version, into))
-    except OSError as error:
-        warn(f"vllm=={version} could not be kept in the release cache: {error}")
-        return fetch(version, scratch)
+    if found is None:
+        progress(fetching)
+        try:
+            found = cache.store(where, version, lambda into: fetch(version, into))
+        except OSError as error:
+            warn(f"vllm=={version} could not be kept in the release cache: {error}")
+            return elsewhere()
+        except CheckInputError as error:  # what the index gave is no vLLM release
+            raise NotFetchable(f"vllm=={version} from the index: {error}") from None
+    return Found(found.path, version, found.sdist, found.sha256)
 
 
 @contextlib.contextmanager
 def release_source(what: str, *, workdir: Path | None = None, progress: Say = silent,
-                   warn: Say = silent) -> Iterator[tuple[Path, str | None]]:
-    """What ``what`` names, for the length of the block: a source tree (a directory), or a wheel or
-    sdist (``vllm==X``'s from the cache or fetched into a temporary directory); and the version
-    asked for (``vllm==X``), else None. ``CheckInputError`` when ``what`` is none of these;
-    ``NotFetchable`` when the index does not give the release."""
+                   warn: Say = silent) -> Iterator[Found]:
+    """What ``what`` names, for the length of the block: a source tree (a directory), a wheel or
+    sdist, or ``vllm==X``'s reading from the cache (or its sdist fetched into a temporary
+    directory). ``CheckInputError`` when ``what`` is none of these; ``NotFetchable`` when the index
+    does not give the release."""
     matched = REQUIREMENT.match(what.strip())
     candidate = Path(what).expanduser()
     if matched is None and not candidate.exists():
@@ -155,10 +175,10 @@ def release_source(what: str, *, workdir: Path | None = None, progress: Say = si
     if matched is None and not (candidate.is_dir() or candidate.is_file()):  # a FIFO or a device: it could wait for ever
         raise CheckInputError(f"{what!r} is not a regular file (a wheel or sdist) nor a source tree")
     if matched is None:
-        yield candidate, None
+        yield Found(candidate, None, str(candidate) if candidate.is_dir() else candidate.name)
         return
     with tempfile.TemporaryDirectory(prefix="xpu-workarounds-check-", dir=workdir) as scratch:
-        yield release_archive(matched.group("version"), Path(scratch), progress, warn), matched.group("version")
+        yield release_archive(matched.group("version"), Path(scratch), progress, warn)
 
 
 @contextlib.contextmanager
@@ -173,4 +193,4 @@ def index_answered(asked: str | None) -> Iterator[None]:
         raise NotFetchable(f"vllm=={asked} from the index: {error}") from None
 
 
-__all__ = ["REQUIREMENT", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent"]
+__all__ = ["REQUIREMENT", "Found", "fetch", "index_answered", "newest_release", "release_archive", "release_source", "silent"]

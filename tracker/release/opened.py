@@ -28,6 +28,7 @@ exit 2).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 from collections.abc import Collection, Iterator
@@ -37,20 +38,13 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from tracker.census.files import SOURCE_LIMIT, may_hold_sites
+from tracker.engine.source import forget_parsed
 from tracker.model.pins import XPU_REQUIREMENTS, xpu_pins
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.release import archive
+from tracker.release.archive import DECLARING, VERSION_FILE, release_file
 from tracker.release.errors import CheckInputError
-from tracker.release.fetch import Say, index_answered, release_source, silent
-
-VERSION_FILE = "vllm/_version.py"
-# The files that say what a release is: its version, and the torch and vllm-xpu-kernels it pins for XPU.
-DECLARING = frozenset({"PKG-INFO", VERSION_FILE, XPU_REQUIREMENTS})
-
-
-def release_file(relative: str) -> bool:
-    """The files of a release every reader may read: vLLM's Python source, its version and its XPU pins."""
-    return relative in DECLARING or (relative.startswith("vllm/") and relative.endswith(".py"))
+from tracker.release.fetch import Found, Say, index_answered, release_source, silent
 
 
 @dataclass(frozen=True)
@@ -62,6 +56,7 @@ class OpenedRelease:
     declared: str | None  # the version it declares (PKG-INFO, else vllm/_version.py), as written
     version: Version | None  # that version, when PEP 440 reads it (else: of unknown version)
     pins: dict[str, Version]  # its XPU pins (requirements/xpu.txt), of PINNED_COMPONENTS only
+    digest: str | None = None  # the sha256 of its reading in the release cache (``vllm==X``), else None
 
 
 def opened_tree(root: Path, label: str | None = None, *, also: Collection[str] = (),
@@ -113,39 +108,57 @@ def _text(root: Path, relative: str, shown: Path) -> str | None:
 
 @contextlib.contextmanager
 def open_release(what: str, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 progress: Say = silent, warn: Say = silent, mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
+                 sites: bool = True, progress: Say = silent, warn: Say = silent,
+                 mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
     """``what`` (``vllm==X``, or the path of a wheel, an sdist or a source tree) opened once, for the
     length of the block (the module docstring): of an archive, the files ``release_file`` names and
     ``also`` (paths relative to the tree) unpacked into a private temporary directory removed after
     the block; a source tree where it is. ``CheckInputError`` when ``what`` is none of these or breaks
     a rule; ``NotFetchable`` when the index does not give the release, or gives something that is no
-    release. ``reader`` names who reads the files in the progress line. ``mentioning``: of an archive,
-    vLLM's Python files whose text holds one of these words are kept too (where a target may be bound
-    under another name: ``tracker.release.bindings``)."""
+    release. ``reader`` names who reads the files in the progress line; ``sites``: false when no
+    census reads it (only ``also`` and the declaring files are unpacked); ``mentioning``: of an
+    archive, vLLM's Python files whose text holds one of these words are unpacked too (where a
+    target may be bound under another name: ``tracker.release.bindings``)."""
+    with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
+        with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress,
+                          mentioning=mentioning) as opened:
+            try:
+                yield opened
+            finally:
+                forget_parsed()  # its files are read no more
+
+
+@contextlib.contextmanager
+def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
+                 sites: bool = True, progress: Say = silent, mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
+    """What ``fetch.release_source`` found, opened as ``open_release`` opens it."""
     wanted = set(also)
     words = [word.encode() for word in mentioning]
-    with release_source(what, workdir=workdir, progress=progress, warn=warn) as (found, asked):
-        if found.is_dir():
-            yield opened_tree(found, also=wanted)
-            return
-        with tempfile.TemporaryDirectory(prefix="xpu-workarounds-release-", dir=workdir) as scratch:
-            progress(f"unpacking the files {reader} reads from {found.name}")
-            root, package = Path(scratch) / "tree", False
+    if found.path.is_dir():
+        yield opened_tree(found.path, also=wanted)
+        return
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-release-", dir=workdir) as scratch:
+        progress(f"unpacking the files {reader} reads from {found.label}")
+        root, package = Path(scratch) / "tree", False
 
-            def kept(relative: str, data: bytes) -> bool:
-                """What a reader reads: the files named, and of the others those the census can find a
-                site in or says it skips (over ``SOURCE_LIMIT``, as in a tree)."""
-                nonlocal package
-                package = package or relative.startswith("vllm/")
-                return (relative in wanted or relative in DECLARING or len(data) > SOURCE_LIMIT
-                        or may_hold_sites(relative, data) or any(word in data for word in words))
+        def kept(relative: str, data: bytes) -> bool:
+            """What a reader reads: the files named, and of the others those the census can find a
+            site in or says it skips (over ``SOURCE_LIMIT``, as in a tree)."""
+            return (relative in wanted or relative in DECLARING
+                    or (sites and (len(data) > SOURCE_LIMIT or may_hold_sites(relative, data)))
+                    or any(word in data for word in words))
 
-            with index_answered(asked):
-                archive.unpack(found, root, lambda relative: release_file(relative) or relative in wanted, kept=kept)
-                if package:  # vLLM's package, though none of its files is kept
-                    (root / "vllm").mkdir(exist_ok=True)
-                opened = opened_tree(root, found.name, also=wanted, named=found)
-            yield opened
+        def read(relative: str) -> bool:
+            nonlocal package
+            package = package or (relative.startswith("vllm/") and release_file(relative))
+            return relative in wanted or relative in DECLARING or ((sites or bool(words)) and release_file(relative))
+
+        with index_answered(found.asked):
+            archive.unpack(found.path, root, read, kept=kept)
+            if package:  # vLLM's package, though none of its files is kept (or read)
+                (root / "vllm").mkdir(exist_ok=True)
+            opened = opened_tree(root, found.label, also=wanted, named=found.path)
+        yield dataclasses.replace(opened, digest=found.digest)
 
 
-__all__ = ["DECLARING", "VERSION_FILE", "OpenedRelease", "open_release", "opened_tree", "release_file"]
+__all__ = ["DECLARING", "VERSION_FILE", "OpenedRelease", "open_release", "opened_found", "opened_tree", "release_file"]

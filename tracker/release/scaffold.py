@@ -15,17 +15,18 @@ import json
 import re
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomlkit
+from packaging.version import Version
 
 from tracker.engine.source import Fingerprint, declared_fingerprint, definition, file_under
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, TargetKind, module_of
 from tracker.release.bindings import Binding, bindings, words
-from tracker.release.errors import CheckInputError
+from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import open_release
 
@@ -36,9 +37,66 @@ DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 class ReadTarget:
     path: str  # as the manifest writes it: package.module:Attribute.path
     fingerprint: Fingerprint
+    absent_in: str | None = None  # the supported releases that do not have it, as a specifier
 
     def describe(self) -> str:
         return f"{self.path} is a {self.fingerprint.kind} taking ({', '.join(self.fingerprint.params)})"
+
+
+@dataclass
+class AcrossReleases:
+    """Each target read in every supported release: where it is absent, where it differs, and the
+    releases that could not be read."""
+
+    read: list[Version] = field(default_factory=list)
+    absent: dict[str, list[Version]] = field(default_factory=dict)
+    differs: dict[str, list[Version]] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)  # release: why
+
+
+def across_releases(targets: Sequence[ReadTarget], newest: Version, releases: Sequence[Version], *,
+                    progress: Say = silent, warn: Say = silent) -> AcrossReleases:
+    """``targets`` (as read from ``newest``) read in every one of ``releases`` as ``check`` reads a
+    release (its reading from the release cache, else fetched): absent, or there with another kind
+    or parameters. A release that cannot be read is named (``unread``), not fatal."""
+    found = AcrossReleases(read=[newest], absent={t.path: [] for t in targets}, differs={t.path: [] for t in targets})
+    others = [release for release in releases if release != newest]
+    for number, release in enumerate(others, 1):
+        def step(text: str, release: Version = release, number: int = number) -> None:
+            progress(f"vllm=={release} ({number}/{len(others)}): {text}")
+
+        try:
+            with open_release(f"vllm=={release}", also=wanted_files([t.path for t in targets]), reader="new",
+                              sites=False, progress=step, warn=warn) as opened:
+                for target in targets:
+                    there = declared_fingerprint(target.path, opened.root)
+                    if there is None:
+                        found.absent[target.path].append(release)
+                    elif there != target.fingerprint:
+                        found.differs[target.path].append(release)
+        except (NotFetchable, CheckInputError) as error:
+            found.unread[str(release)] = str(error)
+            continue
+        found.read.append(release)
+    found.read.sort()
+    return found
+
+
+def absent_specifier(absent: Sequence[Version], read: Sequence[Version]) -> str | None:
+    """``absent_in`` for a target absent in ``absent`` of the releases ``read``: the releases before
+    the first that has it (``<X``), or one run of releases between two that have it
+    (``>=A,<=B``); None when it is absent nowhere, or in releases no one specifier holds alone."""
+    if not absent:
+        return None
+    present = sorted(set(read) - set(absent))
+    if not present:
+        return None
+    if max(absent) < present[0]:
+        return f"<{present[0]}"
+    low, high = min(absent), max(absent)
+    if not any(low <= release <= high for release in present):
+        return f">={low},<={high}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -108,8 +166,8 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
     for a target that is not there, ``NotFetchable`` when the index does not give the release."""
     for target in targets:
         check_spelling(target)
-    with open_release(release, also=wanted_files(targets), reader="new", progress=progress, warn=warn,
-                      mentioning=words(target.replace(":", ".") for target in targets)) as opened:
+    with open_release(release, also=wanted_files(targets), reader="new", sites=False, progress=progress,
+                      warn=warn, mentioning=words(target.replace(":", ".") for target in targets)) as opened:
         named = f"vLLM {opened.declared}" if opened.declared else opened.label
         found = [find_target(target, opened.root, named) for target in targets]
         return ReadRelease(opened.label, opened.declared, found, bindings((t.path for t in found), opened.root))
@@ -120,9 +178,11 @@ def _string(text: str) -> str:
 
 
 def entry_text(workaround_id: str, targets: Sequence[ReadTarget], added: _dt.date) -> str:
-    """The ``[[workaround]]`` entry: the targets as read, a placeholder for everything a person says."""
+    """The ``[[workaround]]`` entry: the targets as read (with ``absent_in`` where supported releases
+    lack one), a placeholder for everything a person says."""
     rows = "".join(f"  {{ path = {_string(t.path)}, kind = {_string(t.fingerprint.kind)}, "
-                   f"params = [{', '.join(map(_string, t.fingerprint.params))}] }},\n" for t in targets)
+                   f"params = [{', '.join(map(_string, t.fingerprint.params))}]"
+                   + (f", absent_in = {_string(t.absent_in)}" if t.absent_in else "") + " },\n" for t in targets)
     return f'''[[workaround]]
 id = {_string(workaround_id)}
 title = {_string(placeholder("one line: what the workaround does"))}
@@ -230,4 +290,5 @@ def with_entry(text: str, entry: str) -> str | None:
     return str(edited) if tomllib.loads(edited) == expected else None
 
 
-__all__ = ["ReadRelease", "ReadTarget", "entry_text", "module_text", "read_targets", "test_text", "with_entry"]
+__all__ = ["AcrossReleases", "ReadRelease", "ReadTarget", "absent_specifier", "across_releases", "entry_text",
+           "module_text", "read_targets", "test_text", "with_entry"]

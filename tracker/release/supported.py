@@ -93,8 +93,12 @@ def check_release(manifest: Manifest, release: Version, workaround: str | None, 
 
 def check_supported(manifest: Manifest, workaround: str | None = None, *, progress: Say = silent,
                     warn: Say = silent) -> SupportedCheck:
-    """Every release from the ``[support] vllm`` floor to the newest on the index, checked in order."""
+    """Every release from the ``[support] vllm`` floor to the newest on the index, checked in order;
+    with ``workaround``, that one alone (only its targets' modules are read of each release)."""
     floor = manifest.support["vllm"]
+    if workaround is not None:
+        only = manifest.by_id[workaround]
+        manifest = manifest._replace(workarounds=(only,), by_id={workaround: only}, tracked=())
     progress("asking the package index for vLLM's releases (pip index versions)")
     releases = [release for release in index_releases() if release >= floor]
     if not releases:
