@@ -153,6 +153,8 @@ def new(
     write(manifest, text, updated, {module: module_text(workaround_id), test: test_text(workaround_id)})
     for found in read.targets:
         typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
+    for line in read.binding_lines():
+        typer.echo(one_line(line))
     if across is not None:
         say_across(read, across, workaround_id)
     typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
