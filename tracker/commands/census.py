@@ -35,19 +35,20 @@ from tracker.model import reader
 from tracker.model.manifest import Manifest
 from tracker.release.census import census
 
-HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
-# Cut to the width (a site from its start: its file name and lines stay); the entry never is.
-CUT: dict[int, Literal["start", "end"]] = {0: "start", 2: "end", 3: "end"}
+HEADERS = ("SITE", "KIND", "CONFIDENCE", "TRACKED", "REFERENCES", "SUMMARY")
+# Cut to the width (a site from its start: its file name and lines stay); the kind and the entry never are.
+CUT: dict[int, Literal["start", "end"]] = {0: "start", 4: "end", 5: "end"}
 
 
-def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
+def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str, str, str]]:
     rows = []
     for counted in sites:
         site = counted.site
         tracked = counted.tracked or "-"
         if counted.tracked is not None and (counted.dead or counted.partly_dead):
             tracked += " (dead)" if counted.dead else " (partly dead)"
-        rows.append((site.where, tracked, ", ".join(site.references) or "-", site.summary))
+        rows.append((site.where, str(site.kind), str(site.confidence), tracked, ", ".join(site.references) or "-",
+                     site.summary))
     return rows
 
 
@@ -64,6 +65,8 @@ def render(result: Census, width: int | None = None) -> str:
     lines += ["", f"{len(result.sites)} sites: {len(tracked)} tracked, {len(result.sites) - len(tracked)} not "
                   f"({len(trackable)} of them naming an upstream reference)"]
     lines += [one_line(f"{c.tracked}: {c.dead_detail}") for c in tracked if c.dead_detail and c.dead is not None]
+    lines += [one_line(f"{c.site.where}: decided by the pins: {c.decided_by_pins}") for c in result.sites
+              if c.decided_by_pins]
     lines += [one_line(f"note: tracked, but found in no site: {line}") for line in result.unplaced]
     if result.since is not None:
         since = result.since.release or result.since.source
