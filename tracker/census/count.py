@@ -121,6 +121,8 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
                 counted.append(CountedSite(site))
             else:
                 verdict = dead_at(cover, pins, label)
+                if site.summary.startswith("(no comment) "):  # found by its shape: the entry says what it is
+                    site = replace(site, summary=f"(no comment) {cover.title}")
                 counted.append(CountedSite(site, cover.id, verdict.dead, verdict.detail, verdict.partly))
     unplaced += [f"{inline.id}: {inline.file} is not in this release" for entries in by_file.values()
                  for inline in entries]

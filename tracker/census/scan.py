@@ -164,7 +164,7 @@ class FileScan:
             made = inside or checked or notes.names_xpu_and_reference(text) or (
                 note.comment and notes.names_xpu_and_defect(text))
         elif inside:
-            made = gap or (defect and (component or xpu)) or wants
+            made = gap or wants or (defect and (component or xpu or not code.whole_file))
         elif checked:
             made = ((gap or defect) and (xpu or component)) or singled
         else:
@@ -231,6 +231,12 @@ class FileScan:
             summary = "(no comment) " + " ".join(self.lines[statement.first - 1].split())
             parts.append(_Part(start, end, summary, (), "", False, 0, 2, Kind.SYNC))
         return parts
+
+    def _explains(self, note: Said) -> bool:
+        """A comment right above a site explains it when it names XPU or says what a workaround says."""
+        text = note.text
+        return not self._sibling_text(note) and (
+            wording.about_xpu(text) or wording.says_workaround(text) or wording.NEED.search(text) is not None)
 
     def _sibling_text(self, note: Said) -> bool:
         """A comment of an XPU-only module that stands word for word in a sibling module (the CUDA,
@@ -358,7 +364,7 @@ class FileScan:
         parts = [part._replace(start=extents[part.docstring][0], end=extents[part.docstring][1])
                  if part.docstring else part for part in parts]
         parts = [part._replace(start=explained.first) if (explained := above.get(part.start - 1)) is not None
-                 and not self._sibling_text(explained) and not part.docstring else part for part in parts]
+                 and self._explains(explained) and not part.docstring else part for part in parts]
         sites: list[Site] = []
         run: list[_Part] = []
 

@@ -57,7 +57,6 @@ _DEFECT = (
     r"\bsegfaults?\b", r"\bmisdetect", r"\bNaN\b", r"\bgarbage values?\b",
     r"\bnot (?:[\w-]{1,100} ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
     r"\b(?:incorrect|wrong) (?:answers?|results?|outputs?|values?)\b", r"\binvalid memory access\b",
-    r"\bto avoid\b", r"\bmismatch(?:es)?\b",
 )
 # What a platform has not got: a workaround in a comment on XPU-only code ("# uneven reduce_scatter is
 # not supported ..." above the padding that stands in for it), plain dispatch in a message
@@ -66,7 +65,7 @@ _GAP = (
     r"\bnot supported\b", r"\bunsupported\b", r"\bnot implemented\b", r"\brejects?\b",
     r"\bdoes(?: not|n't) (?:yet )?(?:support|accept|work|handle|implement|provide)\b",
     r"\blacks?\b", r"\black of\b", r"\bno (?:[\w-]{1,40} ){0,2}support\b",
-    r"\bonly (?:supports?|accepts?|handles?|works?)\b", r"\bonly supported\b", r"\bcannot\b", r"\bcan't\b",
+    r"\bonly (?:supports?|accepts?|handles?|works?)\b", r"(?<!\bthe )\bonly supported\b", r"\bcannot\b", r"\bcan't\b",
     r"\bcan not\b", r"\bunable to\b", r"\bnot valid\b", r"\bbreaks?\b",
 )
 # What a component wants, weaker than a gap: the XPU implementation's own preparation says it too
