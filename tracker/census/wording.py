@@ -66,7 +66,7 @@ _GAP = (
     r"\bdoes(?: not|n't) (?:yet )?(?:support|accept|work|handle|implement|provide)\b",
     r"\blacks?\b", r"\black of\b", r"\bno (?:[\w-]{1,40} ){0,2}support\b",
     r"\bonly (?:supports?|accepts?|handles?|works?)\b", r"(?<!\bthe )\bonly supported\b", r"\bcannot\b", r"\bcan't\b",
-    r"\bcan not\b", r"\bunable to\b", r"\bnot valid\b", r"\bbreaks?\b",
+    r"\bcan not\b", r"\bunable to\b", r"\bnot valid\b",
 )
 # What a component wants, weaker than a gap: the XPU implementation's own preparation says it too
 # ("oneDNN requires a contiguous layout"); it counts beside a defect or a temporary measure.
@@ -113,7 +113,7 @@ FALLING_BACK = re.compile(r"\bfall(?:s|ing)? ?back\b|\bfallbacks?\b|\binstead\b"
 COMPONENT = re.compile("|".join(_COMPONENT), re.IGNORECASE)
 NOT_A_GAP = re.compile("|".join(_NOT_A_GAP), re.IGNORECASE)
 XPU = re.compile(r"xpu", re.IGNORECASE)
-XPU_WORD = re.compile(r"(?<![\w.])xpus?(?![\w(])|\bxpu's\b", re.IGNORECASE)
+XPU_WORD = re.compile(r"(?<!\w)xpus?(?![\w(])|\bxpu's\b", re.IGNORECASE)
 
 
 def references(text: str) -> list[str]:

@@ -217,6 +217,8 @@ def _effect(node: ast.stmt) -> Effect:
         func = node.value.func
         if func.attr == "synchronize":
             return "sync"
+        if func.attr in ("setdefault", "update", "set") and any(_off(arg) for arg in node.value.args[1:2]):
+            return "off"  # ``config.setdefault("use_static_cuda_launcher", False)``
         owner = func.value.id if isinstance(func.value, ast.Name) else ""
         if func.attr in _LOG_CALLS and (owner in ("logger", "log", "logging", "warnings") or owner.endswith("logger")):
             return "log"

@@ -52,14 +52,31 @@ def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str, str, s
     return rows
 
 
+# The fewest characters of summary a row of the table shows; narrower than that, each site is stacked.
+SUMMARY_ROOM = 20
+
+
+def sites_table(rows: list[tuple[str, str, str, str, str, str]], width: int | None) -> str:
+    """The sites as a table; on a terminal too narrow for each site's path beside its kind,
+    confidence and entry, stacked: the site on its own line (never cut), the rest indented below it,
+    cut to ``width``."""
+    natural = [max(len(header), *(len(row[index]) for row in rows)) for index, header in enumerate(HEADERS)]
+    needed = natural[0] + natural[1] + natural[2] + natural[3] + min(natural[4], 12) + SUMMARY_ROOM + 2 * 5
+    if width is None or width >= needed:
+        return table(HEADERS, rows, cut=CUT, width=width)
+    lines = []
+    for where, kind, confidence, tracked, references, summary in rows:
+        where, detail = one_line(where), "  " + one_line(f"{kind}, {confidence}; {tracked}; {references}; {summary}")
+        lines += [where, detail if len(detail) <= width else detail[:max(width - 1, 8)].rstrip() + "…"]
+    return "\n".join(lines)
+
+
 def render(result: Census, width: int | None = None) -> str:
     """The census as a person reads it; each table's sites, references and summaries cut to ``width``
     (None: not cut)."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
     lines = [one_line(f"vLLM {result.release or 'of unknown version'} ({result.source}); XPU pins: {pins}"), ""]
-    headers = HEADERS
-    lines.append(table(headers, site_rows(result.sites), cut=CUT, width=width) if result.sites
-                 else "no inline XPU workaround found")
+    lines.append(sites_table(site_rows(result.sites), width) if result.sites else "no inline XPU workaround found")
     tracked = [c for c in result.sites if c.tracked is not None]
     trackable = result.untracked_with_reference
     lines += ["", f"{len(result.sites)} sites: {len(tracked)} tracked, {len(result.sites) - len(tracked)} not "
@@ -73,7 +90,7 @@ def render(result: Census, width: int | None = None) -> str:
         for title, sites in ((f"new since {since}", result.new), (f"gone since {since}", result.gone)):
             lines += ["", one_line(f"{title}: {len(sites)}")]
             if sites:
-                lines.append(table(headers, site_rows(sites), cut=CUT, width=width))
+                lines.append(sites_table(site_rows(sites), width))
     return "\n".join(lines)
 
 
