@@ -606,6 +606,161 @@ def test_what_is_xpu_specific_but_no_workaround_is_not_a_site():
     assert spans(source) == []
 
 
+# ------------------------------------------------------------------ what the code does: kinds, confidence
+
+
+def test_a_flag_set_off_on_xpu_for_a_missing_capability_is_a_switch_off():
+    (site,) = sites_of('''\
+    class DeepseekV4Model:
+        def __init__(self, config):
+            self.eps = config.eps
+
+            # Disable aux streams on XPU: no multi-stream overlap support.
+            aux_stream_list = None
+    ''', "vllm/models/deepseek_v4/xpu/model.py")
+    assert (site.line, site.end_line, site.kind) == (5, 6, "switch-off")
+
+
+def test_a_cast_for_what_the_xpu_kernel_expects_is_a_substitute_even_in_generic_code():
+    (site,) = sites_of('''\
+    def sample(logits, k):
+        # The XPU kernel expects k as int64, but the batch stores it as int32.
+        if k is not None:
+            k = k.to(torch.int64)
+
+        return xpu_sample(logits, k)
+    ''')
+    assert (site.line, site.end_line, site.kind) == (2, 4, "substitute")
+
+
+def test_a_logged_fallback_stands_with_the_test_that_leads_to_it():
+    source = '''\
+    class XPUPlatform:
+        def get_attn_backend_cls(cls, dtype, selected_backend):
+            if selected_backend == TRITON:
+                return TRITON
+            elif dtype == torch.float32:
+                logger.warning_once(
+                    "Flash Attention on XPU does not support float32 dtype. Falling back to Triton."
+                )
+                return TRITON
+            logger.info_once("Using Flash Attention backend on XPU.")
+            return FLASH_ATTN
+    '''
+    (site,) = sites_of(source, "vllm/platforms/xpu.py")
+    assert (site.line, site.end_line, site.kind) == (5, 9, "fallback")
+
+
+def test_a_comment_heading_a_branch_of_xpu_code_stands_for_the_branch():
+    source = '''\
+    class XPUPlatform:
+        def get_attn_backend_cls(cls, use_mm_prefix):
+            if use_mm_prefix:
+                # Flash Attention on XPU has no FA4 kernel, so it cannot apply the
+                # prefix-LM mask: Triton runs these batches.
+                return TRITON
+            return FLASH_ATTN
+    '''
+    (site,) = sites_of(source, "vllm/platforms/xpu.py")
+    assert (site.line, site.end_line) == (3, 6)
+
+
+def test_a_branch_that_only_synchronizes_on_xpu_is_an_extra_sync_one_that_does_more_is_xpu_s_own_way():
+    source = '''\
+    def broadcast(self):
+        if current_platform.is_xpu():
+            self.main_stream.synchronize()
+        send(self.tokens)
+
+    def replay(graph):
+        if current_platform.is_xpu():
+            graph.replay()
+            torch.xpu.synchronize()
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line, site.kind, site.confidence) == (2, 3, "sync", "medium")
+    assert site.summary == "(no comment) self.main_stream.synchronize()"
+
+
+def test_a_site_naming_an_upstream_reference_is_held_with_high_confidence():
+    (site,) = sites_of('''\
+    if current_platform.is_xpu():
+        # Remove once pytorch/pytorch#188240 is released: the launcher rejects host memory.
+        config.setdefault("use_static_cuda_launcher", False)
+    ''')
+    assert (site.kind, site.confidence) == ("switch-off", "high")
+
+
+def test_vllm_s_own_fixme_a_user_s_choice_and_several_platforms_named_at_once_are_no_site():
+    source = '''\
+    if current_platform.is_xpu():
+        # FIXME: To be verified.
+        cascade_attn_enabled = False
+
+    def runner_wrapper():
+        # cpu/xpu runners cannot use the CUDA stream/event-based wrapper.
+        return plain_wrapper
+
+    if current_platform.is_xpu():
+        # Opt-in: F.linear on XPU is faster with an N-contiguous weight, but oneDNN's matmul
+        # is not bitwise reproducible.
+        weight = weight.t().contiguous().t()
+    '''
+    assert spans(source) == []
+
+
+def test_text_that_stands_word_for_word_in_the_cuda_counterpart_is_not_about_xpu(tmp_path):
+    generic = '''\
+    class {name}Communicator:
+        def reduce_scatter(self, input_):
+            # Note: This will produce an incorrect answer if we don't make
+            # the input_tensor contiguous. Possible bug in oneCCL's reduce_scatter_tensor?
+            input_tensor = input_.movedim(0, dim).contiguous()
+            {call}
+    '''
+    folder = "vllm/distributed/device_communicators"
+    files = {f"{folder}/cuda_communicator.py": generic.format(name="Cuda", call="nccl(input_tensor)"),
+             f"{folder}/xpu_communicator.py": generic.format(name="Xpu", call="xccl(input_tensor)")}
+    taken = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files))
+    assert taken.sites == []
+    # Alone, with no counterpart saying the same, the XPU module's note is read as its own.
+    alone = census_tree(reader.load(manifest_with(tmp_path)),
+                        write_tree(tmp_path / "alone", {f"{folder}/xpu_communicator.py": files[f"{folder}/xpu_communicator.py"]}))
+    assert [c.site.line for c in alone.sites] == [3]
+
+
+GRAPHS = '''\
+class XPUPlatform:
+    def check_and_update_config(cls, compilation_config):
+        from vllm.utils.torch_utils import supports_xpu_graph
+
+        if not supports_xpu_graph():
+            compilation_config.cudagraph_mode = CUDAGraphMode.NONE
+            logger.warning_once(
+                "XPU Graph is not supported in the current PyTorch version, disabling cudagraph_mode."
+            )
+'''
+TORCH_UTILS = '''\
+def supports_xpu_graph() -> bool:
+    return is_torch_equal_or_newer("2.11.0.dev")
+'''
+
+
+@pytest.mark.parametrize(("pins", "decided"), [
+    ("torch==2.15.0+xpu\n", "torch 2.15.0 (the release's XPU pin) passes supports_xpu_graph() (torch >= 2.11.0.dev): "
+                            "this code never runs at the pins"),
+    ("torch==2.10.0+xpu\n", "torch 2.10.0 (the release's XPU pin) fails supports_xpu_graph() (torch >= 2.11.0.dev): "
+                            "this code always runs at the pins"),
+    (None, None)])
+def test_a_site_a_torch_version_test_guards_says_how_the_release_s_pins_decide_it(tmp_path, pins, decided):
+    files = {"vllm/platforms/xpu.py": GRAPHS, "vllm/utils/torch_utils.py": TORCH_UTILS}
+    (counted,) = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files, pins=pins)).sites
+    assert (counted.site.line, counted.site.end_line, counted.site.kind) == (5, 9, "switch-off")
+    assert counted.decided_by_pins == decided
+    assert counted.dead is None  # the contract's dead is the covering entry's: none covers it
+    assert counted.as_json()["decided_by_pins"] == decided
+
+
 # ------------------------------------------------------------------ strangers' files
 
 
