@@ -29,9 +29,11 @@ tables, ``forward_xpu`` routing, device selection) says none of this and is not 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import gc
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -88,6 +90,20 @@ class _Part(NamedTuple):
     kind: Kind | None = None  # what made it says its kind (a patch, a sync, a logged fallback), else read from its code
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while one file is read: the syntax tree and the notes are
+    many objects and no cycles, and a collection pass over them each time the allocations pile up
+    makes a large file cost more than its size (restored after, as it was)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class FileScan:
     """One file read: its sites (``sites``), and an uncommented one at a given line (``site_at``)."""
 
@@ -99,6 +115,10 @@ class FileScan:
 
     @functools.cached_property
     def _code(self) -> xpu_code.Code | None:
+        with _collector_paused():
+            return self._read_code()
+
+    def _read_code(self) -> xpu_code.Code | None:
         try:
             tree = ast.parse(self.source)
             said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
@@ -108,6 +128,10 @@ class FileScan:
 
     @functools.cached_property
     def sites(self) -> list[Site]:
+        with _collector_paused():
+            return self._sites()
+
+    def _sites(self) -> list[Site]:
         if not may_hold_sites(self.file, self.source):
             return []
         said = notes.notes(self.source, self.lines)
