@@ -1,29 +1,26 @@
 """vLLM's inline XPU workarounds in one source file, read as text and syntax, never imported.
 
-A site is XPU-only code that says it is temporary or works around something. Two things are
-read from a file: what its comments and strings say (``tracker.census.notes``, judged by
-``tracker.census.wording``) and where its code runs only on XPU (``tracker.census.xpu_code``).
-A comment block, docstring paragraph or logged string that names an upstream reference or uses
-the words people use for a workaround makes a site when
+A site is code that exists because a component vLLM depends on lacks or breaks something on XPU
+(docs/census.md says it in full). Two things are read from a file: where its code runs only on
+XPU (``tracker.census.xpu_code``: platform checks' branches, XPU-named definitions and modules)
+and what its comments, logged lines and refusals say (``tracker.census.notes``, judged by
+``tracker.census.wording``). What the code does there makes a site, its words raising the
+confidence:
 
-- it is inside XPU-only code (a comment after the last statement of a platform check's branch,
-  at its indentation, is inside it), or
-- the code it annotates holds a platform check (a comment above ``if current_platform.is_xpu():``,
-  above the ``if``/``elif`` chain that has one, or above ``x = a if current_platform.is_xpu() else b``), or
-- one of its sentences names XPU and an issue, a pull request or a version condition (a note in
-  a generic Triton kernel about the XPU Triton backend).
+- a logged line naming a gap and what is done about it (a fallback, a switch-off), with the test
+  that leads to it (``_message``);
+- a ``raise`` or ``assert`` in a platform check's branch of generic code whose message names the
+  gap (a refusal), with that branch; in an XPU-only module, only one naming a known issue or a
+  reference;
+- a branch of generic code that does nothing but synchronize (``_syncs``);
+- a rebinding of an imported library's attribute, with the function it installs (``_patches``);
+- a comment on XPU-only code naming a component's gap or defect, or in generic code a sentence
+  naming XPU and a gap, or the words of a temporary measure or a reference (``_part``).
 
-The site is the text with the code it annotates: the statements below a comment up to a blank
-line, a comment line or the end of its block (imports and blank lines right below the comment
-are passed over: the comment describes the code after them; a ``def`` or ``class`` below it:
-only its header); a comment that heads a platform check's branch, or trails the ``if`` line,
-stands for the whole branch; a string for its statement. Without any words, XPU-only code that
-rebinds an imported module's attribute (``torch.cuda.Event = torch.xpu.Event``) is a site: the
-rebindings of one function are one site, with the comment right above the first. Sites that
-overlap are one site. Strings that an error, assertion or ``return`` carries are what the code
-refuses, not a workaround, and are not read; a comment that says only what XPU has not got
-("does not support") above a table of backends is dispatch. Plain platform code (kernel
-tables, ``forward_xpu`` routing, device selection) says none of this and is not listed.
+Text that stands line for line in a sibling module (the CUDA, ROCm or base counterpart, given as
+``generic``) is not about XPU. Each site runs from the first line of its explanation to the last
+line of the code it guards; overlapping parts are one site, whose kind (``tracker.census.kinds``)
+is read from what made it and the code it covers.
 """
 
 from __future__ import annotations
