@@ -225,9 +225,10 @@ def test_lint_cli_accepts_the_shipped_manifest():
 
 
 @pytest.mark.reads_shipped
-def test_pin_files_default_to_the_roots_pyproject_and_requirements_files(tmp_path):
+def test_pin_files_default_to_the_roots_pyproject_requirements_and_lock_files(tmp_path):
     path, problems = lint_text(tmp_path, TEXT)
-    assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt")
+    assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt", "uv.lock",
+                                                                "pylock.toml", "pylock.*.toml")
 
 
 @pytest.mark.reads_shipped

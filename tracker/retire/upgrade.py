@@ -34,6 +34,7 @@ from packaging.version import Version
 from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
 from tracker.model.manifest import Manifest
+from tracker.model.pin_files import is_glob
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
@@ -42,7 +43,17 @@ from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
 from tracker.retire.limits import clipped, fitted, shortened
-from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
+from tracker.retire.pin_moves import (
+    PinMove,
+    PinNotice,
+    elsewhere_lines,
+    elsewhere_text,
+    file_text,
+    notice_lines,
+    notices_text,
+    pin_moves,
+    without_held_ranges,
+)
 from tracker.upstream.identity import token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
@@ -212,10 +223,11 @@ def unchecked_lines(moves: list[PinMove]) -> list[str]:
 
 
 def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove],
-                 shown: int | None = None) -> str:
-    """The PR comment: what no release could be checked for and whether the pin files agree, then one
-    part per release (``release_text``), then the marker; ``shown``: as in ``release_text``."""
-    lines: list[str] = []
+                 shown: int | None = None, notices: list[PinNotice] | None = None) -> str:
+    """The PR comment: the pin files the PR changed that could not be read or lost vLLM (``notices``),
+    what no release could be checked for and whether the pin files agree, then one part per release
+    (``release_text``), then the marker; ``shown``: as in ``release_text``."""
+    lines: list[str] = notices_text(notices or [])
     unchecked = [move for move in moves if move.new is None]
     if unchecked:
         lines += ["### vLLM requirements that were not checked", "",
@@ -247,8 +259,9 @@ class Checked:
     unchecked: list[str] = field(default_factory=list)  # requirements that name no release: the step fails
     disagreement: str | None = None  # the pin files move to different releases
     elsewhere: list[str] = field(default_factory=list)  # files that move vLLM and are not pin files: a notice
-    notice: str | None = None  # the step summary's text about them (Markdown)
+    notice: str | None = None  # the step summary's text about them and the pin files' notices (Markdown)
     summary: str | None = None  # the step summary's text: the comment with every list whole (None: no comment)
+    pin_notices: list[str] = field(default_factory=list)  # pin files not read, or with no vLLM in them
 
 
 Part = tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census | None]
@@ -337,24 +350,31 @@ def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, n
     if base_text is None:
         raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ErrorKind.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
-    pins = manifest.layout.pins
-    found = pin_moves(repo, pr, pins)
-    moves, elsewhere, notice = found.pins, elsewhere_lines(found, pins), elsewhere_text(found, pins)
-    if not moves:
+    layout = manifest.layout
+    pins = layout.pins
+    named = tuple(path for path in pins if not is_glob(path)) if "pins" in layout.written else ()
+    found = pin_moves(repo, pr, pins, named)
+    moves, elsewhere = without_held_ranges(found.pins), elsewhere_lines(found, pins)
+    quiet = [notice for notice in found.notices if not notice.loud]
+    notice = "".join(text for text in ("\n".join(notices_text(quiet)) + "\n" if quiet else None,
+                                       elsewhere_text(found, pins)) if text) or None
+    if not moves and not found.loud:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check",
-                       elsewhere=elsewhere, notice=notice)
+                       elsewhere=elsewhere, notice=notice, pin_notices=notice_lines(found))
     releases = release_moves(moves)
     parts, drift, warnings = read_releases(manifest, releases, progress=progress, warn=warn)
 
     def written(shown: int | None) -> str:
         return comment_text([release_text(manifest, move, new, old, manifest_path, unavailable, inline, shown)
-                             for move, new, old, unavailable, inline in parts], moves, releases, shown)
+                             for move, new, old, unavailable, inline in parts], moves, releases, shown, found.loud)
 
     text, whole = fitted(written), written(None)  # the comment within GitHub's limit; every list in the summary
     unchecked, disagree = unchecked_lines(moves), disagreement(releases)
+    note_moved = "" if moves else f"#{number} moves no vLLM pin the check can read: "
 
     def outcome(comment: str, note: str) -> Checked:
-        return Checked(text, drift, comment, note, warnings, unchecked, disagree, elsewhere, notice, whole)
+        return Checked(text, drift, comment, note_moved + note, warnings, unchecked, disagree, elsewhere, notice,
+                       whole, notice_lines(found))
 
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:
