@@ -30,6 +30,7 @@ from support.repository import FROZEN_MANIFEST, stand_in_module
 from test_workflow import retire_script
 
 from tracker.model import reader
+from tracker.model.manifest import Layout
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, FACTS_BRANCH, FACTS_ID, read_marker, remove_entry
 
 TOKEN = "ghs_stand-in-token-for-tests"
@@ -919,13 +920,14 @@ def test_only_the_roots_pin_files_count_by_default_and_sources_vllm_pins_is_vllm
     assert writes(step.server) == 0 and comments(step, pr.number) == []
     # Each is named in the step summary, with the [layout] pins line that would count it.
     items = list_items(step.summary.read_text())
+    defaults = ", ".join(f'"{pattern}"' for pattern in Layout().pins)
     assert items == [f"`{path}` moves `vllm==0.25.0` and is not a pin file: `[layout]` "
-                     f'`pins = ["pyproject.toml", "requirements*.txt", "{path}"]` would count it.'
+                     f'`pins = [{defaults}, "{path}"]` would count it.'
                      for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt",
                                   "tools/bench/pyproject.toml")]
     assert [line for line in result.stdout.splitlines() if line.startswith("::notice ")] == [
         f"::notice title=not a pin file::{path} moves vllm==0.25.0 but is not a pin file: not checked; [layout] "
-        f'pins = ["pyproject.toml", "requirements*.txt", "{path}"] would count it'
+        f'pins = [{defaults}, "{path}"] would count it'
         for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt", "tools/bench/pyproject.toml")]
     # Declared in [layout] pins, the folder's file is one.
     layout = '\n[layout]\npins = ["pyproject.toml", "requirements*.txt", "requirements/xpu-extra.txt"]\n'

@@ -105,13 +105,14 @@ class Declared:
 def read_declared(root: Path, layout: Layout) -> list[Declared]:
     """Every ``[layout] pins`` entry with the files it names in the working tree, each read once (a file
     two entries name is reported under the first); an entry without a glob is read whether or not the
-    file is there (its absence is said)."""
+    file is there (its absence is said: the entry names no file)."""
     read = working_tree(root)
     seen: set[str] = set()
     declared = []
     for pattern in layout.pins:
         paths = matching(root, pattern) if is_glob(pattern) else [pattern]
-        files = [read_pin_file(path, read) for path in paths if path not in seen]
+        files = [pin_file for pin_file in (read_pin_file(path, read) for path in paths if path not in seen)
+                 if not pin_file.missing]
         seen.update(paths)
         declared.append(Declared(pattern, files))
     return declared
@@ -173,7 +174,7 @@ def text_lines(declared: list[Declared]) -> list[str]:
     lines = []
     for entry in declared:
         if not entry.files:
-            lines.append(f"{entry.pattern}: matches no file")
+            lines.append(f"{entry.pattern}: {'matches no file' if is_glob(entry.pattern) else 'no such file'}")
             continue
         for pin_file in entry.files:
             includes = pin_file.sources[1:]
