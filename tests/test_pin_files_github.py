@@ -138,6 +138,40 @@ def test_a_range_in_pyproject_that_the_locked_release_satisfies_is_not_a_failure
         assert "`uv.lock` moves vLLM 0.24.0 to **vLLM 0.25.0**" in body and "not checked" not in body
 
 
+def padded_lock(version: str, size: int) -> str:
+    """A uv.lock of about ``size`` characters: many packages, then vLLM."""
+    one = '[[package]]\nname = "dep-{n}"\nversion = "1.0.{n}"\nsource = {{ registry = "https://pypi.org/simple" }}\n\n'
+    packages, count = [], 0
+    while sum(map(len, packages)) < size:
+        packages.append(one.format(n=count))
+        count += 1
+    return "version = 1\n\n" + "".join(packages) + UV_LOCK.split("\n\n", 1)[1].replace("0.33.0", version)
+
+
+def test_a_lock_over_the_contents_apis_limit_is_read_from_its_blob(tmp_path):
+    from support.fakegithub import CONTENTS_LIMIT
+
+    base = {"workarounds.toml": manifest(), "uv.lock": padded_lock("0.24.0", CONTENTS_LIMIT + 4096)}
+    with pull_request(tmp_path, base, {"uv.lock": padded_lock("0.25.0", CONTENTS_LIMIT + 4096)}) \
+            as (repo, pr, step, env):
+        assert step.run(check_script(), **env).returncode == 0
+        [body] = comments(step, pr.number)
+        assert "`uv.lock` moves vLLM 0.24.0 to **vLLM 0.25.0**" in body
+
+
+def test_a_pin_file_over_the_bound_is_not_downloaded_and_is_said(tmp_path):
+    from tracker.model.pin_contents import MAX_BYTES
+
+    base = {"workarounds.toml": manifest(), "requirements.txt": "vllm==0.24.0\n"}
+    with pull_request(tmp_path, base, {"requirements.txt": "vllm==0.25.0\n" + "#" * MAX_BYTES}) \
+            as (repo, pr, step, env):
+        result = step.run(check_script(), **env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        [body] = comments(step, pr.number)
+        assert "requirements.txt cannot be read at the PR" in body and "larger than 8 MiB: not read" in body
+        assert not any("/git/blobs/" in hit.path for hit in step.server.log)
+
+
 # ------------------------------------------------------------------------------------ the look-ahead
 
 
@@ -157,16 +191,17 @@ def test_the_look_ahead_finds_the_pin_in_each_pin_file(plain_manifest, path):
     assert (str(found.release), found.path, found.notices) == ("0.32.0", path, [])
 
 
-def test_the_look_ahead_reads_includes_and_says_a_link_and_an_unreadable_pin_file(plain_manifest):
+def test_the_look_ahead_reads_includes_says_a_link_and_an_unreadable_pin_file_and_takes_no_decoy(plain_manifest):
     files = {"requirements.txt": "-r requirements/serving.txt\n", "requirements/serving.txt": hashed("0.32.0"),
              "requirements-link.txt": "/etc/passwd", "requirements-bad.txt": "x"}
 
     def read(path: str) -> str:
-        if path == "requirements-bad.txt":
+        if path == "requirements-bad.txt":  # as the bot's blob reader says a blob that is not UTF-8
             raise StepFailed(f"{path} is not UTF-8")
         return files[path]
 
-    found = read_pins(plain_manifest, files, read, links=["requirements-link.txt"])
+    decoy = {"tests/fixtures/uv.lock": UV_LOCK.replace("0.33.0", "0.1.0")}  # another project's lock, not a pin file
+    found = read_pins(plain_manifest, {**files, **decoy}, read, links=["requirements-link.txt"])
     assert (str(found.release), found.path) == ("0.32.0", "requirements.txt")
     assert found.notices == ["requirements-bad.txt cannot be read: requirements-bad.txt is not UTF-8",
                              "requirements-link.txt cannot be read: a symbolic link: not followed"]

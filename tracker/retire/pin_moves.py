@@ -116,10 +116,10 @@ def file_text(repo: Repository, path: str, ref: str, limit: int | None = None) -
             raise Unreadable(f"a {content.type} GitHub does not follow (a link out of the repository): not read")
         if content.size > limit:
             raise Unreadable(f"larger than {limit // (1024 * 1024)} MiB: not read")
-        if content.raw_data.get("encoding") == "none":  # over the contents API's 1 MB: the blob has it
-            blob = repo.get_git_blob(content.sha)
-            return as_base64(blob.raw_data, f"{path} at {ref[:12]}").decode("utf-8", "replace")
-    return as_base64(content.raw_data, f"{path} at {ref[:12]}").decode("utf-8", "replace")
+    read = content.raw_data
+    if read.get("encoding") == "none":  # over the contents API's 1 MB: the blob has the bytes
+        read = repo.get_git_blob(content.sha).raw_data
+    return as_base64(read, f"{path} at {ref[:12]}").decode("utf-8", "replace")
 
 
 def commit_reader(repo: Repository, ref: str) -> Read:
