@@ -202,10 +202,10 @@ def text_lines(declared: list[Declared]) -> list[str]:
 
 
 def pins(ctx: typer.Context, json_output: JsonOption = False) -> None:
-    """What the upgrade check will read: each pin file's vLLM, torch and vllm-xpu-kernels pins.
+    """What the upgrade check reads from each pin file, or why nothing.
 
     Run in a repository: every [layout] pins entry of its workarounds.toml (the defaults without
-    one), the files it names, and what is read from each, or why nothing is."""
+    one), the files it names, and the vLLM, torch and vllm-xpu-kernels pins read from each."""
     given = context.given_manifest(ctx)
     named, _ = context.chosen_manifest(given)
     if named is not None:
