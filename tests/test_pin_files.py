@@ -390,3 +390,10 @@ def test_new_in_a_repository_without_a_manifest_names_init(adopter, tmp_path):
     assert result.exit_code == 2 and "no manifest at serving.toml: `xpu-workarounds --manifest serving.toml init`" \
         in result.stderr
     assert snapshot(adopter) == before
+
+
+def test_vllms_own_xpu_pins_are_read_with_the_same_grammar():
+    from tracker.model.pins import xpu_pins
+
+    text = "torch==2.15.0+xpu \\\n    --hash=sha256:00\n# a comment \\\nvllm-xpu-kernels==0.1.17 ; sys_platform == 'linux'\n"
+    assert xpu_pins(text) == {"torch": Version("2.15.0"), "vllm-xpu-kernels": Version("0.1.17")}

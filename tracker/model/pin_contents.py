@@ -29,7 +29,7 @@ from __future__ import annotations
 import posixpath
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -421,10 +421,6 @@ def no_vllm_reason(pin_file: PinFile) -> str | None:
     return f"names no vLLM requirement{read}"
 
 
-def sources_of(pin_files: Iterable[PinFile]) -> set[str]:
-    return {source for pin_file in pin_files for source in pin_file.sources}
-
-
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_FILES", "PinFile", "PinKind", "Read", "Unreadable", "VllmRequirement",
            "Written", "included", "judged", "kind_of", "logical_lines", "names_vllm", "no_vllm_reason",
-           "read_pin_file", "read_text", "requirement_part", "sources_of", "vllm_requirements_of"]
+           "read_pin_file", "read_text", "requirement_part", "vllm_requirements_of"]
