@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull reques
 # A changed file that is not a pin file but could pin vLLM (or be included by one), and how many of those are read.
 _COULD_PIN = re.compile(r"(?:.*/)?(?:pyproject\.toml|uv\.lock|pylock\.(?:[^./]+\.)?toml|[^/]*\.(?:txt|in))")
 OTHERS_READ = 20
+FILES_READ = 200  # files read at one commit: pin files, their includes, other files that could pin vLLM
 
 
 def vllm_requirements(path: str, text: str, read: Read | None = None) -> tuple[VllmRequirement, ...]:
@@ -123,11 +124,14 @@ def file_text(repo: Repository, path: str, ref: str, limit: int | None = None) -
 
 
 def commit_reader(repo: Repository, ref: str) -> Read:
-    """A commit's files read through the API, each once, bounded (``file_text``'s ``limit``)."""
+    """A commit's files read through the API, each once, bounded (``file_text``'s ``limit``), and no more
+    than ``FILES_READ`` of them: a stranger's PR cannot make the check send requests without end."""
     read: dict[str, str | None] = {}
 
     def text(path: str) -> str | None:
         if path not in read:
+            if len(read) >= FILES_READ:
+                raise Unreadable(f"beyond the {FILES_READ} files the check reads at one commit: not read")
             read[path] = file_text(repo, path, ref, MAX_BYTES)
         return read[path]
 
@@ -302,6 +306,6 @@ def elsewhere_text(moves: Moves, pins: tuple[str, ...]) -> str | None:
     return "\n".join([*lines, ""]) + "\n"
 
 
-__all__ = ["OTHERS_READ", "Moves", "PinMove", "PinNotice", "VllmRequirement", "commit_reader", "elsewhere_lines",
+__all__ = ["FILES_READ", "OTHERS_READ", "Moves", "PinMove", "PinNotice", "VllmRequirement", "commit_reader", "elsewhere_lines",
            "elsewhere_text", "file_text", "notice_lines", "notices_text",
            "pin_moves", "pins_line", "vllm_requirements", "without_held_ranges"]
