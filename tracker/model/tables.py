@@ -162,8 +162,7 @@ class TableValidator:
                 values[key] = value
         defaults = Layout()
         return Layout(str(values.get("workarounds", defaults.workarounds)), str(values.get("tests", defaults.tests)),
-                      values["docs"] if "docs" in values else defaults.docs,
-                      frozenset([*values, *(["pins"] if "pins" in table else [])]), pins)
+                      values["docs"] if "docs" in values else defaults.docs, frozenset(values), pins)
 
     def read_pin_files(self, value: Any, at: Where) -> tuple[str, ...]:
         """``[layout] pins``: a list of paths or globs relative to the root; the default where it is not one."""

@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
-from tracker.model.manifest import Manifest
+from tracker.model.manifest import Layout, Manifest
 from tracker.model.pin_contents import Unreadable, no_vllm_reason, read_pin_file, vllm_requirements_of
 from tracker.model.pin_files import is_glob, is_pin_file
 from tracker.release.census import census_opened
@@ -77,7 +77,7 @@ def read_pins(manifest: Manifest, paths: Iterable[str], read: Callable[[str], st
             raise Unreadable(failure.detail) from None
 
     layout = manifest.layout
-    named = [path for path in layout.pins if not is_glob(path)] if "pins" in layout.written else []
+    named = [path for path in layout.pins if not is_glob(path)] if layout.pins != Layout().pins else []
     found: list[tuple[Version, str]] = []
     result = PinRead()
     for path in sorted({*(p for p in present if is_pin_file(p, layout.pins)), *named}):

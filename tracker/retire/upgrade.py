@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
-from tracker.model.manifest import Manifest
+from tracker.model.manifest import Layout, Manifest
 from tracker.model.pin_files import is_glob
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
@@ -352,7 +352,7 @@ def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, n
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
     layout = manifest.layout
     pins = layout.pins
-    named = tuple(path for path in pins if not is_glob(path)) if "pins" in layout.written else ()
+    named = tuple(path for path in pins if not is_glob(path)) if pins != Layout().pins else ()  # the manifest's own
     found = pin_moves(repo, pr, pins, named)
     moves, elsewhere = without_held_ranges(found.pins), elsewhere_lines(found, pins)
     quiet = [notice for notice in found.notices if not notice.loud]
