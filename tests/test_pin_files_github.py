@@ -114,15 +114,18 @@ def test_a_changed_pin_file_that_never_named_vllm_is_a_summary_notice_and_no_com
             "requirements-dev.txt names no vLLM requirement: nothing in it to check"]
 
 
-def test_a_declared_pin_file_without_a_glob_that_gives_no_vllm_is_a_summary_notice(tmp_path):
-    layout = '\n[layout]\npins = ["requirements.txt", "requirements/xpu.txt"]\n'
-    base = {"workarounds.toml": manifest(layout), "requirements.txt": "vllm==0.24.0\n"}
+def test_a_declared_pin_file_without_a_glob_that_is_missing_or_unreadable_is_a_summary_notice(tmp_path):
+    layout = '\n[layout]\npins = ["requirements.txt", "requirements/xpu.txt", "uv.lock"]\n'
+    base = {"workarounds.toml": manifest(layout), "requirements.txt": "vllm==0.24.0\n", "uv.lock": "[[package]\n"}
     with pull_request(tmp_path, base, {"requirements.txt": "vllm==0.25.0\n"}) as (repo, pr, step, env):
-        assert step.run(check_script(), **env).returncode == 0
+        result = step.run(check_script(), **env)
+        assert result.returncode == 0, result.stdout + result.stderr
         [body] = comments(step, pr.number)
-        assert "requirements/xpu.txt" not in body  # the PR did not change it: the summary says it
-        [item] = [item for item in list_items(step.summary.read_text()) if "requirements/xpu.txt" in item]
-        assert item.replace("\\", "") == "requirements/xpu.txt ([layout] pins) no such file"
+        assert "requirements/xpu.txt" not in body and "uv.lock" not in body  # the PR changed neither: the summary
+        items = [item.replace("\\", "") for item in list_items(step.summary.read_text()) if "[layout] pins" in item]
+        assert items[0] == "requirements/xpu.txt ([layout] pins) no such file"
+        assert items[1].startswith("uv.lock ([layout] pins) cannot be read: not TOML")
+        assert "pin file   uv.lock ([layout] pins) cannot be read: not TOML" in result.stdout
 
 
 def test_a_range_in_pyproject_that_the_locked_release_satisfies_is_not_a_failure(tmp_path):
