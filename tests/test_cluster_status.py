@@ -240,9 +240,11 @@ def ray_cluster():
 def own_manifest(ray_cluster) -> Path:
     """The nodes' and the live process's manifest: only the tests' own workaround
     (tests/support/own_workaround.py), affected on vLLM 0.23.0 to 0.24.x, whatever is shipped.
-    Its package is in the same directory, for the live process."""
-    site = own_workaround.package(ray_cluster.root.parent / "own")
-    return write_manifest(site / "workarounds.toml", own_workaround.entry())
+    Its package is in the directory ``own`` beside it, for the live process; not beside the manifest,
+    where a node that does not import it would take it for an adopter's folder of modules
+    (docs/manifest.md) and decide the shipped workarounds too."""
+    own_workaround.package(ray_cluster.root.parent / "own")
+    return write_manifest(ray_cluster.root.parent / "own-workarounds.toml", own_workaround.entry())
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +260,7 @@ def live_process(ray_cluster, own_manifest):
         env=clean_env(XPU_WORKAROUNDS_REPORT=str(reports), XPU_WORKAROUNDS_PLATFORM="xpu",
                       XPU_WORKAROUNDS_ASSUME="vllm==0.32.0", XPU_WORKAROUNDS_FORCE=own_workaround.ID,
                       XPU_WORKAROUNDS_MANIFEST=str(own_manifest)),
-        cwd=own_manifest.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cwd=own_manifest.parent / "own", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "up"
         (reports / "12.json").write_text("{not a report")  # a malformed file beside it

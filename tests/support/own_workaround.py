@@ -10,7 +10,10 @@ workaround module that applies, in this process or inside a real vLLM.
 
 In the test process a module is found after this checkout's own (``install``); a child
 process gets a ``workarounds`` package holding only these (``package``), ahead of this
-checkout on ``PYTHONPATH``, with a manifest that names only them (``write_manifest``).
+checkout on ``PYTHONPATH``, with a manifest that names only them (``write_manifest``). The
+manifest beside that package is read alone, as before: the folder beside it is the
+``workarounds`` package the child imports, not an adopter's folder of modules
+(tracker/model/adopter.py), which would add the shipped workarounds.
 """
 
 from __future__ import annotations

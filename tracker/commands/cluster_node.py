@@ -56,8 +56,8 @@ def node_answer(reports_dir: str | None = None) -> NodeAnswer:
     """
     from tracker.commands.views import status_document
     from tracker.decision.stack import decide_stack
+    from tracker.model import adopter, reader
     from tracker.model import manifest as manifest_module
-    from tracker.model import reader
     from tracker.model.environment import Settings
 
     try:
@@ -67,7 +67,8 @@ def node_answer(reports_dir: str | None = None) -> NodeAnswer:
     variables = Settings.from_env()
     answer = NodeAnswer(xpu_workarounds_version=installed)
     try:
-        manifest = reader.load(variables.manifest)  # a file it cannot read is a problem too: "cannot read: ..."
+        # A file it cannot read is a problem too ("cannot read: ..."); an adopter's with the shipped ones.
+        manifest = adopter.as_decided(reader.load(variables.manifest))
     except manifest_module.ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         return {**answer, "state": NodeState.ERROR.value, "detail": f"the manifest is invalid: {first}"}

@@ -142,7 +142,8 @@ def repository_manifest(start: Path | None = None) -> Path | None:
     find their configuration; None outside a repository, or in one without it (then the shipped
     manifest is read): a file above the repository, another user's for one, is never picked up,
     and neither is one that is a link out of the repository (``ManifestLinkedOut``): a clone
-    carries such a link as it was committed, pointing wherever its author chose."""
+    carries such a link as it was committed, pointing wherever its author chose. A manifest found
+    here is read, never has its modules run (``tracker.model.adopter``: only a named one, in vLLM)."""
     here = (Path.cwd() if start is None else start).absolute()
     found = None
     for directory in (here, *here.parents):

@@ -9,8 +9,9 @@ imported: linting runs no workaround code and needs neither torch nor vLLM.
 
 Where a module is looked for (``modules_folder``): in a repository's manifest, in the folder
 its ``[layout]`` names (default ``workarounds``) under the repository's root, never by import
-name, which would find this tool's own ``workarounds`` package, installed beside it; the
-shipped manifest's modules are that package, found on ``sys.path``.
+name, which would find this tool's own ``workarounds`` package, installed beside it; outside a
+repository, in the ``workarounds/`` folder beside the manifest, where the plugin loads an
+adopter's modules from; the shipped manifest's modules are that package, found on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tracker.commands.context import JsonOption
 from tracker.commands.exits import ExitCode, fail
 from tracker.engine import source
 from tracker.escape import annotation
+from tracker.model import adopter
 from tracker.model.lines import LineLocator
 from tracker.model.manifest import Manifest, Problem
 from tracker.model.placeholders import is_placeholder
@@ -59,12 +61,17 @@ def repository_root(manifest: Manifest) -> Path | None:
 
 def modules_folder(manifest: Manifest) -> tuple[Path, Path] | None:
     """(repository root, folder) where the workaround modules of ``manifest`` are read: ``[layout]
-    workarounds`` under ``repository_root``; None (by import name on ``sys.path``) for the shipped
-    manifest and a manifest with no repository root."""
+    workarounds`` under ``repository_root``; with no repository root, the ``workarounds/`` folder
+    beside the manifest, where the plugin loads an adopter's modules from
+    (``tracker.model.adopter``); None (by import name on ``sys.path``) for the shipped manifest
+    and a manifest with neither."""
     if manifest.path.resolve() == default_path().resolve():
         return None
     root = repository_root(manifest)
-    return (root, root / manifest.layout.workarounds) if root is not None else None
+    if root is not None:
+        return root, root / manifest.layout.workarounds
+    beside = adopter.folder_beside(manifest.path)
+    return (beside.parent, beside) if beside is not None else None
 
 
 def layout_problems(manifest: Manifest) -> list[Problem]:

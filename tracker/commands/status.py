@@ -18,6 +18,7 @@ from tracker.commands.context import (
 )
 from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import terminal_width
+from tracker.model import adopter
 
 DEFAULT_TIMEOUT = 60.0  # seconds --cluster waits for each node
 
@@ -58,6 +59,7 @@ def status(
     if address is not None:
         fail("--address goes with --cluster")
     manifest = load_manifest(ctx, repository=False)  # the shipped one, as every vLLM process here reads it
+    manifest = adopter.as_decided(manifest)  # an adopter's beside the shipped ones, as the plugin decides
     note_repository_manifest(ctx)
     document = status_document(manifest, decided_for(manifest, platform, assume))
     typer.echo(json.dumps(document, indent=2) if json_output else status_table(document, terminal_width()))

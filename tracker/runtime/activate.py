@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
+import importlib.util
 import logging
 import os
 import sys
@@ -51,6 +53,8 @@ import tracker
 from tracker import plugin
 from tracker.api import Finding
 from tracker.engine import importhook, patching, source
+from tracker.model import adopter
+from tracker.model.adopter import OwnModule
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import process_started
 from tracker.runtime import StrictModeError
@@ -213,6 +217,9 @@ def _handle(plan: Plan) -> _Entry:
     entry = _Entry(plan)
     if not plan.apply or plan.context is None:
         return entry
+    if plan.own is not None and plan.own.error is not None:  # an adopter's module that is not run: said at once
+        entry.error = plan.own.error
+        return entry
     modules = list(dict.fromkeys(target.path.partition(":")[0] for target in plan.targets))
     if modules and all(name not in sys.modules and source.module_exists(name) is not False for name in modules):
         _defer(entry, modules)
@@ -253,7 +260,7 @@ def _build(entry: _Entry) -> None:
     """Import the workaround's module, run its probe, make its wrapper and patch its targets."""
     plan = entry.plan
     try:
-        module = importlib.import_module(plan.module)
+        module = importlib.import_module(plan.module) if plan.own is None else _own_module(plan.id, plan.own)
     except Exception as error:  # noqa: BLE001 - reported as failed
         entry.error = f"{type(error).__name__}: {error}"
         return
@@ -274,6 +281,38 @@ def _build(entry: _Entry) -> None:
                 optional=target.optional, on_change=_changed))
         except (patching.PatchConflict, ValueError) as error:
             entry.error = f"{type(error).__name__}: {error}"
+
+
+def _own_module(workaround_id: str, own: OwnModule) -> ModuleType:
+    """An adopter's module, loaded from its file (``tracker.model.adopter``) under a name of its own,
+    ``_xpu_workarounds_own.<module>``, in a package whose folder is the adopter's (a relative import
+    of a module beside it works): it can neither shadow a shipped module nor be shadowed by one."""
+    name = OwnModule.name(workaround_id)
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    assert own.path is not None
+    folder = os.path.dirname(own.path)
+    if os.path.basename(own.path) == "__init__.py":
+        folder = os.path.dirname(folder)
+    package = sys.modules.get(adopter.PACKAGE)
+    if package is None or list(getattr(package, "__path__", ())) != [folder]:
+        parent = importlib.machinery.ModuleSpec(adopter.PACKAGE, None, is_package=True)
+        parent.submodule_search_locations = [folder]
+        package = importlib.util.module_from_spec(parent)
+        sys.modules[adopter.PACKAGE] = package
+    spec = importlib.util.spec_from_file_location(name, own.path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {own.path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    setattr(package, name.rpartition(".")[2], module)
+    return module
 
 
 def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracker.api import Context
+from tracker.model.adopter import OwnModule
 from tracker.model.vocabulary import Choice, DecidedBy, Platform, Reason, module_of
 
 
@@ -34,6 +35,9 @@ class Plan(NamedTuple):
     decided_by: DecidedBy
     targets: tuple[Step, ...]
     context: Context | None  # None when the decision is skip
+    # An adopter's own workaround: its module's file (``tracker.model.adopter``); never stored, as
+    # an activation that has one stores no plans.
+    own: OwnModule | None = None
 
     @property
     def apply(self) -> bool:

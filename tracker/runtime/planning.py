@@ -16,8 +16,9 @@ from tracker.api import Context
 from tracker.decision.gates import Decision
 from tracker.decision.stack import decide_stack
 from tracker.engine import source
+from tracker.model import adopter
 from tracker.model.environment import Environment, Settings
-from tracker.model.manifest import ManifestError, Workaround, provenance
+from tracker.model.manifest import Manifest, ManifestError, Workaround, provenance
 from tracker.model.reader import default_path, digest, load
 from tracker.model.vocabulary import DecidedBy
 from tracker.runtime.plan import Plan, Step
@@ -44,11 +45,18 @@ def plan(settings: Settings) -> Planned:
 
     try:
         manifest = load(settings.manifest)
+        adopted = _adopted(manifest, settings.manifest)
     except ManifestError as error:
         first = error.problems[0] if error.problems else "unreadable"
         warn(f"xpu-workarounds: the manifest is invalid, nothing applied: {first}")
         path = settings.manifest or default_path()
         return Planned(None, provenance(path, digest(path)), warnings, [], False, [])
+    manifest = adopted.manifest
+    if settings.manifest is not None and adopted.folder is not None and adopter.untrusted(settings.manifest):
+        warn(f"the modules of {adopter.FOLDER}/ beside {settings.manifest} are {adopter.untrusted(settings.manifest)}")
+    if adopted.replaced:
+        warn(f"{', '.join(adopted.replaced)}: the shipped workaround replaced by {settings.manifest}'s own entry and "
+             f"module ({adopter.FOLDER}/ beside it)")
     settings = settings.for_ids(manifest.ids)
     for problem in settings.problems:
         warn(problem)
@@ -70,10 +78,21 @@ def plan(settings: Settings) -> Planned:
     decided = decide_stack(manifest, settings, platform=resolved, before_probe=before_probe)
     for warning in decided.warnings:
         warn(warning)
-    plans = [_plan(workaround, decision, decided.environment) for workaround, decision in decided.pairs(manifest)]
-    replayable = located and not decided.warnings and all(p.decided_by == DecidedBy.VERSION for p in plans)
+    plans = [_plan(workaround, decision, decided.environment)._replace(own=adopted.own.get(workaround.id))
+             for workaround, decision in decided.pairs(manifest)]
+    # An adopter's manifest is decided afresh in each process: a stored plan names no file to run.
+    replayable = (located and not decided.warnings and adopted.folder is None
+                  and all(p.decided_by == DecidedBy.VERSION for p in plans))
     return Planned(decided.environment.as_json(), provenance(manifest.path, manifest.sha256), warnings, plans,
                    replayable, sources)
+
+
+def _adopted(manifest: Manifest, named: str | None) -> adopter.RunTime:
+    """The named manifest with the shipped workarounds beside an adopter's (``tracker.model.adopter``);
+    the shipped manifest is read only for a manifest with a folder of modules beside it."""
+    if named is None or adopter.folder_beside(named) is None:
+        return adopter.RunTime(manifest, {}, None)
+    return adopter.run_time(manifest, load(None), adopter.untrusted(named))
 
 
 def _plan(workaround: Workaround, decision: Decision, environment: Environment) -> Plan:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import tracker
 from tracker.model.document import Unreadable, declared_targets, parse
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, Platform, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
@@ -96,7 +97,17 @@ def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] |
         return None
     watch = sorted({*(normalized_name(name).replace("-", "_") for name in distributions), *_OWN_PACKAGES})
     names = [watched_names(entry, watch) for entry, _ in first[KEY_PATHS]]
-    return [*first, _code(), _metadata(distributions), [watch, names]]
+    return [*first, [*_code(), *_beside(environ)], _metadata(distributions), [watch, names]]
+
+
+def _beside(environ: Mapping[str, str]) -> list[list[Any]]:
+    """The folder of a named manifest, with its identity: a ``workarounds/`` folder of an adopter's
+    modules appearing or going beside it (``tracker.model.adopter``) changes what is decided."""
+    named = environ.get(tracker.MANIFEST)
+    if not named:
+        return []
+    folder = os.path.dirname(os.path.abspath(named))
+    return [[folder, identity(folder)]]
 
 
 def _valid_id(value: object) -> bool:
