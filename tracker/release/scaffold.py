@@ -273,6 +273,10 @@ def with_entry(text: str, entry: str) -> str | None:
     expected.setdefault("workaround", []).append(tomllib.loads(entry)["workaround"][0])
     lines = text.splitlines(keepends=True)
     headers = [number for number, line in enumerate(lines) if _WORKAROUND.match(line)]
+    if not headers:  # a first manifest (`init`'s): the entry after everything it holds
+        edited = f"{text.rstrip()}\n\n{entry}"
+        if tomllib.loads(edited) == expected:
+            return edited
     after = headers[-1] + 1 if headers else 0
     end = next((number for number in range(after, len(lines)) if _OTHER_TABLE.match(lines[number])), len(lines))
     while end > after and _COMMENT_OR_BLANK.match(lines[end - 1]):
