@@ -30,6 +30,7 @@ from support.repository import FROZEN_MANIFEST, stand_in_module
 from test_workflow import retire_script
 
 from tracker.model import reader
+from tracker.model.manifest import Layout
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, FACTS_BRANCH, FACTS_ID, read_marker, remove_entry
 
 TOKEN = "ghs_stand-in-token-for-tests"
@@ -557,11 +558,12 @@ def checked_in_this_process(upgrade, tmp_path: Path, monkeypatch):
 
 def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path, monkeypatch):
     """Its check, its census and the census compared with the old release's: each release's archive
-    read once and hashed once (the function the step runs, in this process, to count)."""
+    read once and hashed once, and so is the reading the release cache makes of it (as in
+    ``test_lookahead``'s count; the function the step runs, in this process, to count)."""
     checked, read, hashed = checked_in_this_process(upgrade, tmp_path, monkeypatch)
     assert checked.comment == "created" and checked.warnings == [] and len(checked.drift) == 1
     assert "vLLM's own inline XPU workarounds: none new at vLLM 0.25.0, none gone since vLLM 0.24.0" in checked.text
-    each_once = {"vllm-0.25.0.tar.gz": 1, "vllm-0.24.0.tar.gz": 1}
+    each_once = {f"vllm-{version}.{suffix}": 1 for version in ("0.25.0", "0.24.0") for suffix in ("tar.gz", "zip")}
     assert (read, hashed) == (each_once, each_once)
 
 
@@ -925,13 +927,14 @@ def test_only_the_roots_pin_files_count_by_default_and_sources_vllm_pins_is_vllm
     assert writes(step.server) == 0 and comments(step, pr.number) == []
     # Each is named in the step summary, with the [layout] pins line that would count it.
     items = list_items(step.summary.read_text())
+    defaults = ", ".join(f'"{pattern}"' for pattern in Layout().pins)
     assert items == [f"`{path}` moves `vllm==0.25.0` and is not a pin file: `[layout]` "
-                     f'`pins = ["pyproject.toml", "requirements*.txt", "{path}"]` would count it.'
+                     f'`pins = [{defaults}, "{path}"]` would count it.'
                      for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt",
                                   "tools/bench/pyproject.toml")]
     assert [line for line in result.stdout.splitlines() if line.startswith("::notice ")] == [
         f"::notice title=not a pin file::{path} moves vllm==0.25.0 but is not a pin file: not checked; [layout] "
-        f'pins = ["pyproject.toml", "requirements*.txt", "{path}"] would count it'
+        f'pins = [{defaults}, "{path}"] would count it'
         for path in ("requirements/xpu-extra.txt", "tests/fixtures/requirements.txt", "tools/bench/pyproject.toml")]
     # Declared in [layout] pins, the folder's file is one.
     layout = '\n[layout]\npins = ["pyproject.toml", "requirements*.txt", "requirements/xpu-extra.txt"]\n'
@@ -1022,7 +1025,7 @@ def test_the_files_read_outside_the_pin_files_are_bounded_and_the_rest_counted(s
     summary = step.summary.read_text()
     assert summary.startswith(body)
     assert (f"2 more changed files that could pin vLLM (`*.txt`, `*.in`, `pyproject.toml`) not read: the check "
-            f"reads {OTHERS_READ} files that are not pin files.") in summary.splitlines()
+            f"reads {OTHERS_READ} files that are not pin files, within its request budget.") in summary.splitlines()
     assert "requirements.txt" not in summary.removeprefix(body)
 
 
@@ -1041,8 +1044,8 @@ def test_a_pin_file_whose_content_is_not_base64_is_exit_4_in_one_line(upgrade):
 
 
 def test_a_pr_changing_more_pin_files_than_the_request_budget_fails_closed_naming_each_unread(serving):
-    """Reading a pin file costs at most two requests (head, base); past ``REQUESTS`` the rest are never
-    read, and never passed: each is named as not checked, and the step fails."""
+    """Reading a pin file without includes costs two requests (head, base); past ``REQUESTS`` the rest are
+    never read, and never passed: each is named as not checked, and the step fails."""
     from test_workflow import check_script
 
     from tracker.retire.pin_moves import REQUESTS
@@ -1060,8 +1063,8 @@ def test_a_pr_changing_more_pin_files_than_the_request_budget_fails_closed_namin
     changed = len(many) + 2
     assert len(unread) == changed - REQUESTS // 2, result.stdout
     assert unread[-1] == ("unchecked  requirements/z-0199.txt: not checked: not read: the check spends at most "
-                          f"{REQUESTS} requests on the pin files of one PR (two per file), and this PR changes "
-                          f"{len(unread)} more")
+                          f"{REQUESTS} requests reading the files of one PR (one per file at each of its base and "
+                          f"head), and {len(unread)} of its pin files are past it")
     [body] = comments(step, pr.number)
     assert "- `requirements/z-0199.txt`: not read:" in body or "more: the whole list" in body
 
@@ -1082,9 +1085,11 @@ def test_a_pr_naming_more_releases_than_the_check_opens_fetches_no_more_and_fail
     repo.commit("Twelve ways to move vLLM", branch="bump-vllm", files=files)
     pr.head_sha = repo.branches["bump-vllm"]
     checked, read, _ = checked_in_this_process(upgrade, tmp_path, monkeypatch)
-    assert len(read) == RELEASES_OPENED and set(read.values()) == {1}, read
+    sdists = [name for name in read if name.endswith(".tar.gz")]  # each with the release cache's reading of it
+    assert len(sdists) == RELEASES_OPENED and set(read.values()) == {1}, read
+    assert sorted(read) == sorted([*sdists, *(name.replace(".tar.gz", ".zip") for name in sdists)]), read
     assert "vllm-0.24.0.tar.gz" not in read  # the old release: past the bound, never fetched
-    fetched = {name.removeprefix("vllm-").removesuffix(".tar.gz") for name in read}
+    fetched = {name.removeprefix("vllm-").removesuffix(".tar.gz") for name in sdists}
     named = {path: text.strip().removeprefix("vllm==") for path, text in {**files, "requirements.txt": "vllm==0.25.0"}.items()}
     assert sorted(line.split(":")[0] for line in checked.unchecked) == sorted(
         path for path, version in named.items() if version not in fetched)

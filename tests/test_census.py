@@ -14,6 +14,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
 from support import terminal
 from support.manifests import write_manifest
 from support.package_index import VERSION, pip_environment
@@ -177,7 +178,7 @@ def test_xpu_only_modules_count_as_platform_checks_but_their_plain_comments_do_n
     assert not scan.is_xpu_module("vllm/platforms/cuda.py")
 
 
-def test_a_reference_in_a_logged_string_makes_a_site_of_its_statement():
+def test_a_reference_in_a_logged_string_makes_a_site_of_the_branch_that_logs_it():
     source = '''\
     if current_platform.is_xpu():
         compilation_config.pass_config.fuse_gemm_comms = False
@@ -186,8 +187,9 @@ def test_a_reference_in_a_logged_string_makes_a_site_of_its_statement():
         )
     '''
     (site,) = sites_of(source)
-    assert (site.line, site.end_line) == (3, 5)
+    assert (site.line, site.end_line) == (1, 5)  # the log line and the switch it explains are one site
     assert site.references == ("pytorch/pytorch#170500",)
+    assert site.kind == "switch-off"
 
 
 def test_strings_split_over_lines_are_read_as_one():
@@ -216,17 +218,42 @@ def test_a_message_warning_of_a_defect_the_user_chose_is_no_workaround():
     assert spans(source) == []
 
 
-def test_an_error_message_is_what_the_code_refuses_not_a_workaround():
+def test_a_refusal_on_xpu_that_names_the_gap_is_a_site_of_its_branch():
+    source = '''\
+    def quantize(x, symmetric):
+        if current_platform.is_xpu():
+            if not symmetric:
+                raise NotImplementedError("asymmetric quantization is not supported on XPU")
+        return quantize_cuda(x)
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line, site.kind) == (2, 4, "refusal")
+
+
+def test_a_refusal_that_names_no_gap_or_validates_a_value_is_no_site():
     source = '''\
     if current_platform.is_xpu():
-        raise NotImplementedError("FP8 KV cache is not supported on XPU yet (a known issue)")
-    if current_platform.is_xpu():
         assert dtype != torch.float32, "float32 is buggy on XPU"
+    if current_platform.is_xpu():
+        raise ValueError(f"Unsupported backend for XPU: {backend}")
     '''
     assert spans(source) == []
 
 
-def test_a_missing_feature_is_a_workaround_in_a_comment_but_not_in_a_message():
+def test_a_refusal_in_an_xpu_module_is_its_own_validation_unless_it_names_a_known_issue():
+    source = '''\
+    class XPUPlatform:
+        def check_dtype(cls, dtype):
+            if head_size % 64:
+                raise ValueError("XPU attention only supports head sizes divisible by 64")
+            if dtype == torch.bfloat16 and cls.is_a770():
+                raise ValueError("Intel Arc A770 has a bfloat16 accuracy known issue.")
+    '''
+    assert [(site.line, site.end_line, site.kind) for site in sites_of(source, "vllm/platforms/xpu.py")] == [
+        (5, 6, "refusal")]
+
+
+def test_a_missing_feature_is_a_workaround_in_a_comment_and_in_a_logged_fallback():
     source = '''\
     if current_platform.is_xpu():
         # uneven reduce_scatter is not supported here: pad every chunk.
@@ -236,7 +263,8 @@ def test_a_missing_feature_is_a_workaround_in_a_comment_but_not_in_a_message():
         logger.warning("Flash Attention on XPU does not support float32. Falling back to Triton.")
         return TRITON
     '''
-    assert spans(source) == [(1, 3)]
+    assert [(site.line, site.end_line, site.kind) for site in sites_of(source)] == [
+        (1, 3, "substitute"), (5, 7, "fallback")]
 
 
 def test_a_todo_alone_is_a_plan_not_a_workaround():
@@ -314,7 +342,7 @@ def test_the_paragraphs_of_one_docstring_are_one_site():
 
         Note: asymmetric quantization is not supported for now.
 
-        FIXME: reuse the wNa16 kernel once it takes this layout.
+        Remove once the wNa16 kernel takes this layout.
         """
     '''
     assert spans(source) == [(4, 6)]
@@ -524,7 +552,9 @@ def test_xpu_only_code_that_rebinds_a_library_is_one_site_per_function():
         yield
     '''
     found = sites_of(source, "vllm/v1/worker/xpu_model_runner.py")
-    assert [(site.line, site.end_line) for site in found] == [(9, 9), (14, 24)]
+    # The wrapper defined for the rebinding is the substitute: one site with it.
+    assert [(site.line, site.end_line) for site in found] == [(5, 9), (14, 24)]
+    assert {site.kind for site in found} == {"monkey-patch"}
     assert found[0].summary == "(no comment) rebinds torch.accelerator.get_memory_info"
     assert found[1].summary == "torch.xpu.Event does not accept the blocking kwarg, so drop it here."
     # In a module that is not XPU's, only the rebinding under a platform check is XPU-only code
@@ -574,6 +604,161 @@ def test_what_is_xpu_specific_but_no_workaround_is_not_a_site():
         support = ALWAYS if version in (3, 4) or current_platform.is_xpu() else UNIFORM_BATCH
     '''
     assert spans(source) == []
+
+
+# ------------------------------------------------------------------ what the code does: kinds, confidence
+
+
+def test_a_flag_set_off_on_xpu_for_a_missing_capability_is_a_switch_off():
+    (site,) = sites_of('''\
+    class DeepseekV4Model:
+        def __init__(self, config):
+            self.eps = config.eps
+
+            # Disable aux streams on XPU: no multi-stream overlap support.
+            aux_stream_list = None
+    ''', "vllm/models/deepseek_v4/xpu/model.py")
+    assert (site.line, site.end_line, site.kind) == (5, 6, "switch-off")
+
+
+def test_a_cast_for_what_the_xpu_kernel_expects_is_a_substitute_even_in_generic_code():
+    (site,) = sites_of('''\
+    def sample(logits, k):
+        # The XPU kernel expects k as int64, but the batch stores it as int32.
+        if k is not None:
+            k = k.to(torch.int64)
+
+        return xpu_sample(logits, k)
+    ''')
+    assert (site.line, site.end_line, site.kind) == (2, 4, "substitute")
+
+
+def test_a_logged_fallback_stands_with_the_test_that_leads_to_it():
+    source = '''\
+    class XPUPlatform:
+        def get_attn_backend_cls(cls, dtype, selected_backend):
+            if selected_backend == TRITON:
+                return TRITON
+            elif dtype == torch.float32:
+                logger.warning_once(
+                    "Flash Attention on XPU does not support float32 dtype. Falling back to Triton."
+                )
+                return TRITON
+            logger.info_once("Using Flash Attention backend on XPU.")
+            return FLASH_ATTN
+    '''
+    (site,) = sites_of(source, "vllm/platforms/xpu.py")
+    assert (site.line, site.end_line, site.kind) == (5, 9, "fallback")
+
+
+def test_a_comment_heading_a_branch_of_xpu_code_stands_for_the_branch():
+    source = '''\
+    class XPUPlatform:
+        def get_attn_backend_cls(cls, use_mm_prefix):
+            if use_mm_prefix:
+                # Flash Attention on XPU has no FA4 kernel, so it cannot apply the
+                # prefix-LM mask: Triton runs these batches.
+                return TRITON
+            return FLASH_ATTN
+    '''
+    (site,) = sites_of(source, "vllm/platforms/xpu.py")
+    assert (site.line, site.end_line) == (3, 6)
+
+
+def test_a_branch_that_only_synchronizes_on_xpu_is_an_extra_sync_one_that_does_more_is_xpu_s_own_way():
+    source = '''\
+    def broadcast(self):
+        if current_platform.is_xpu():
+            self.main_stream.synchronize()
+        send(self.tokens)
+
+    def replay(graph):
+        if current_platform.is_xpu():
+            graph.replay()
+            torch.xpu.synchronize()
+    '''
+    (site,) = sites_of(source)
+    assert (site.line, site.end_line, site.kind, site.confidence) == (2, 3, "sync", "medium")
+    assert site.summary == "(no comment) self.main_stream.synchronize()"
+
+
+def test_a_site_naming_an_upstream_reference_is_held_with_high_confidence():
+    (site,) = sites_of('''\
+    if current_platform.is_xpu():
+        # Remove once pytorch/pytorch#188240 is released: the launcher rejects host memory.
+        config.setdefault("use_static_cuda_launcher", False)
+    ''')
+    assert (site.kind, site.confidence) == ("switch-off", "high")
+
+
+def test_vllm_s_own_fixme_a_user_s_choice_and_several_platforms_named_at_once_are_no_site():
+    source = '''\
+    if current_platform.is_xpu():
+        # FIXME: To be verified.
+        cascade_attn_enabled = False
+
+    def runner_wrapper():
+        # cpu/xpu runners cannot use the CUDA stream/event-based wrapper.
+        return plain_wrapper
+
+    if current_platform.is_xpu():
+        # Opt-in: F.linear on XPU is faster with an N-contiguous weight, but oneDNN's matmul
+        # is not bitwise reproducible.
+        weight = weight.t().contiguous().t()
+    '''
+    assert spans(source) == []
+
+
+def test_text_that_stands_word_for_word_in_the_cuda_counterpart_is_not_about_xpu(tmp_path):
+    generic = '''\
+    class {name}Communicator:
+        def reduce_scatter(self, input_):
+            # Note: This will produce an incorrect answer if we don't make
+            # the input_tensor contiguous. Possible bug in oneCCL's reduce_scatter_tensor?
+            input_tensor = input_.movedim(0, dim).contiguous()
+            {call}
+    '''
+    folder = "vllm/distributed/device_communicators"
+    files = {f"{folder}/cuda_communicator.py": generic.format(name="Cuda", call="nccl(input_tensor)"),
+             f"{folder}/xpu_communicator.py": generic.format(name="Xpu", call="xccl(input_tensor)")}
+    taken = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files))
+    assert taken.sites == []
+    # Alone, with no counterpart saying the same, the XPU module's note is read as its own.
+    alone = census_tree(reader.load(manifest_with(tmp_path)),
+                        write_tree(tmp_path / "alone", {f"{folder}/xpu_communicator.py": files[f"{folder}/xpu_communicator.py"]}))
+    assert [c.site.line for c in alone.sites] == [3]
+
+
+GRAPHS = '''\
+class XPUPlatform:
+    def check_and_update_config(cls, compilation_config):
+        from vllm.utils.torch_utils import supports_xpu_graph
+
+        if not supports_xpu_graph():
+            compilation_config.cudagraph_mode = CUDAGraphMode.NONE
+            logger.warning_once(
+                "XPU Graph is not supported in the current PyTorch version, disabling cudagraph_mode."
+            )
+'''
+TORCH_UTILS = '''\
+def supports_xpu_graph() -> bool:
+    return is_torch_equal_or_newer("2.11.0.dev")
+'''
+
+
+@pytest.mark.parametrize(("pins", "decided"), [
+    ("torch==2.15.0+xpu\n", "torch 2.15.0 (the release's XPU pin) passes supports_xpu_graph() (torch >= 2.11.0.dev): "
+                            "this code never runs at the pins"),
+    ("torch==2.10.0+xpu\n", "torch 2.10.0 (the release's XPU pin) fails supports_xpu_graph() (torch >= 2.11.0.dev): "
+                            "this code always runs at the pins"),
+    (None, None)])
+def test_a_site_a_torch_version_test_guards_says_how_the_release_s_pins_decide_it(tmp_path, pins, decided):
+    files = {"vllm/platforms/xpu.py": GRAPHS, "vllm/utils/torch_utils.py": TORCH_UTILS}
+    (counted,) = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files, pins=pins)).sites
+    assert (counted.site.line, counted.site.end_line, counted.site.kind) == (5, 9, "switch-off")
+    assert counted.decided_by_pins == decided
+    assert counted.dead is None  # the contract's dead is the covering entry's: none covers it
+    assert counted.as_json()["decided_by_pins"] == decided
 
 
 # ------------------------------------------------------------------ strangers' files
@@ -678,8 +863,9 @@ def test_uncommented_xpu_code_an_entry_names_is_a_site_because_the_manifest_says
     (site,) = census_tree(manifest, write_tree(tmp_path / "tree", files)).sites
     assert (site.site.line, site.site.end_line, site.tracked) == (8, 9, "vllm-pp-broadcast-sync")
     assert site.site.summary == "(no comment) vLLM synchronizes the main stream before the broadcast"
-    # Without the entry, nothing in the source says it is a workaround.
-    assert scan.scan_tree(tmp_path / "tree") == []
+    # Without the entry, its shape says it: a branch that only synchronizes on XPU.
+    (shaped,) = scan.scan_tree(tmp_path / "tree")
+    assert (shaped.line, shaped.end_line, shaped.kind) == (8, 9, "sync")
 
 
 def test_an_entry_whose_marker_is_in_no_xpu_code_is_named_not_invented(tmp_path):
@@ -801,7 +987,8 @@ def test_json_is_one_object_of_the_documented_shape(tmp_path):
         "file": "vllm/platforms/xpu.py", "line": 6, "end_line": 12,
         "summary": "Remove once the released torch contains pytorch/pytorch#188240.",
         "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True,
-        "partly_dead": False, "dead_since": "vLLM 0.99.0 carries code dead since its XPU pins reached torch 2.14.0"}]}
+        "partly_dead": False, "dead_since": "vLLM 0.99.0 carries code dead since its XPU pins reached torch 2.14.0",
+        "kind": "switch-off", "confidence": "high", "decided_by_pins": None}]}
 
 
 def test_json_says_of_each_site_what_the_table_says_dead_partly_dead_or_neither(tmp_path):
@@ -864,26 +1051,29 @@ def test_the_table_fits_columns_cutting_with_an_ellipsis_and_piped_output_is_nev
     assert whole.exit_code == 0, whole.output
     # Neither COLUMNS nor a terminal: nothing cut, as a script reads it.
     assert all(site["summary"] in whole.stdout for site in sites) and "…" not in whole.stdout
-    fitted = CliRunner().invoke(app, args, env={"XPU_WORKAROUNDS_MANIFEST": None, "COLUMNS": "100"})
+    fitted = CliRunner().invoke(app, args, env={"XPU_WORKAROUNDS_MANIFEST": None, "COLUMNS": "150"})
     assert fitted.exit_code == 0, fitted.output
     lines = table_lines(fitted.stdout)
-    assert lines[0].split() == ["SITE", "TRACKED", "REFERENCES", "SUMMARY"]
-    assert all(len(line) <= 100 for line in lines[1:]) and any(line.endswith("…") for line in lines[1:])
+    assert lines[0].split() == ["SITE", "KIND", "CONFIDENCE", "TRACKED", "REFERENCES", "SUMMARY"]
+    assert all(len(line) <= 150 for line in lines[1:]) and any(line.endswith("…") for line in lines[1:])
     for line, site in zip(lines[1:], sites, strict=True):
-        where, tracked, _, summary = re.split(r"\s{2,}", line)
+        where, kind, confidence, tracked, _, summary = re.split(r"\s{2,}", line)
+        assert (kind, confidence) == (site["kind"], site["confidence"])
         assert f"{site['file']}:{site['line']}-{site['end_line']}".endswith(where.removeprefix("…"))  # file, lines kept
         assert tracked == ("vllm-static-launcher-off (dead)" if site["tracked"] else "-")  # never cut
         assert site["summary"].startswith(summary.removesuffix("…"))
 
 
-def test_on_a_terminal_the_table_fits_the_window(tmp_path):
+def test_on_a_narrow_terminal_each_site_stands_on_its_own_line_whole_and_the_rest_fits_below(tmp_path):
     manifest = manifest_with(tmp_path, STATIC_LAUNCHER)
     tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": WIDE})
     code, screen = terminal.on_terminal(["--manifest", str(manifest), "census", str(tree)],
                                         terminal.terminal_env(COLUMNS=None), columns=90)
     assert code == 0, screen
     lines = table_lines(screen)
-    assert len(lines) == 3 and all(len(line) <= 90 for line in lines) and lines[-1].endswith("…")
+    assert lines[0::2] == ["vllm/engine.py:1-4", "vllm/platforms/xpu.py:6-12"]  # the sites, never cut
+    assert all(line.startswith("  ") and len(line) <= 90 and line.endswith("…") for line in lines[1::2])
+    assert lines[3].startswith("  switch-off, high; vllm-static-launcher-off (dead); pytorch/pytorch#188240; Remove")
     # COLUMNS, when set, is the width asked for, whatever the window's.
     code, screen = terminal.on_terminal(["--manifest", str(manifest), "census", str(tree)],
                                         terminal.terminal_env(COLUMNS="140"), columns=90)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.manifests import workaround, write_manifest
 from support.packages import sdist_bytes
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
@@ -160,6 +161,50 @@ def test_an_sdist_is_read_for_the_needed_files_only_and_never_outside_the_tree(t
     assert (result.vllm, {k: str(v) for k, v in result.pins.items()}) == ("0.99.0", {"torch": "2.15.0"})
     uva = next(w for w in result.workarounds if w.id == aiming_at(UVA_TARGET))
     assert uva.targets[0].found == "same"
+
+
+MEMORY_TARGET = "vllm.worker.memory:get_memory_info"
+
+
+def memory_manifest(path: Path) -> Path:
+    """A manifest of one workaround on ``MEMORY_TARGET``, a module-level function, and one on a method."""
+    related = [{"ref": "vllm-project/vllm#33868", "role": "related", "state": "merged", "note": "nothing to fix"}]
+    return write_manifest(path, workaround(
+        "memory-seen", targets=[{"path": MEMORY_TARGET, "kind": "function", "params": ["device"]}],
+        affected=[{"vllm": ">=0.19.0"}], vllm_carries_fix=None, upstream=related), workaround(
+        "reader-seen", targets=[{"path": "vllm.worker.memory:Reader.read", "kind": "method", "params": ["self"]}],
+        affected=[{"vllm": ">=0.19.0"}], vllm_carries_fix=None, upstream=related))
+
+
+def test_check_says_where_the_release_binds_a_target_under_another_name(tmp_path):
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/vllm/worker/memory.py": b"def get_memory_info(device=None):\n    return 1, 2\n\n\n"
+                                            b"class Reader:\n    def read(self):\n        pass\n",
+        # Neither a target's module nor a file that says xpu: kept because it names the target.
+        "vllm-0.99.0/vllm/worker/installs.py": b"import torch\n\nimport vllm.worker.memory as memory\n"
+                                              b"from vllm.worker.memory import Reader, get_memory_info\n\n"
+                                              b"torch.accelerator.get_memory_info = get_memory_info\n\n\n"
+                                              b"class Holder:\n    fetch = staticmethod(memory.get_memory_info)\n"
+                                              b"    read = Reader.read\n",
+        "vllm-0.99.0/vllm/worker/unrelated.py": b"get_memory_info = None\n",
+    }))
+    manifest = memory_manifest(tmp_path / "workarounds.toml")
+    result = run("--manifest", str(manifest), "check", "--json", str(archive))
+    assert result.exit_code == 0, result.output
+    memory, reader_check = json.loads(result.stdout)["workarounds"]
+    assert memory["bindings"] == [
+        {"target": MEMORY_TARGET, "file": "vllm/worker/installs.py", "line": 6, "name": "torch.accelerator.get_memory_info"},
+        {"target": MEMORY_TARGET, "file": "vllm/worker/installs.py", "line": 10, "name": "vllm.worker.installs.Holder.fetch"}]
+    assert reader_check["bindings"] == [{"target": "vllm.worker.memory:Reader.read", "file": "vllm/worker/installs.py",
+                                         "line": 11, "name": "vllm.worker.installs.Holder.read"}]
+    text = run("--manifest", str(manifest), "check", str(archive)).stdout
+    assert (f"note: memory-seen: vllm/worker/installs.py:6 binds {MEMORY_TARGET} as torch.accelerator.get_memory_info: "
+            "callers through that name reach the wrapper too (the plugin redirects the function itself)") in text
+    assert ("note: reader-seen: vllm/worker/installs.py:11 binds vllm.worker.memory:Reader.read as "
+            "vllm.worker.installs.Holder.read: callers through that name reach the original (a method is wrapped on "
+            "its class only)") in text
 
 
 def test_a_wheel_is_read_with_its_metadata_as_the_version(tmp_path):

@@ -135,7 +135,7 @@ def test_live_reports_are_read_from_running_processes_only(tmp_path):
     plant(tmp_path / f"{dead}.json", report(dead, **{"first-fix": "applied"}))
     live = live_reports(str(tmp_path))
     assert live["processes"] == [{"pid": os.getpid(), "applied": ["first-fix"],
-                                  "waiting": ["second-fix"], "failed": [], "drifted": []}]
+                                  "partial": [], "waiting": ["second-fix"], "failed": [], "drifted": []}]
     assert (live["ended"], live["ignored"]) == (1, 0)
 
 
@@ -291,7 +291,7 @@ def test_status_cluster_on_two_nodes_flags_exactly_their_difference(ray_cluster,
         f"node {older} (127.0.0.3): vllm 0.24.0 needs {own_workaround.ID}; the other node has vllm 0.32.0"]
     # Would apply (status) against is applied (the running process's own report), on the head node only.
     assert nodes["127.0.0.2"]["live"]["processes"] == [
-        {"pid": pid, "applied": [], "waiting": [], "failed": [], "drifted": [own_workaround.ID]}]
+        {"pid": pid, "applied": [], "partial": [], "waiting": [], "failed": [], "drifted": [own_workaround.ID]}]
     assert nodes["127.0.0.2"]["live"]["ignored"] == 1
     assert nodes["127.0.0.3"]["live"] is None
     assert any(f"process {pid} applied nothing; drifted {own_workaround.ID}" in note for note in document["notes"])

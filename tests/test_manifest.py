@@ -199,7 +199,7 @@ def test_missing_file_is_reported(tmp_path):
 
 def test_empty_manifest_lists_what_is_required(tmp_path):
     _, problems = lint_text(tmp_path, "")
-    assert {p.field for p in problems} == {"schema", "support", "workaround"}
+    assert {p.field for p in problems} == {"schema", "support"}  # a first manifest has no workaround yet
 
 
 def test_load_raises_manifest_error_carrying_the_problems(tmp_path):
@@ -225,9 +225,10 @@ def test_lint_cli_accepts_the_shipped_manifest():
 # --- [layout] pins: the repository's own pin files, paths or globs ---------------------------
 
 
-def test_pin_files_default_to_the_roots_pyproject_and_requirements_files(tmp_path):
+def test_pin_files_default_to_the_roots_pyproject_requirements_and_lock_files(tmp_path):
     path, problems = lint_text(tmp_path, TEXT)
-    assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt")
+    assert problems == [] and reader.load(path).layout.pins == ("pyproject.toml", "requirements*.txt", "uv.lock",
+                                                                "pylock.toml", "pylock.*.toml")
 
 
 def test_declared_pin_files_are_read_as_written_and_set_no_path_that_must_exist(tmp_path):

@@ -93,6 +93,18 @@ def test_the_entry_starts_with_the_kind_and_parameters_the_release_declares(repo
     assert (repository / "tests" / "test_workaround_xpu_total_memory.py").is_file()
 
 
+def test_new_says_where_the_release_binds_a_target_under_another_name(repository, tmp_path):
+    platform = ("import torch\n\n\ndef get_mem_info_wrapper(device=None):\n    return 1, 2\n\n\n"
+                "torch.accelerator.get_memory_info = get_mem_info_wrapper\n")
+    tree = release_tree(tmp_path / "vllm-0.34.0", platform=platform)
+    result = run("new", NEW_ID, "--target", "vllm.platforms.xpu.get_mem_info_wrapper", "--release", str(tree))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:2] == [
+        "vllm.platforms.xpu:get_mem_info_wrapper is a function taking (device) in vLLM 0.34.0",
+        "vllm/platforms/xpu.py:8 binds vllm.platforms.xpu:get_mem_info_wrapper as torch.accelerator.get_memory_info: "
+        "callers through that name reach the wrapper too (the plugin redirects the function itself)"]
+
+
 def test_lint_then_names_each_placeholder_left_to_fill_one_line_each(repository, tree):
     assert new(tree).exit_code == 0
     result = run("lint")

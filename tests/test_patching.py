@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import sys
+import textwrap
 
 import pytest
 from support.patches import revert_every_patch
@@ -353,18 +355,216 @@ def test_modules_imported_after_patching_get_the_wrapper(package):
     assert late.add is not original and late.add.__wrapped__ is original
 
 
-def test_aliases_outside_the_targets_top_level_package_are_not_scanned(package, tmp_path):
+def test_a_module_outside_the_targets_package_that_imported_the_function_reaches_the_wrapper(package, tmp_path):
     name = package.write("funcs", FUNCTIONS)
-    module = package.load("funcs")
+    package.load("funcs")
     other = f"other_{package.name}"
     (tmp_path / f"{other}.py").write_text(f"from {name} import add\n")
     outsider = importlib.import_module(other)
     try:
-        original = module.add
-        patching.patch(f"{name}:add", passthrough([]), owner="test")
-        assert outsider.add is original
+        calls = []
+        record = patching.patch(f"{name}:add", passthrough(calls), owner="test", params=["a", "b"])
+        assert outsider.add(2, 3) == 5
+        assert calls == [(None, (2, 3), {})]
+        assert record.outcome == "applied" and record.redirected
     finally:
         del sys.modules[other]
+
+
+# ------------------------------------------------- every reference, wherever it is
+
+MEMORY = """
+    import torch
+
+    def get_memory_info(device=None):
+        return (1, 2)
+
+    torch.accelerator.get_memory_info = get_memory_info
+"""
+
+
+@pytest.fixture
+def accelerator(monkeypatch):
+    """torch.accelerator as it was before the test: a module of the test assigns to it, as vLLM's do."""
+    import torch
+
+    monkeypatch.setattr(torch.accelerator, "get_memory_info", torch.accelerator.get_memory_info)
+    return torch.accelerator
+
+
+def marking(wrapped, instance, args, kwargs):
+    return ("wrapped", wrapped(*args, **kwargs))
+
+
+def test_a_real_torch_attribute_the_targets_module_assigned_leads_to_the_wrapper(package, accelerator):
+    name = package.write("memory", MEMORY)
+    package.load("memory")
+    record = patching.patch(f"{name}:get_memory_info", marking, owner="test", params=["device"])
+    assert record.outcome == "applied", record.detail
+    assert accelerator.get_memory_info() == ("wrapped", (1, 2))
+    assert accelerator.get_memory_info(device="cpu") == ("wrapped", (1, 2))
+
+
+def test_a_redirected_function_keeps_its_name_and_signature(package, accelerator):
+    name = package.write("memory", MEMORY)
+    package.load("memory")
+    patching.patch(f"{name}:get_memory_info", marking, owner="test", params=["device"])
+    assert accelerator.get_memory_info.__name__ == "get_memory_info"
+    assert str(inspect.signature(accelerator.get_memory_info)) == "(device=None)"
+
+
+def test_a_class_attribute_elsewhere_holding_the_function_leads_to_the_wrapper(package):
+    name = package.write("funcs", FUNCTIONS)
+    package.load("funcs")
+    package.write("registry", f"from {name} import add\n\nclass Registry:\n    combine = staticmethod(add)\n"
+                              f"    method = add\n")
+    registry = package.load("registry")
+    patching.patch(f"{name}:add", marking, owner="test", params=["a", "b"])
+    assert registry.Registry.combine(2, 3) == ("wrapped", 5)
+    assert registry.Registry.method(2, 3) == ("wrapped", 5)
+
+
+def test_an_assignment_made_after_patching_leads_to_the_wrapper(package, accelerator):
+    name = package.write("funcs", FUNCTIONS)
+    module = package.load("funcs")
+    captured = module.add  # a reference taken before the patch, assigned somewhere after it
+    patching.patch(f"{name}:add", marking, owner="test", params=["a", "b"])
+    accelerator.get_memory_info = captured
+    assert accelerator.get_memory_info(2, 3) == ("wrapped", 5)
+
+
+def test_a_module_imported_later_that_assigns_the_function_elsewhere_leads_to_the_wrapper(package, accelerator):
+    name = package.write("memory", "def get_memory_info(device=None):\n    return (1, 2)\n")
+    package.load("memory")
+    patching.patch(f"{name}:get_memory_info", marking, owner="test", params=["device"])
+    package.write("installs", f"import torch\nfrom {name} import get_memory_info\n"
+                              "torch.accelerator.get_memory_info = get_memory_info\n")
+    package.load("installs")
+    assert accelerator.get_memory_info() == ("wrapped", (1, 2))
+
+
+HOLDERS = """
+    from {name} import add
+
+    def closure():
+        held = add
+        def call(a, b):
+            return held(a, b)
+        return call
+
+    def defaulted(a, b, combine=add):
+        return combine(a, b)
+"""
+
+
+def test_closures_and_default_arguments_holding_a_plain_function_lead_to_the_wrapper(package):
+    name = package.write("funcs", FUNCTIONS)
+    package.load("funcs")
+    package.write("holders", HOLDERS.format(name=name))
+    holders = package.load("holders")
+    call = holders.closure()
+    record = patching.patch(f"{name}:add", marking, owner="test", params=["a", "b"])
+    assert (record.outcome, record.left) == ("applied", [])
+    assert call(2, 3) == ("wrapped", 5)
+    assert holders.defaulted(2, 3) == ("wrapped", 5)
+
+
+def test_revert_restores_every_reference_to_the_original(package, accelerator):
+    name = package.write("memory", MEMORY)
+    module = package.load("memory")
+    original = module.get_memory_info
+    package.write("holders", f"from {name} import get_memory_info\n\nclass Holder:\n    fetch = get_memory_info\n\n"
+                             "def defaulted(fetch=get_memory_info):\n    return fetch()\n")
+    holders = package.load("holders")
+    patching.patch(f"{name}:get_memory_info", marking, owner="test", params=["device"])
+    assert patching.revert(f"{name}:get_memory_info")
+    assert module.get_memory_info is original and accelerator.get_memory_info is original
+    assert holders.get_memory_info is original and vars(holders.Holder)["fetch"] is original
+    assert accelerator.get_memory_info() == (1, 2) and holders.defaulted() == (1, 2)
+    assert "__wrapped__" not in vars(original)
+
+
+ASYNC = """
+    async def fetch(x):
+        return x
+"""
+ASYNC_HOLDERS = """
+    from {name} import fetch
+
+    class Registry:
+        fetcher = fetch
+
+    def closure():
+        held = fetch
+        async def call(x):
+            return await held(x)
+        return call
+
+    def defaulted(x, get=fetch):
+        return get(x)
+
+    call = closure()
+"""
+
+
+def run(coroutine):
+    import asyncio
+
+    return asyncio.run(coroutine)
+
+
+def test_a_function_that_cannot_be_redirected_is_rebound_in_every_module_and_class(package, tmp_path):
+    name = package.write("aio", ASYNC)
+    package.load("aio")
+    other = f"other_{package.name}"
+    (tmp_path / f"{other}.py").write_text(textwrap.dedent(f"""
+        from {name} import fetch
+
+        class Registry:
+            fetcher = fetch
+    """))
+    outsider = importlib.import_module(other)
+    try:
+        record = patching.patch(f"{name}:fetch", passthrough([]), owner="test", params=["x"])
+        assert (record.outcome, record.redirected) == ("applied", False)
+        assert outsider.fetch is outsider.Registry.fetcher is sys.modules[name].fetch
+        assert sorted(record.aliases) == [f"{other}.Registry.fetcher", f"{other}.fetch"]
+        assert inspect.iscoroutinefunction(record.original)  # its code untouched
+    finally:
+        del sys.modules[other]
+
+
+def test_a_closure_or_default_argument_holding_a_function_that_cannot_be_redirected_is_partial_and_named(package):
+    name = package.write("aio", ASYNC)
+    package.load("aio")
+    holders_name = package.write("holders", ASYNC_HOLDERS.format(name=name))
+    holders = package.load("holders")
+    calls = []
+    record = patching.patch(f"{name}:fetch", passthrough(calls), owner="test", params=["x"])
+    assert record.outcome == "partial"
+    assert sorted(record.left) == [f"closure of {holders_name}.closure.<locals>.call",
+                                   f"default argument of {holders_name}.defaulted"]
+    assert f"still reaching the original: {', '.join(record.left)}" in record.detail
+    assert run(holders.Registry.fetcher(1)) == 1 and calls == [(None, (1,), {})]  # the class attribute was rebound
+    assert run(holders.call(2)) == 2 and calls == [(None, (1,), {})]  # the closure still reaches the original
+    patching.revert(f"{name}:fetch")
+    assert vars(holders.Registry)["fetcher"] is record.original and holders.fetch is record.original
+
+
+def test_a_module_imported_later_holding_a_function_that_cannot_be_redirected_gets_the_wrapper(package):
+    name = package.write("aio", ASYNC)
+    package.load("aio")
+    kept = package.write("kept", f"from {name} import fetch\n\nKEPT = [fetch]\n")  # a list: nothing rebinds it
+    package.load("kept")
+    changes = []
+    record = patching.patch(f"{name}:fetch", passthrough([]), owner="test", params=["x"], on_change=changes.append)
+    assert (record.outcome, record.left) == ("partial", ["a list"])
+    late_name = package.write("late", f"from {kept} import KEPT\n\nfetch = KEPT[0]\n\nclass Later:\n"
+                                      "    fetcher = KEPT[0]\n")
+    late = package.load("late")
+    assert late.fetch is late.Later.fetcher is sys.modules[name].fetch
+    assert sorted(record.aliases) == [f"{kept}.fetch", f"{late_name}.Later.fetcher", f"{late_name}.fetch"]
+    assert changes == [record]
 
 
 # --------------------------------------------------------------- patch on import

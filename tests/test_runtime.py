@@ -261,7 +261,8 @@ def test_a_workaround_whose_targets_are_not_imported_imports_its_module_only_wit
     pp = only(runtime.report())
     assert (pp["decision"], pp["outcome"], pp["error"]) == ("apply", "waiting", None)
     assert pp["targets"] == [{"path": f"{package[0]}.pp_utils:PPHandler.broadcast", "outcome": "waiting",
-                              "detail": f"waiting until {package[0]}.pp_utils is imported", "aliases": []}]
+                              "detail": f"waiting until {package[0]}.pp_utils is imported", "aliases": [],
+                              "left": []}]
     assert module not in sys.modules
     pp_utils = __import__(f"{package[0]}.pp_utils", fromlist=["PPHandler"])
     assert module in sys.modules
@@ -346,6 +347,44 @@ def test_without_strict_mode_a_drift_is_only_reported(tmp_path, package):
     __import__(f"{package[0]}.pp_utils")
     runtime.register(env)
     assert only(runtime.report())["outcome"] == "drifted"
+
+
+# ------------------------------------------------------------------------ partial
+
+HELD_COROUTINE = """
+    async def fetch(x):
+        return x
+
+    def defaulted(x, get=fetch):
+        return get(x)
+"""
+
+
+def held_coroutine(tmp_path, package) -> dict[str, str]:
+    """A target whose code is not redirected (a coroutine function), held in a default argument."""
+    name, root = package
+    (root / "aio.py").write_text(textwrap.dedent(HELD_COROUTINE))
+    target = {"path": f"{name}.aio:fetch", "kind": "function", "params": ["x"]}
+    manifest = write_manifest(tmp_path / "workarounds.toml", own_workaround.entry(targets=[target]))
+    __import__(f"{name}.aio")
+    return xpu_stack(XPU_WORKAROUNDS_MANIFEST=str(manifest))
+
+
+def test_a_reference_left_reaching_the_original_is_partial_in_the_report_and_the_log_line(tmp_path, package):
+    runtime.register(held_coroutine(tmp_path, package))
+    entry = only(runtime.report())
+    left = f"default argument of {package[0]}.aio.defaulted"
+    assert (entry["outcome"], entry["targets"][0]["outcome"], entry["targets"][0]["left"]) == (
+        "partial", "partial", [left])
+    assert entry["error"] == f"{package[0]}.aio:fetch still reaching the original: {left}"
+    assert f"; partial: {own_workaround.ID} ({entry['error']});" in runtime.summary()
+
+
+def test_strict_mode_stops_on_a_partially_applied_workaround(tmp_path, package):
+    env = held_coroutine(tmp_path, package)
+    env["XPU_WORKAROUNDS_STRICT"] = "1"
+    with pytest.raises(runtime.StrictModeError, match=f"strict mode: {own_workaround.ID} partial: .*default argument"):
+        runtime.register(env)
 
 
 # -------------------------------------------------------------------------- fork

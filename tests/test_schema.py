@@ -141,8 +141,10 @@ def test_layout_and_sources_agree_with_lint(tmp_path, case, base):
     assert (schema_errors(text) == []) is valid, schema_errors(text)
 
 
-def test_a_manifest_with_neither_workarounds_nor_tracked_entries_is_rejected():
-    assert schema_errors("schema = 1\n[support]\nvllm = \"0.19.0\"\ntorch = \"2.10.0\"\nvllm-xpu-kernels = \"0.1.4\"\n")
+def test_a_first_manifest_with_floors_and_no_workaround_is_accepted_and_one_with_neither_floors_nor_tracked_not():
+    assert not schema_errors("schema = 1\n[support]\nvllm = \"0.19.0\"\ntorch = \"2.10.0\"\n"
+                             "vllm-xpu-kernels = \"0.1.4\"\n")
+    assert schema_errors("schema = 1\n")
 
 
 @pytest.mark.parametrize("raw_id", [":", "a: b", "x]: y", "one\\ntwo", "trailing\\n", "PP_Sync", "a--b"])

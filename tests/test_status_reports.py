@@ -65,11 +65,11 @@ def test_processes_that_agree_are_listed_by_process_with_the_gone_named_exit_0(t
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"Reports in {tmp_path}: 2 running process(es), 1 gone; they agree"
-    assert lines[2].split() == ["PID", "PROCESS", "PARENT", "STATE", "PLATFORM", "APPLIED", "WAITING", "FAILED",
-                                "DRIFTED"]
+    assert lines[2].split() == ["PID", "PROCESS", "PARENT", "STATE", "PLATFORM", "APPLIED", "PARTIAL", "WAITING",
+                                "FAILED", "DRIFTED"]
     rows = {line.split()[0]: line.split() for line in lines[3:6]}
-    assert rows[str(me)] == [str(me), "api_server", "-", "running", "xpu", "first-fix", "second-fix", "-", "-"]
-    assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-",
+    assert rows[str(me)] == [str(me), "api_server", "-", "running", "xpu", "first-fix", "-", "second-fix", "-", "-"]
+    assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-", "-",
                                 "-", "-"]
     assert rows[str(gone)][3] == "gone"
     assert lines[-2:] == [f"  process {gone} (main)", f"  to clear them: rm -- {tmp_path / f'{gone}.json'}"]
@@ -103,6 +103,18 @@ def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, ch
     assert by_pid[child]["workarounds"] == [{"id": "first-fix", "decision": "apply", "reason": "affected",
                                               "outcome": "failed", "error": "PermissionError: refused"}]
     assert (by_pid[child]["process"], by_pid[child]["parent"], by_pid[child]["state"]) == ("worker", me, "running")
+
+
+def test_a_process_where_a_workaround_applied_only_partially_is_flagged_exit_3_naming_what_is_left(tmp_path, child):
+    me = os.getpid()
+    left = "vllm.utils.async_utils:collect_from_async_generator still reaching the original: default argument of m.f"
+    write(tmp_path, me, entry("first-fix", "applied"), role="engine_core")
+    write(tmp_path, child, entry("first-fix", "partial", error=left), role="worker", parent=me)
+    result = status("--reports", str(tmp_path))
+    assert result.returncode == 3, result.stderr
+    assert f"  process {child} (worker): first-fix partial: {left}" in result.stdout.splitlines()
+    row = next(line.split() for line in result.stdout.splitlines() if line.startswith(str(child)))
+    assert row[5:] == ["-", "first-fix", "-", "-", "-"]  # APPLIED, PARTIAL, WAITING, FAILED, DRIFTED
 
 
 def test_a_process_that_decided_differently_is_named_with_its_difference_in_words(tmp_path, child):

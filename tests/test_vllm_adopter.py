@@ -52,6 +52,8 @@ def test_an_adopters_workaround_applies_in_vllm_beside_the_shipped_ones(e2e_pyth
     own = vllm_harness.report_entry(result["report"], ID)
     assert (own["decision"], own["outcome"]) == ("apply", "applied"), own
     assert result["wrapped"] and result["answer"][1] == 2 * result["total"]
+    # Callers through the alias vLLM installs (shm sets torch.accelerator.get_memory_info) reach the wrapper too.
+    assert result["accelerator"][1] == 2 * result["total"]
     assert "_xpu_workarounds_own.cpu_total_memory" in result["modules"]
     # The shipped workarounds are decided beside it, from the shipped manifest, and none failed.
     shipped = [entry for entry in result["report"]["workarounds"] if entry["id"] != ID]

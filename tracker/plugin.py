@@ -52,7 +52,7 @@ from tracker.paths import (
 )
 
 LOGGER = logging.getLogger("vllm.xpu_workarounds")
-RECORD_SCHEMA = 7
+RECORD_SCHEMA = 8
 _STORE_LIMIT = 1 << 20  # bytes: a store larger than this is not one this module wrote
 _LINE_LIMIT = 16384
 # The key's parts by position (it is stored as a JSON list): ``head``'s eight, the last of them the
@@ -71,7 +71,7 @@ _SKIP_REASONS = ("platform", "not-affected", "vllm-carries-fix", "root-fix-insta
 _OWN_KEYS = ("pid", "process", "parent", "started")
 _REPORT_KEYS = frozenset({"schema", "environment", "tool", "warnings", "workarounds"})
 _ENTRY_KEYS = frozenset({"id", "decision", "reason", "detail", "outcome", "error", "decided_by", "targets"})
-_TARGET_KEYS = frozenset({"path", "outcome", "detail", "aliases"})
+_TARGET_KEYS = frozenset({"path", "outcome", "detail", "aliases", "left"})
 _ENVIRONMENT_KEYS = frozenset({"platform", "platform_source", "versions"})
 _TOOL_KEYS = frozenset({"version", "manifest", "manifest_sha256"})
 
@@ -264,7 +264,7 @@ def _valid_report(report: object) -> bool:
             return False
         for target in entry["targets"]:
             if (not isinstance(target, dict) or target.keys() != _TARGET_KEYS
-                    or target["outcome"] != "skipped" or target["aliases"] != []
+                    or target["outcome"] != "skipped" or target["aliases"] != [] or target["left"] != []
                     or not is_one_line(target["path"], 1024) or not is_one_line(target["detail"])):
                 return False
     return True

@@ -73,6 +73,10 @@ def when(text: str | datetime | None) -> datetime:
 # --------------------------------------------------------------------------- state
 
 
+# Over this many bytes, the contents API gives a file's metadata and encoding "none": its blob has the bytes.
+CONTENTS_LIMIT = 1024 * 1024
+
+
 @dataclass
 class Commit:
     sha: str
@@ -914,8 +918,9 @@ class FakeGitHub:
         raw = text.encode()
         blob = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
         name = path.rsplit("/", 1)[-1]
-        return {"type": "file", "encoding": "base64", "size": len(raw), "name": name, "path": path,
-                "content": base64.encodebytes(raw).decode(), "sha": blob,
+        large = len(raw) > CONTENTS_LIMIT  # GitHub's contents API leaves the content of a larger file out
+        return {"type": "file", "encoding": "none" if large else "base64", "size": len(raw), "name": name,
+                "path": path, "content": "" if large else base64.encodebytes(raw).decode(), "sha": blob,
                 "url": self.url(f"/repos/{repo.full_name}/contents/{path}", ref=ref),
                 "git_url": f"{repo.api}/git/blobs/{blob}", "html_url": f"{repo.html}/blob/{ref}/{path}",
                 "download_url": f"{self.base_url}/raw/{repo.full_name}/{ref}/{path}",

@@ -225,6 +225,9 @@ def get_tree(server: FakeGitHub, request: Request, owner: str, repo: str, sha: s
 def get_blob(server: FakeGitHub, request: Request, owner: str, repo: str, sha: str) -> Any:
     r = server.repo(owner, repo)
     raw = store(server).blobs.get(sha)
+    if raw is None:  # a blob of a commit's file, not listed in a tree yet (a file the contents API left out)
+        raw = next((text.encode("utf-8", "surrogateescape") for commit in r.commits.values()
+                    for text in commit.files.values() if blob_sha(text.encode("utf-8", "surrogateescape")) == sha), None)
     if raw is None:
         raise NotFound(sha)
     return {"sha": sha, "node_id": f"B_{sha[:12]}", "url": f"{r.api}/git/blobs/{sha}", "size": len(raw),

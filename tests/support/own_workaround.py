@@ -8,6 +8,12 @@ workaround module that applies, in this process or inside a real vLLM.
   0.32.0 and imported by every vLLM process), called through a wrapper that changes nothing:
   for the whole-engine tests, which patch a module attribute in every process.
 
+- ``memory-info-seen`` (``MEMORY_INFO``) and ``collect-through`` (``COLLECT``), for the test
+  of references under other names (tests/test_vllm_aliases.py, ``aliases_for_child``): the
+  first wraps ``vllm.v1.worker.cpu.shm:get_memory_info`` (installed by that module as
+  ``torch.accelerator.get_memory_info``) so that it says free memory ``-1``, a value no real
+  call gives; the second calls a coroutine function through unchanged.
+
 In the test process a module is found after this checkout's own (``install``); a child
 process gets a ``workarounds`` package holding only these (``package``), ahead of this
 checkout on ``PYTHONPATH``, with a manifest that names only them (``write_manifest``). The
@@ -53,6 +59,25 @@ def make_wrapper(context):
 }
 
 
+MEMORY_INFO = "memory-info-seen"
+MEMORY_INFO_TARGET = "vllm.v1.worker.cpu.shm:get_memory_info"
+COLLECT = "collect-through"
+COLLECT_TARGET = "vllm.utils.async_utils:collect_from_async_generator"
+ALIAS_SOURCES = {
+    "memory_info_seen": '''"""Nothing a user sees: the tests' own workaround module, free memory said as -1."""
+
+
+def make_wrapper(context):
+    def seen(get_memory_info, instance, args, kwargs):
+        free, total = get_memory_info(*args, **kwargs)
+        return -1, total
+
+    return seen
+''',
+    "collect_through": SOURCES["call_through"],
+}
+
+
 def entry(**fields: Any) -> dict[str, Any]:
     """Its ``[[workaround]]`` entry (support/manifests.py's default); ``fields`` override."""
     return manifests.workaround(**{"id": ID, **fields})
@@ -69,11 +94,11 @@ def call_through_entry() -> dict[str, Any]:
                    "note": "added the function; nothing to fix"}])
 
 
-def package(directory: Path) -> Path:
+def package(directory: Path, sources: dict[str, str] = SOURCES) -> Path:
     """A ``workarounds`` package under ``directory`` that holds only the tests' own modules."""
     (directory / "workarounds").mkdir(parents=True, exist_ok=True)
     (directory / "workarounds" / "__init__.py").write_text('"""The tests\' own workarounds."""\n')
-    for module, source in SOURCES.items():
+    for module, source in sources.items():
         (directory / "workarounds" / f"{module}.py").write_text(source)
     return directory
 
@@ -87,6 +112,24 @@ def for_child(directory: Path) -> ForChild:
     """Both workarounds, package and manifest, for a child process."""
     package(directory)
     return ForChild(directory, manifests.write_manifest(directory / "workarounds.toml", entry(), call_through_entry()))
+
+
+def _through(workaround_id: str, target: str, params: list[str]) -> dict[str, Any]:
+    return manifests.workaround(
+        workaround_id, title="Call a vLLM function through the tests' own wrapper",
+        symptom="none: the tests' own workaround", why="Tests need a target vLLM binds under another name.",
+        how="Wrap the function.", vllm_carries_fix=None, affected=[{"vllm": ">=0.19.0"}],
+        targets=[{"path": target, "kind": "function", "params": params}],
+        upstream=[{"ref": "vllm-project/vllm#33868", "role": "related", "state": "merged",
+                   "note": "nothing to fix"}])
+
+
+def aliases_for_child(directory: Path) -> ForChild:
+    """``memory-info-seen`` and ``collect-through``, package and manifest, for a child process."""
+    package(directory, ALIAS_SOURCES)
+    return ForChild(directory, manifests.write_manifest(
+        directory / "workarounds.toml", _through(MEMORY_INFO, MEMORY_INFO_TARGET, ["*args", "**kwargs"]),
+        _through(COLLECT, COLLECT_TARGET, ["iterator"])))
 
 
 def install(monkeypatch: Any, directory: Path) -> None:

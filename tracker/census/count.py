@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from tracker.census.scan import FileScan, Site
+from tracker.census import pinned
+from tracker.census.files import is_xpu_module
+from tracker.census.scan import FileScan, Site, comment_lines, siblings
 from tracker.model.manifest import InlineWorkaround, Manifest
 from tracker.model.tracked import dead_at
 from tracker.model.vocabulary import SCHEMA
@@ -43,6 +45,7 @@ class CountedSite:
     dead: bool | None = None  # covered: dead at the release's own XPU pins (None: cannot be told)
     dead_detail: str | None = None  # covered: the sentence why, as the table prints it below itself
     partly_dead: bool = False  # covered: the pins reach its dead_when, but its `remaining` part is needed
+    decided_by_pins: str | None = None  # a torch version test guards it, and the release's pins decide it: why
 
     @property
     def dead_since(self) -> str | None:
@@ -53,7 +56,8 @@ class CountedSite:
         site = self.site
         return {"file": site.file, "line": site.line, "end_line": site.end_line, "summary": site.summary,
                 "references": list(site.references), "tracked": self.tracked, "dead": self.dead,
-                "partly_dead": self.partly_dead, "dead_since": self.dead_since}
+                "partly_dead": self.partly_dead, "dead_since": self.dead_since, "kind": site.kind,
+                "confidence": site.confidence, "decided_by_pins": self.decided_by_pins}
 
 
 @dataclass
@@ -93,8 +97,10 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
     unplaced: list[str] = []
     sources: dict[str, str] = {}
     label = release or "of unknown version"
-    for file, text in files:
-        scan = FileScan(file, text)
+    tests: dict[str, str] = {}
+    for file, text, generic in _with_siblings(files):
+        tests.update(pinned.version_tests(text))
+        scan = FileScan(file, text, generic)
         entries = by_file.pop(file, [])
         sites = list(scan.sites)
         covering: dict[int, InlineWorkaround] = {}
@@ -115,6 +121,8 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
                 counted.append(CountedSite(site))
             else:
                 verdict = dead_at(cover, pins, label)
+                if site.summary.startswith("(no comment) "):  # found by its shape: the entry says what it is
+                    site = replace(site, summary=f"(no comment) {cover.title}")
                 counted.append(CountedSite(site, cover.id, verdict.dead, verdict.detail, verdict.partly))
     unplaced += [f"{inline.id}: {inline.file} is not in this release" for entries in by_file.values()
                  for inline in entries]
@@ -122,8 +130,26 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
     carried = {inline.id for inline in manifest.tracked
                if version is None or inline.carried_in.contains(version, prereleases=True)}
     unplaced = [line for line in unplaced if line.partition(":")[0] in carried]
+    counted = [replace(c, decided_by_pins=pinned.decided(c.site.code, tests, pins)) for c in counted]
     counted.sort(key=lambda c: (c.site.file, c.site.line))
     return Census(release, source, dict(pins), counted, unplaced, sources=sources)
+
+
+def _with_siblings(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, frozenset[str]]]:
+    """``files`` each with the comment lines of its sibling modules (``scan.siblings``; none for a
+    module that is not XPU-only): the XPU-only modules are read last, when every sibling's comment
+    lines are known. Each file's comment lines are kept (a small part of its text), never the text."""
+    said: dict[str, frozenset[str]] = {}
+    deferred: list[tuple[str, str]] = []
+    for file, text in files:
+        if is_xpu_module(file):
+            deferred.append((file, text))
+            continue
+        said[file] = frozenset(comment_lines(text.splitlines()))
+        yield file, text, frozenset()
+    found = siblings([file for file, _ in deferred], said)
+    for file, text in deferred:
+        yield file, text, frozenset().union(*(said[other] for other in found.get(file, [])))
 
 
 def _uncommented(scan: FileScan, inline: InlineWorkaround, sites: list[Site]) -> int | None:

@@ -157,6 +157,13 @@ def names_xpu_and_defect(text: str) -> bool:
                for sentence in sentences(text))
 
 
+def names_xpu_and_gap(text: str) -> bool:
+    """One sentence of ``text`` names XPU and what it lacks ("XPU lacks", "the XPU kernel expects"),
+    or a fallback or switch-off on XPU ("Disable aux streams on XPU")."""
+    return any(wording.about_xpu(sentence) and (wording.GAP.search(sentence) or wording.NEED.search(sentence))
+               for sentence in sentences(text))
+
+
 def summary(text: str) -> str:
     """The sentence of ``text`` that makes it a workaround, on one line: the first that says it is
     temporary or names a reference, else the first that names a defect, else a missing feature."""

@@ -1,47 +1,55 @@
 """vLLM's inline XPU workarounds in one source file, read as text and syntax, never imported.
 
-A site is XPU-only code that says it is temporary or works around something. Two things are
-read from a file: what its comments and strings say (``tracker.census.notes``, judged by
-``tracker.census.wording``) and where its code runs only on XPU (``tracker.census.xpu_code``).
-A comment block, docstring paragraph or logged string that names an upstream reference or uses
-the words people use for a workaround makes a site when
+A site is code that exists because a component vLLM depends on lacks or breaks something on XPU
+(docs/census.md says it in full). Two things are read from a file: where its code runs only on
+XPU (``tracker.census.xpu_code``: platform checks' branches, XPU-named definitions and modules)
+and what its comments, logged lines and refusals say (``tracker.census.notes``, judged by
+``tracker.census.wording``). What the code does there makes a site, its words raising the
+confidence:
 
-- it is inside XPU-only code (a comment after the last statement of a platform check's branch,
-  at its indentation, is inside it), or
-- the code it annotates holds a platform check (a comment above ``if current_platform.is_xpu():``,
-  above the ``if``/``elif`` chain that has one, or above ``x = a if current_platform.is_xpu() else b``), or
-- one of its sentences names XPU and an issue, a pull request or a version condition (a note in
-  a generic Triton kernel about the XPU Triton backend).
+- a logged line naming a gap and what is done about it (a fallback, a switch-off), with the test
+  that leads to it (``_message``);
+- a ``raise`` or ``assert`` in a platform check's branch of generic code whose message names the
+  gap (a refusal), with that branch; in an XPU-only module, only one naming a known issue or a
+  reference;
+- a branch of generic code that does nothing but synchronize (``_syncs``);
+- a rebinding of an imported library's attribute, with the function it installs (``_patches``);
+- a comment on XPU-only code naming a component's gap or defect, or in generic code a sentence
+  naming XPU and a gap, or the words of a temporary measure or a reference (``_part``).
 
-The site is the text with the code it annotates: the statements below a comment up to a blank
-line, a comment line or the end of its block (imports and blank lines right below the comment
-are passed over: the comment describes the code after them; a ``def`` or ``class`` below it:
-only its header); a comment that heads a platform check's branch, or trails the ``if`` line,
-stands for the whole branch; a string for its statement. Without any words, XPU-only code that
-rebinds an imported module's attribute (``torch.cuda.Event = torch.xpu.Event``) is a site: the
-rebindings of one function are one site, with the comment right above the first. Sites that
-overlap are one site. Strings that an error, assertion or ``return`` carries are what the code
-refuses, not a workaround, and are not read; a comment that says only what XPU has not got
-("does not support") above a table of backends is dispatch. Plain platform code (kernel
-tables, ``forward_xpu`` routing, device selection) says none of this and is not listed.
+Text that stands line for line in a sibling module (the CUDA, ROCm or base counterpart, given as
+``generic``) is not about XPU. Each site runs from the first line of its explanation to the last
+line of the code it guards; overlapping parts are one site, whose kind (``tracker.census.kinds``)
+is read from what made it and the code it covers.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+import gc
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from tracker.census import notes, wording, xpu_code
 from tracker.census.files import SOURCE_LIMIT, is_xpu_module, may_hold_sites, source_files
+from tracker.census.kinds import Confidence, Kind
 from tracker.census.notes import Note, Said
 
 # A site with no comment (``FileScan.site_at``) is its platform check's branch when the branch is
 # at most this long, else the statement it is in.
 BRANCH_LINES = 20
+# A logged line or a ``raise`` stands for the branch of the ``if`` it is in when the branch is at most
+# this long (the test that leads to it is part of the workaround), else for its statement.
+SEGMENT_LINES = 60
+# A comment of an XPU-only module whose lines are at least this share of a sibling module's comment
+# lines (``xpu_communicator.py`` and ``cuda_communicator.py``) is generic text, not about XPU.
+SIBLING_SHARE = 0.6
+SIBLING_TAILS = 16
 _REFUSALS = frozenset({"Raise", "Assert", "Return"})
 
 
@@ -56,6 +64,8 @@ class Site:
     references: tuple[str, ...]
     said: str = field(repr=False, default="")  # every comment and string that made it, whitespace collapsed
     code: str = field(repr=False, default="")  # its lines, whitespace collapsed (where a marker is looked for)
+    kind: Kind = Kind.SUBSTITUTE  # what it does on XPU
+    confidence: Confidence = Confidence.MEDIUM
 
     @property
     def where(self) -> str:
@@ -73,18 +83,39 @@ class _Part(NamedTuple):
     said: str
     worded: bool  # made by words (its summary wins a merge), not by a shape alone
     docstring: int = 0  # made by a paragraph of the docstring that begins on this line
+    score: int = 2  # how much says it is a workaround (``Confidence.of``)
+    kind: Kind | None = None  # what made it says its kind (a patch, a sync, a logged fallback), else read from its code
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while one file is read: the syntax tree and the notes are
+    many objects and no cycles, and a collection pass over them each time the allocations pile up
+    makes a large file cost more than its size (restored after, as it was)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class FileScan:
     """One file read: its sites (``sites``), and an uncommented one at a given line (``site_at``)."""
 
-    def __init__(self, file: str, source: str) -> None:
+    def __init__(self, file: str, source: str, generic: frozenset[str] = frozenset()) -> None:
         self.file = file
         self.source = notes.normalised(source)
         self.lines = notes.lines(self.source)
+        self.generic = generic  # the comment lines of its sibling modules (``comment_lines``)
 
     @functools.cached_property
     def _code(self) -> xpu_code.Code | None:
+        with _collector_paused():
+            return self._read_code()
+
+    def _read_code(self) -> xpu_code.Code | None:
         try:
             tree = ast.parse(self.source)
             said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
@@ -94,6 +125,10 @@ class FileScan:
 
     @functools.cached_property
     def sites(self) -> list[Site]:
+        with _collector_paused():
+            return self._sites()
+
+    def _sites(self) -> list[Site]:
         if not may_hold_sites(self.file, self.source):
             return []
         said = notes.notes(self.source, self.lines)
@@ -102,9 +137,10 @@ class FileScan:
             return []
         headed = [(note, code.heads.get(note.first)) for note in said if note.kind == Note.COMMENT]
         code.described_by_their_own([branch for note, branch in headed if branch is not None and note.last < branch.body])
-        parts = [part for note in said if (part := self._part(note, code)) is not None]
+        parts = [part for note in said if not self._sibling_text(note) and (part := self._part(note, code)) is not None]
         parts += self._patches(code, said)
-        return self._merged(parts)
+        parts += self._syncs(code)
+        return self._merged(parts, code, said)
 
     def site_at(self, line: int, summary: str) -> Site | None:
         """The XPU-only code at ``line`` as a site of its own, named by ``summary``, for code no
@@ -120,7 +156,23 @@ class FileScan:
 
     def _part(self, note: Said, code: xpu_code.Code) -> _Part | None:
         """The site ``note`` makes, if it says it is a workaround and is where one can be."""
-        if not wording.says_workaround(note.text, defects=note.kind != Note.STRING, gaps=note.comment):
+        text = note.text
+        temporary = wording.TEMPORARY.search(text) is not None or wording.names_reference(text)
+        if note.kind == Note.STRING:
+            statement = code.statement_of(note.first)
+            effect = statement.effect if statement is not None else None
+            if effect in ("log", "raise", "assert") and statement is not None:
+                return self._message(note, statement, code, temporary)
+        if not temporary and wording.NOT_A_GAP.search(text) is not None:
+            return None  # a user's choice honoured, a past fix explained, vLLM's CUDA-shaped interface
+        worded = note.kind != Note.DOCSTRING  # a docstring tells what a function does; it counts by the words of a measure
+        defect = note.kind != Note.STRING and wording.DEFECT.search(text) is not None
+        gap = worded and (wording.GAP.search(text) is not None
+                          or (wording.NEED.search(text) is not None and defect))
+        component = wording.COMPONENT.search(text) is not None
+        wants = worded and notes.names_xpu_and_gap(text)  # "the XPU kernel expects k as int64"
+        singled = note.comment and wording.EXCEPT_XPU.search(text) is not None  # "except on XPU"
+        if not (temporary or gap or defect or wants or singled):
             return None
         placed = self._place(note, code)
         if placed is None:
@@ -128,15 +180,92 @@ class FileScan:
         start, end, in_branch = placed
         inside = in_branch or code.holds(note.first)
         checked = note.comment and code.checks_between(start, end)
-        if not (inside or checked or notes.names_xpu_and_reference(note.text)
-                or (note.comment and notes.names_xpu_and_defect(note.text))):
+        xpu = wording.about_xpu(text)
+        if temporary:
+            made = inside or checked or notes.names_xpu_and_reference(text) or (
+                note.comment and notes.names_xpu_and_defect(text))
+        elif inside:
+            made = gap or wants or (defect and (component or xpu or not code.whole_file))
+        elif checked:
+            made = ((gap or defect) and (xpu or component)) or singled
+        else:
+            made = note.comment and notes.names_xpu_and_gap(text)
+        if not made:
             return None
-        if note.comment and wording.only_a_gap(note.text):
+        if note.comment and wording.only_a_gap(text):
             described = code.described(note.last + 1, end)
             if described and all(statement.table for statement in described):
                 return None  # what a backend lacks, above the table that picks another: dispatch
-        return _Part(start, end, notes.summary(note.text), tuple(wording.references(note.text)), note.text, True,
-                     note.docstring)
+        score = 2 * temporary + (gap or defect or wants or singled) + component + bool(inside or checked or xpu)
+        kind = (Kind.FALLBACK if note.comment and wording.FALLING_BACK.search(text) else
+                Kind.SWITCH_OFF if note.comment and (singled or wording.OFF.search(text)) else None)
+        return _Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True,
+                     note.docstring, score, kind)
+
+    def _message(self, note: Said, statement: xpu_code.Statement, code: xpu_code.Code,
+                 temporary: bool) -> _Part | None:
+        """A logged line or a refusal's message that names what XPU lacks (a fallback, a switch-off, a
+        ``raise`` naming the gap): with the test that leads to it, when it is in XPU-only code or
+        names XPU. A user's explicit choice honoured, and a kernel's declarations to the selector
+        (``can_implement``), are not workarounds."""
+        text = note.text
+        logged = statement.effect == "log"
+        gap = wording.GAP.search(text) is not None
+        if wording.NOT_A_GAP.search(text) is not None or code.declared[statement.first]:
+            return None
+        if re.match(r"\W{0,3}(?:\{|%[sdr])", text):
+            return None  # about a value the user chose: it begins with that value
+        if logged:  # a logged fallback or switch-off: the gap and what is done about it
+            made = temporary or (gap and wording.SWITCH.search(text) is not None)
+        else:  # a refusal on XPU of what the function serves elsewhere (the platform check's other way)
+            branch = code.platform_branch(statement.first, statement.last)
+            known = wording.KNOWN.search(text) is not None or wording.names_reference(text)
+            made = known or (gap and branch is not None and not code.whole_file and not re.search(r"\{|%[sdr]", text))
+        if not made or not (code.holds(statement.first) or wording.about_xpu(text)):
+            return None
+        start, end = statement.first, statement.last
+        segment = code.segment_of(statement.first)
+        if segment is not None and segment.end - segment.check < SEGMENT_LINES:
+            start, end = segment.check, segment.end
+            branch = code.platform_branch(start, end)
+            if not logged and branch is not None and branch.end - branch.check < BRANCH_LINES:
+                start, end = branch.check, branch.end  # the whole XPU branch the refusal belongs to
+        kind = (Kind.REFUSAL if not logged else Kind.FALLBACK if wording.FALLING_BACK.search(text) else
+                Kind.SWITCH_OFF)
+        score = 2 * temporary + 1 + (wording.COMPONENT.search(text) is not None) + code.holds(statement.first)
+        return _Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True, 0, score, kind)
+
+    def _syncs(self, code: xpu_code.Code) -> list[_Part]:
+        """A platform check's branch of generic code that does nothing but synchronize a stream or the
+        device: an extra sync on XPU, a site by its shape (an XPU module synchronizing, or a branch
+        that does more, is XPU's own way of doing something)."""
+        if code.whole_file:
+            return []
+        parts = []
+        for statement in code.statements:
+            if statement.effect != "sync" or not code.holds(statement.first):
+                continue
+            branch = code.platform_branch(statement.first, statement.last)
+            if branch is None or any(other.effect != "sync" for other in code.described(branch.body, branch.end)):
+                continue  # a sync that is part of XPU's own way of doing something, not an extra one
+            start, end = branch.check, branch.end
+            summary = "(no comment) " + " ".join(self.lines[statement.first - 1].split())
+            parts.append(_Part(start, end, summary, (), "", False, 0, 2, Kind.SYNC))
+        return parts
+
+    def _explains(self, note: Said) -> bool:
+        """A comment right above a site explains it when it names XPU or says what a workaround says."""
+        text = note.text
+        return not self._sibling_text(note) and (
+            wording.about_xpu(text) or wording.says_workaround(text) or wording.NEED.search(text) is not None)
+
+    def _sibling_text(self, note: Said) -> bool:
+        """A comment of an XPU-only module that stands word for word in a sibling module (the CUDA,
+        ROCm or base counterpart): generic text, not about XPU."""
+        if not self.generic or not note.comment or note.kind != Note.COMMENT:
+            return False
+        said = [line for line in comment_lines(self.lines[note.first - 1:note.last])]
+        return bool(said) and sum(line in self.generic for line in said) >= SIBLING_SHARE * len(said)
 
     def _place(self, note: Said, code: xpu_code.Code) -> tuple[int, int, bool] | None:
         """The lines of the site ``note`` makes, and whether they are a platform check's branch;
@@ -157,6 +286,10 @@ class FileScan:
         branch = code.heads.get(note.first)
         if branch is not None and note.last < branch.body:
             return branch.check, branch.end, True  # the comment heads a platform check's branch
+        headed = code.branch_heads.get(note.first)
+        segment = code.segment_of(note.last + 1)
+        if headed is not None and segment is not None and segment.check == headed and code.holds(note.first):
+            return segment.check, segment.end, True  # it heads a branch of XPU-only code: explains its test
         branch = self._trailed(note, code)
         if branch is not None:
             return branch.check, note.last, True  # after the branch's last statement, at its indentation
@@ -208,29 +341,51 @@ class FileScan:
                 previous = patch
             groups.setdefault(patch.group or run, []).append(patch)
         comments = {note.last: note for note in said if note.kind == Note.COMMENT}
+        defined = self._definitions(code) if groups else {}
         parts = []
         for patches in groups.values():
             start, end = min(p.first for p in patches), max(p.last for p in patches)
+            for patch in patches:  # ``torch.accelerator.get_memory_info = wrapper``: the wrapper is the substitute
+                value = re.search(r"=\s*([A-Za-z_]\w*)\s*$", self.lines[patch.last - 1])
+                if value is not None and value.group(1) in defined:
+                    start = min(start, defined[value.group(1)])
             above = comments.get(start - 1)
             targets = sorted({p.target for p in patches})
             rebinds = f"rebinds {targets[0]}" + (f" and {len(targets) - 1} more" if len(targets) > 1 else "")
             if above is not None:
                 parts.append(_Part(above.first, end, notes.summary(above.text),
-                                   tuple(wording.references(above.text)), above.text, False))
+                                   tuple(wording.references(above.text)), above.text, False, 0, 3, Kind.MONKEY_PATCH))
             else:
-                parts.append(_Part(start, end, f"(no comment) {rebinds}", (), rebinds, False))
+                parts.append(_Part(start, end, f"(no comment) {rebinds}", (), rebinds, False, 0, 2,
+                                   Kind.MONKEY_PATCH))
         return parts
 
-    def _merged(self, parts: list[_Part]) -> list[Site]:
+    def _definitions(self, code: xpu_code.Code) -> dict[str, int]:
+        """The module-level functions of the file, by name: their first line."""
+        found: dict[str, int] = {}
+        for statement in code.statements:
+            if statement.definition and statement.kind != "ClassDef":
+                header = next((m for line in range(statement.first, statement.header + 1)
+                               if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", self.lines[line - 1]))), None)
+                if header is not None and not self.lines[statement.first - 1][:1].isspace():
+                    found.setdefault(header.group(1), statement.first)
+        return found
+
+    def _merged(self, parts: list[_Part], code: xpu_code.Code, said: list[Said]) -> list[Site]:
         """Overlapping parts, and paragraphs of one docstring, as one site: the first worded part's
-        summary, every reference, every text."""
+        summary, every reference, every text; a comment right above a site's first line (its
+        explanation) begins it. A site's kind is read from what made it and the code it covers; its
+        confidence is its best part's."""
         extents: dict[int, tuple[int, int]] = {}
         for part in parts:
             if part.docstring:
                 start, end = extents.get(part.docstring, (part.start, part.end))
                 extents[part.docstring] = (min(start, part.start), max(end, part.end))
+        above = {note.last: note for note in said if note.kind == Note.COMMENT}
         parts = [part._replace(start=extents[part.docstring][0], end=extents[part.docstring][1])
                  if part.docstring else part for part in parts]
+        parts = [part._replace(start=explained.first) if (explained := above.get(part.start - 1)) is not None
+                 and self._explains(explained) and not part.docstring else part for part in parts]
         sites: list[Site] = []
         run: list[_Part] = []
 
@@ -238,9 +393,12 @@ class FileScan:
             if run:
                 chosen = next((part for part in run if part.worded), run[0])
                 references = tuple(dict.fromkeys(ref for part in run for ref in part.references))
-                said = " ".join(dict.fromkeys(part.said for part in run if part.said))
-                sites.append(self._site(run[0].start, max(part.end for part in run), chosen.summary, references,
-                                        said))
+                text = " ".join(dict.fromkeys(part.said for part in run if part.said))
+                start, end = run[0].start, max(part.end for part in run)
+                score = max(part.score for part in run) + (len(run) > 1)
+                if Confidence.of(score) != Confidence.LOW:
+                    kind = self._kind(run, code, start, end)
+                    sites.append(self._site(start, end, chosen.summary, references, text, kind, Confidence.of(score)))
                 run.clear()
 
         end = 0
@@ -252,9 +410,84 @@ class FileScan:
         close()
         return sites
 
-    def _site(self, start: int, end: int, summary: str, refs: tuple[str, ...], said: str) -> Site:
+    def _kind(self, run: list[_Part], code: xpu_code.Code, start: int, end: int) -> Kind:
+        """What a site does (``tracker.census.kinds``): a patch, a sync or a fallback its parts say;
+        else a switch its code or words say; else a refusal when raising is all it does; else a substitute."""
+        made = {part.kind for part in run if part.kind is not None}
+        for kind in (Kind.MONKEY_PATCH, Kind.SYNC, Kind.FALLBACK):
+            if kind in made:
+                return kind
+        effects = [statement.effect for statement in code.described(start, end) for statement in
+                   self._simple(code, statement)]
+        if "sync" in effects:
+            return Kind.SYNC
+        if Kind.SWITCH_OFF in made or "off" in effects:
+            return Kind.SWITCH_OFF
+        acting = [effect for effect in effects if effect not in (None, "log")]
+        if Kind.REFUSAL in made or (acting and all(effect in ("raise", "assert") for effect in acting)):
+            return Kind.REFUSAL if all(effect in ("raise", "assert", "return") for effect in acting) else Kind.SUBSTITUTE
+        return Kind.SUBSTITUTE
+
+    @staticmethod
+    def _simple(code: xpu_code.Code, statement: xpu_code.Statement) -> list[xpu_code.Statement]:
+        """The simple statements of ``statement`` (itself when simple), read from the line index."""
+        if statement.effect is not None or statement.header == statement.last:
+            return [statement]
+        return [inner for line in range(statement.header + 1, statement.last + 1)
+                for inner in code.starts.get(line, []) if inner.header == inner.last]
+
+    def _site(self, start: int, end: int, summary: str, refs: tuple[str, ...], said: str,
+              kind: Kind = Kind.SUBSTITUTE, confidence: Confidence = Confidence.MEDIUM) -> Site:
         code = " ".join(" ".join(self.lines[start - 1:end]).split())
-        return Site(self.file, start, end, summary, refs, said, code)
+        return Site(self.file, start, end, summary, refs, said, code, kind, confidence)
+
+
+def comment_lines(lines: Iterable[str]) -> list[str]:
+    """The comment lines among ``lines``, each without its ``#`` and with its whitespace collapsed (a
+    module's, to tell generic text in its XPU sibling)."""
+    found = []
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            said = " ".join(stripped.lstrip("#").split()).lower()
+            if len(said) > 3:
+                found.append(said)
+    return found
+
+
+def siblings(xpu_files: Iterable[str], files: Iterable[str]) -> dict[str, list[str]]:
+    """The counterparts among ``files`` of each XPU-only module of ``xpu_files``: for a module whose
+    name says XPU (``xpu_communicator.py``), the modules of its folder whose names end as its does
+    after ``xpu`` (``cuda_communicator.py``, ``base_device_communicator.py``); for a module in an XPU
+    folder (``models/deepseek_v4/xpu/model.py``), the module of that name in the sibling folders.
+    One pass over ``files``, each looked up in two indexes (at most ``SIBLING_TAILS`` name endings
+    per folder): time linear in the files."""
+    tails: dict[PurePosixPath, dict[str, list[str]]] = {}
+    folders: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    depths: set[int] = set()
+    for file in xpu_files:
+        path = PurePosixPath(file)
+        name = path.name.lower()
+        if "xpu" in name and len(name) - name.index("xpu") > 6:
+            ending = tails.setdefault(path.parent, {})
+            if len(ending) < SIBLING_TAILS:
+                ending.setdefault(name[name.index("xpu") + 3:], []).append(file)
+        for depth, part in enumerate(path.parts[:-1]):
+            if "xpu" in part.lower():
+                depths.add(depth)
+                folders.setdefault((path.parts[:depth], path.parts[depth + 1:]), []).append(file)
+    found: dict[str, list[str]] = {}
+    for other in files:
+        path = PurePosixPath(other)
+        for tail, owners in tails.get(path.parent, {}).items():
+            if path.name.lower().endswith(tail) and "xpu" not in path.name.lower():
+                for owner in owners:
+                    found.setdefault(owner, []).append(other)
+        for depth in depths:
+            if depth < len(path.parts) - 1 and "xpu" not in path.parts[depth].lower():
+                for owner in folders.get((path.parts[:depth], path.parts[depth + 1:]), []):
+                    found.setdefault(owner, []).append(other)
+    return found
 
 
 def scan_source(file: str, source: str) -> FileScan:

@@ -7,6 +7,6 @@ Bump ``CENSUS_VERSION`` whenever what the census finds in the same source can ch
 
 from __future__ import annotations
 
-CENSUS_VERSION = 1
+CENSUS_VERSION = 2
 
 __all__ = ["CENSUS_VERSION"]

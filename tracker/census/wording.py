@@ -52,7 +52,7 @@ _TEMPORARY = (
     r"(?-i:\bW/A\b)", r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b",
 )
 _DEFECT = (
-    r"(?-i:\bFIXME\b)", r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
+    r"\bbugs?\b", r"\bbuggy\b", r"\bregression\b",
     r"\bprecision (?:loss|issues?|problems?)\b", r"\bcrash(?:es|ed)?\b", r"\bhangs?\b", r"\bleaks?\b",
     r"\bsegfaults?\b", r"\bmisdetect", r"\bNaN\b", r"\bgarbage values?\b",
     r"\bnot (?:[\w-]{1,100} ){0,2}(?:bitwise|deterministic|reproducible)\b", r"\bunexpected (?:failures?|errors?|results?)\b",
@@ -63,14 +63,57 @@ _DEFECT = (
 # ("Flash Attention on XPU does not support float32 dtype. Falling back ...").
 _GAP = (
     r"\bnot supported\b", r"\bunsupported\b", r"\bnot implemented\b", r"\brejects?\b",
-    r"\bdoes(?: not|n't) (?:support|accept|work|handle|implement)\b",
+    r"\bdoes(?: not|n't) (?:yet )?(?:support|accept|work|handle|implement|provide)\b",
+    r"\blacks?\b", r"\black of\b", r"\bno (?:[\w-]{1,40} ){0,2}support\b",
+    r"\bonly (?:supports?|accepts?|handles?|works?)\b", r"(?<!\bthe )\bonly supported\b", r"\bcannot\b", r"\bcan't\b",
+    r"\bcan not\b", r"\bunable to\b", r"\bnot valid\b",
 )
+# What a component wants, weaker than a gap: the XPU implementation's own preparation says it too
+# ("oneDNN requires a contiguous layout"); it counts beside a defect or a temporary measure.
+_NEED = (r"\brequires?\b", r"\bneeds?\b", r"\bexpects?\b", r"\b(?:has|have) no\b")
+# A fallback or a switch-off said in words: the log line of a logged fallback, the comment of a switch.
+_SWITCH = (
+    r"\bfall(?:s|ing)? ?back\b", r"\bfallbacks?\b", r"\bdisabl(?:e|es|ed|ing)\b", r"\bturn(?:s|ed|ing)? off\b",
+    r"\bswitch(?:es|ed|ing)? off\b", r"\bskip(?:s|ped|ping)?\b", r"\binstead\b",
+)
+# The components an XPU workaround waits on (the definition's list), and XPU's own kernels.
+_COMPONENT = (
+    r"\btorch\b", r"\bpytorch\b", r"\binductor\b", r"\bdynamo\b", r"\bipex\b", r"intel[- ]extension",
+    r"\bone(?:dnn|ccl|mkl|api)\b", r"\bccl\b", r"\bxccl\b", r"\bmkl\b", r"\blevel[- ]zero\b", r"\bdriver\b",
+    r"\btriton\b", r"\bkernels?\b", r"\bray\b", r"\bucx\b", r"\bdpctl\b", r"\bsycl\b", r"\boperators?\b",
+    r"\bop\b",
+)
+# Not a workaround whatever else it says: a user's explicit choice honoured, an explanation of a past fix,
+# vLLM's interfaces shaped after CUDA's.
+_NOT_A_GAP = (
+    r"\bexplicitly (?:requested|set|asked|chosen|selected)\b", r"\bopt[- ]in\b", r"\bpreviously\b",
+    r"\bused to\b", r"\bidentified\b", r"\bdiffers? from cuda", r"\bcompatible (?:to|with) cuda", r"\bxpu uses\b",
+    r"\bdoes(?: not|n't) (?:yet )?support xpu\b", r"\bnot (?:yet )?ported\b",
+)
+# XPU named among other platforms ("cpu/xpu runners", "ROCm and XPU take the Triton path"): the text is
+# about several platforms' choice, not about what XPU lacks.
+_PLATFORM_LIST = re.compile(r"\b(?:cpu|rocm|tpu|hpu|cuda|gpu)s?(?: devices?)?\s*(?:/|,|\band\b|\bor\b)\s*xpus?\b|"
+                            r"\bxpus?(?: devices?)?\s*(?:/|,|\band\b|\bor\b)\s*(?:cpu|rocm|tpu|hpu|cuda)\b",
+                            re.IGNORECASE)
+# XPU singled out: "except on XPU", "not on XPU", "skipped on XPU".
+EXCEPT_XPU = re.compile(r"\b(?:except|not|skip(?:ped)?|disabled?) (?:on|for) xpus?\b", re.IGNORECASE)
+# What a refusal names when it is a known gap, not vLLM's own plan ("for now"): a known issue or
+# limitation, an upstream reference.
+KNOWN = re.compile(r"\bknown (?:[\w-]{1,40} ){0,2}(?:issue|bug|problem|limitation)s?\b", re.IGNORECASE)
 _ITEM_WORD = re.compile(r"/issues/|/pull/|\b(?:issues?|PRs?|pull requests?|pulls?|bugs?)[ \t]{0,3}:?[ \t]{0,3}#?[ \t]?[0-9]",
                         re.IGNORECASE)
 TEMPORARY = re.compile("|".join(_TEMPORARY), re.IGNORECASE)
 DEFECT = re.compile("|".join(_DEFECT), re.IGNORECASE)
 GAP = re.compile("|".join(_GAP), re.IGNORECASE)
+NEED = re.compile("|".join(_NEED), re.IGNORECASE)
+SWITCH = re.compile("|".join(_SWITCH), re.IGNORECASE)
+OFF = re.compile(r"\bdisabl(?:e|es|ed|ing)\b|\bturn(?:s|ed|ing)? off\b|\bswitch(?:es|ed|ing)? off\b|\bskip(?:s|ped|ping)?\b",
+                 re.IGNORECASE)
+FALLING_BACK = re.compile(r"\bfall(?:s|ing)? ?back\b|\bfallbacks?\b|\binstead\b", re.IGNORECASE)
+COMPONENT = re.compile("|".join(_COMPONENT), re.IGNORECASE)
+NOT_A_GAP = re.compile("|".join(_NOT_A_GAP), re.IGNORECASE)
 XPU = re.compile(r"xpu", re.IGNORECASE)
+XPU_WORD = re.compile(r"(?<!\w)xpus?(?![\w(])|\bxpu's\b", re.IGNORECASE)
 
 
 def references(text: str) -> list[str]:
@@ -139,3 +182,9 @@ def names_reference(text: str) -> bool:
 
 def mentions_xpu(text: str) -> bool:
     return XPU.search(text) is not None
+
+
+def about_xpu(text: str) -> bool:
+    """``text`` names XPU as a word ("XPU lacks", "the XPU kernel"), not inside an identifier
+    (``XPUExpertsWNA16``) nor only among other platforms ("cpu/xpu runners")."""
+    return XPU_WORD.search(_PLATFORM_LIST.sub(" ", text)) is not None

@@ -30,6 +30,11 @@ from typing import NamedTuple
 _XPU_NAME = re.compile(r"xpu", re.IGNORECASE)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _TABLE_ITEMS = (ast.Name, ast.Attribute, ast.Constant)
+_LOG_CALLS = frozenset({"warning", "warning_once", "info", "info_once", "warn", "warn_once", "debug", "debug_once",
+                        "error", "error_once"})
+_OFF = frozenset({"n", "no", "none", "off", "0", "false"})
+# A kernel's declarations to the generic selector: what it can do, said to the chooser (dispatch).
+_DECLARATION = re.compile(r"can_implement|is_supported\w*|get_supported\w*|supports_\w+")
 
 
 class Statement(NamedTuple):
@@ -39,6 +44,23 @@ class Statement(NamedTuple):
     definition: bool  # a ``def`` or ``class``
     kind: str  # its syntax node's name: "If", "Raise", "Import", ...
     table: bool  # binds or returns a literal list, tuple, set or dict of names and constants (a dispatch table)
+    effect: Effect = None  # what a simple statement does that a workaround can be: see ``Effect``
+
+
+# What one simple statement does, as far as a workaround's kind goes: "log" (a logger or warnings call),
+# "raise", "assert", "sync" (a ``.synchronize()`` call), "off" (a name or attribute set to None, False,
+# 0, "n", "none", "off" or an enum's ``NONE``), "return"; None for anything else.
+Effect = str | None
+
+
+class Segment(NamedTuple):
+    """One branch of an ``if`` (its body, or its ``else``), any test: where a logged line or a
+    ``raise`` inside it is explained by the test above it."""
+
+    check: int  # the line of its ``if``/``elif`` (an ``else``: the ``else:`` line)
+    body: int
+    end: int
+    parent: int  # the index of the segment holding it, -1 for none
 
 
 class Branch(NamedTuple):
@@ -71,6 +93,10 @@ class Code:
     ends: dict[int, list[Branch]] = field(default_factory=dict)  # a branch's last line
     checks: dict[int, Branch] = field(default_factory=dict)  # a platform check's first line
     patches: list[Patch] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    segment_at: list[int] = field(init=False)  # per line: the innermost segment holding it, -1 for none
+    branch_heads: dict[int, int] = field(default_factory=dict)  # a line between any ``if``'s test and body: its segment
+    declared: bytearray = field(init=False)  # 1 in a kernel's declarations to the selector (``can_implement``, ...)
 
     def holds(self, line: int) -> bool:
         return self.whole_file or (0 < line <= self.size and self.xpu[line] == 1)
@@ -91,6 +117,22 @@ class Code:
         self.check_count = [0] * (self.size + 1)
         for line in range(1, self.size + 1):
             self.check_count[line] = self.check_count[line - 1] + self.check_marks[line]
+
+    def segment_of(self, line: int) -> Segment | None:
+        """The innermost branch of an ``if`` holding ``line``."""
+        if not 0 < line <= self.size or self.segment_at[line] < 0:
+            return None
+        return self.segments[self.segment_at[line]]
+
+    def platform_branch(self, start: int, end: int) -> Branch | None:
+        """The innermost platform check's branch holding lines ``start``..``end``."""
+        segment = self.segment_of(start)
+        while segment is not None:
+            branch = self.checks.get(segment.check)
+            if branch is not None and branch.check <= start and end <= branch.end:
+                return branch
+            segment = self.segments[segment.parent] if segment.parent >= 0 else None
+        return None
 
     def statement_of(self, line: int) -> Statement | None:
         """The innermost statement holding ``line``."""
@@ -124,6 +166,8 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
     ``xpu``): the names its imports and platform checks bind, then where its code runs only on
     XPU; expressions are walked only for a platform check."""
     code = Code(size, whole_file)
+    segments: list[tuple[int, int, int]] = []
+    declared: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     check_lines: list[tuple[int, int]] = []
     blocks = _statements(tree)
@@ -139,11 +183,17 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
             header = max(node.lineno, body[0].lineno - 1) if isinstance(body, list) and body else last
             definition = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             code.statements.append(Statement(first, last, min(header, last), definition, type(node).__name__,
-                                             _table(node)))
+                                             _table(node), _effect(node)))
+            if isinstance(node, ast.If):
+                _segments(node, code, segments)
+            if definition and _DECLARATION.fullmatch(node.name):  # type: ignore[attr-defined]
+                declared.append((node.lineno, last))
             if definition and _XPU_NAME.search(node.name):  # type: ignore[attr-defined]
                 spans.append((node.lineno, last))
             elif isinstance(node, (ast.If, ast.While)) and _is_xpu_test(node.test, aliases):
                 _branch(node, code, spans, check_lines)
+            elif isinstance(node, (ast.If, ast.While)) and _is_xpu_test(node.test, aliases, loose=True):
+                check_lines.append((node.lineno, node.test.end_lineno or node.lineno))  # XPU among others
             elif isinstance(node, ast.Match):
                 _cases(node, aliases, code, spans, check_lines)
             elif not isinstance(body, list) and any(said_xpu[first:last + 1]):
@@ -152,7 +202,76 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
             if target is not None:
                 code.patches.append(Patch(first, last, target, function))
     _index(code, spans, check_lines)
+    _index_segments(code, segments, declared)
     return code
+
+
+def _effect(node: ast.stmt) -> Effect:
+    if isinstance(node, ast.Raise):
+        return "raise"
+    if isinstance(node, ast.Assert):
+        return "assert"
+    if isinstance(node, ast.Return):
+        return "return"
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
+        func = node.value.func
+        if func.attr == "synchronize":
+            return "sync"
+        if func.attr in ("setdefault", "update", "set") and any(_off(arg) for arg in node.value.args[1:2]):
+            return "off"  # ``config.setdefault("use_static_cuda_launcher", False)``
+        owner = func.value.id if isinstance(func.value, ast.Name) else ""
+        if func.attr in _LOG_CALLS and (owner in ("logger", "log", "logging", "warnings") or owner.endswith("logger")):
+            return "log"
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _off(node.value):
+        return "off"
+    return None
+
+
+def _off(value: ast.expr) -> bool:
+    """A value that switches something off: None, False, 0, "n", "none", "off", "0", ``X.NONE``."""
+    if isinstance(value, ast.Constant):
+        return value.value in (None, False, 0) or (isinstance(value.value, str) and value.value.lower() in _OFF)
+    return isinstance(value, ast.Attribute) and value.attr in ("NONE", "DISABLED", "OFF")
+
+
+def _segments(node: ast.If, code: Code, segments: list[tuple[int, int, int]]) -> None:
+    """The body of ``node`` and its ``else`` (not an ``elif``: that is an ``if`` of its own) as segments,
+    and the lines between its test and its body as heads."""
+    body_end = node.body[-1].end_lineno or node.body[-1].lineno
+    segments.append((node.lineno, node.body[0].lineno, body_end))
+    for line in range((node.test.end_lineno or node.lineno) + 1, node.body[0].lineno):
+        code.branch_heads.setdefault(line, node.lineno)
+    if node.orelse and not (len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+                            and node.orelse[0].col_offset == node.col_offset):
+        end = node.orelse[-1].end_lineno or node.orelse[-1].lineno
+        segments.append((body_end + 1, node.orelse[0].lineno, end))
+
+
+def _index_segments(code: Code, found: list[tuple[int, int, int]], declared: list[tuple[int, int]]) -> None:
+    """Every line's innermost segment (segments nest), in time linear in the file and the segments."""
+    found.sort(key=lambda s: (s[0], -s[2]))
+    code.segment_at = [-1] * (code.size + 1)
+    open_: list[int] = []
+    at = 0
+    for line in range(1, code.size + 1):
+        while open_ and code.segments[open_[-1]].end < line:
+            open_.pop()
+        while at < len(found) and found[at][0] <= line:
+            check, body, end = found[at]
+            if end >= line:
+                code.segments.append(Segment(check, body, end, open_[-1] if open_ else -1))
+                open_.append(len(code.segments) - 1)
+            at += 1
+        code.segment_at[line] = open_[-1] if open_ else -1
+    depth = [0] * (code.size + 2)
+    for start, end in declared:
+        depth[max(start, 1)] += 1
+        depth[min(end, code.size) + 1] -= 1
+    code.declared = bytearray(code.size + 1)
+    running = 0
+    for line in range(1, code.size + 1):
+        running += depth[line]
+        code.declared[line] = 1 if running > 0 else 0
 
 
 def _statements(tree: ast.Module) -> list[tuple[list[ast.stmt], int]]:
@@ -260,7 +379,7 @@ def _index(code: Code, spans: list[tuple[int, int]], check_lines: list[tuple[int
 # ------------------------------------------------------------------ platform checks
 
 
-def _is_xpu_test(test: ast.expr, aliases: frozenset[str] = frozenset()) -> bool:
+def _is_xpu_test(test: ast.expr, aliases: frozenset[str] = frozenset(), *, loose: bool = False) -> bool:
     """A platform check: ``is_xpu()``, ``PlatformEnum.XPU``, ``device.type == "xpu"``,
     ``torch.xpu.is_available()``, ``hasattr(torch, "xpu")``, a name like ``_is_xpu``, or a name
     or attribute the file binds to one of these; in a conjunction, or (negated) alone. A
@@ -269,8 +388,10 @@ def _is_xpu_test(test: ast.expr, aliases: frozenset[str] = frozenset()) -> bool:
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):  # ``not not ...``: no recursion
         test = test.operand
     if isinstance(test, ast.BoolOp):  # nested only through parentheses, which Python bounds
-        parts = [_is_xpu_test(value, aliases) for value in test.values]
-        return all(parts) if isinstance(test.op, ast.Or) else any(parts)
+        parts = [_is_xpu_test(value, aliases, loose=loose) for value in test.values]
+        if isinstance(test.op, ast.And) and not loose:  # ``a and not is_xpu()``: runs elsewhere, not on XPU
+            parts = [part and not _negated(value) for part, value in zip(parts, test.values, strict=True)]
+        return all(parts) if isinstance(test.op, ast.Or) and not loose else any(parts)
     for node in ast.walk(test):
         if isinstance(node, ast.Name) and (_XPU_NAME.search(node.id) or node.id in aliases):
             return True

@@ -37,20 +37,40 @@ from tracker.model.document import Unreadable, read_bytes
 from tracker.model.manifest import Manifest
 from tracker.release.census import census
 
-HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
-# Cut to the width (a site from its start: its file name and lines stay); the entry never is.
-CUT: dict[int, Literal["start", "end"]] = {0: "start", 2: "end", 3: "end"}
+HEADERS = ("SITE", "KIND", "CONFIDENCE", "TRACKED", "REFERENCES", "SUMMARY")
+# Cut to the width (a site from its start: its file name and lines stay); the kind and the entry never are.
+CUT: dict[int, Literal["start", "end"]] = {0: "start", 4: "end", 5: "end"}
 
 
-def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
+def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str, str, str]]:
     rows = []
     for counted in sites:
         site = counted.site
         tracked = counted.tracked or "-"
         if counted.tracked is not None and (counted.dead or counted.partly_dead):
             tracked += " (dead)" if counted.dead else " (partly dead)"
-        rows.append((site.where, tracked, ", ".join(site.references) or "-", site.summary))
+        rows.append((site.where, str(site.kind), str(site.confidence), tracked, ", ".join(site.references) or "-",
+                     site.summary))
     return rows
+
+
+# The fewest characters of summary a row of the table shows; narrower than that, each site is stacked.
+SUMMARY_ROOM = 20
+
+
+def sites_table(rows: list[tuple[str, str, str, str, str, str]], width: int | None) -> str:
+    """The sites as a table; on a terminal too narrow for each site's path beside its kind,
+    confidence and entry, stacked: the site on its own line (never cut), the rest indented below it,
+    cut to ``width``."""
+    natural = [max(len(header), *(len(row[index]) for row in rows)) for index, header in enumerate(HEADERS)]
+    needed = natural[0] + natural[1] + natural[2] + natural[3] + min(natural[4], 12) + SUMMARY_ROOM + 2 * 5
+    if width is None or width >= needed:
+        return table(HEADERS, rows, cut=CUT, width=width)
+    lines = []
+    for where, kind, confidence, tracked, references, summary in rows:
+        where, detail = one_line(where), "  " + one_line(f"{kind}, {confidence}; {tracked}; {references}; {summary}")
+        lines += [where, detail if len(detail) <= width else detail[:max(width - 1, 8)].rstrip() + "…"]
+    return "\n".join(lines)
 
 
 def render(result: Census, width: int | None = None) -> str:
@@ -59,21 +79,21 @@ def render(result: Census, width: int | None = None) -> str:
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
     release = echoed(result.release, quoted=False) if result.release else "of unknown version"
     lines = [one_line(f"vLLM {release} ({echoed(result.source, PATH_ECHO_LIMIT, quoted=False)}); XPU pins: {pins}"), ""]
-    headers = HEADERS
-    lines.append(table(headers, site_rows(result.sites), cut=CUT, width=width) if result.sites
-                 else "no inline XPU workaround found")
+    lines.append(sites_table(site_rows(result.sites), width) if result.sites else "no inline XPU workaround found")
     tracked = [c for c in result.sites if c.tracked is not None]
     trackable = result.untracked_with_reference
     lines += ["", f"{len(result.sites)} sites: {len(tracked)} tracked, {len(result.sites) - len(tracked)} not "
                   f"({len(trackable)} of them naming an upstream reference)"]
     lines += [one_line(f"{c.tracked}: {c.dead_detail}") for c in tracked if c.dead_detail and c.dead is not None]
+    lines += [one_line(f"{c.site.where}: decided by the pins: {c.decided_by_pins}") for c in result.sites
+              if c.decided_by_pins]
     lines += [one_line(f"note: tracked, but found in no site: {line}") for line in result.unplaced]
     if result.since is not None:
         since = result.since.release or result.since.source
         for title, sites in ((f"new since {since}", result.new), (f"gone since {since}", result.gone)):
             lines += ["", one_line(f"{title}: {len(sites)}")]
             if sites:
-                lines.append(table(headers, site_rows(sites), cut=CUT, width=width))
+                lines.append(sites_table(site_rows(sites), width))
     return "\n".join(lines)
 
 

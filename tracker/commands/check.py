@@ -122,7 +122,8 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
         typer.echo(json.dumps({"schema": 1, "pull_request": number, "checked": checked.text is not None,
                                "drift": [str(p) for p in checked.drift], "comment": checked.comment, "detail": checked.note,
                                "warnings": checked.warnings, "unchecked": checked.unchecked,
-                               "disagreement": checked.disagreement, "not_pin_files": checked.elsewhere}))
+                               "disagreement": checked.disagreement, "not_pin_files": checked.elsewhere,
+                               "pin_notices": checked.pin_notices}))
     else:
         typer.echo(one_line(checked.note))
         for problem in checked.drift:
@@ -135,6 +136,8 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
             typer.echo(one_line(f"warning    {warning}"))
         for line in checked.elsewhere:
             typer.echo(one_line(f"not a pin  {line}"))
+        for line in checked.pin_notices:
+            typer.echo(one_line(f"pin file   {line}"))
     if in_actions():
         level = "error" if fail_on_drift else "warning"
         for problem in checked.drift:
@@ -147,6 +150,8 @@ def check_pull_request_command(given: Path | None, number: int | None, repositor
             typer.echo(annotation("warning", warning, title="not compared"), err=json_output)
         for line in checked.elsewhere:
             typer.echo(annotation("notice", line, title="not a pin file"), err=json_output)
+        for line in checked.pin_notices:
+            typer.echo(annotation("notice", line, title="pin file"), err=json_output)
     if checked.unchecked:  # a requirement nothing vouches for fails the step
         raise typer.Exit(ExitCode.FINDING if fail_on_drift else ExitCode.OUTSIDE_SERVICE)
     if (checked.drift or checked.disagreement is not None) and fail_on_drift:

@@ -326,10 +326,11 @@ def _live_notes(node: Node) -> Iterable[str]:
         yield f"{node.label}: reports in {live.get('dir')}: {live['error']}"
     would = set(node.applies)
     for process in live.get("processes", []):
-        applied = set(process.get("applied", [])) | set(process.get("waiting", []))
-        if applied != would or process.get("failed") or process.get("drifted"):
+        applied = set(process.get("applied", [])) | set(process.get("partial", [])) | set(process.get("waiting", []))
+        if applied != would or process.get("failed") or process.get("drifted") or process.get("partial"):
             yield (f"{node.label}: process {process['pid']} applied {', '.join(sorted(applied)) or 'nothing'}"
-                   + "".join(f"; {outcome} {', '.join(process[outcome])}" for outcome in (Outcome.FAILED, Outcome.DRIFTED)
+                   + "".join(f"; {outcome} {', '.join(process[outcome])}"
+                             for outcome in (Outcome.FAILED, Outcome.DRIFTED, Outcome.PARTIAL)
                              if process.get(outcome))
                    + f"; status here would apply {', '.join(sorted(would)) or 'nothing'}")
     if live.get("ignored"):
@@ -344,7 +345,7 @@ def _running_cell(node: Node) -> str:
     if not processes:
         return "none"
     applied = sorted({workaround for process in processes for workaround in
-                      [*process.get("applied", []), *process.get("waiting", [])]})
+                      [*process.get("applied", []), *process.get("partial", []), *process.get("waiting", [])]})
     count = len(processes)
     return f"{count} process{'es' if count > 1 else ''}: {', '.join(applied) or 'nothing'}"
 

@@ -5,7 +5,8 @@ Each vLLM process started with ``XPU_WORKAROUNDS_REPORT=DIR`` writes ``DIR/<pid>
 (``tracker.runtime.reports``), groups them by process (its role, its parent), names the
 processes that are gone, and flags what ``status --cluster`` flags between nodes, here
 between the running processes: a different platform, component version, xpu-workarounds
-version, manifest or decision; and, in any one process, a workaround that failed or drifted.
+version, manifest or decision; and, in any one process, a workaround that failed, drifted, or
+applied only partially (a reference to a target still reaching the original).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tracker.model.vocabulary import SCHEMA, ErrorKind, Outcome, ToolError
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
 
-SHOWN = ("applied", "waiting", "failed", "drifted")
+SHOWN = ("applied", "partial", "waiting", "failed", "drifted")
 
 
 @dataclass
@@ -173,7 +174,7 @@ def compare(processes: list[Process]) -> list[str]:
     differences = [describe(process, ranked[0]) for group in ranked[1:] for process in group]
     for process in processes:
         for entry in process.workarounds:
-            if entry["outcome"] in (Outcome.FAILED, Outcome.DRIFTED):
+            if entry["outcome"] in (Outcome.FAILED, Outcome.DRIFTED, Outcome.PARTIAL):
                 error = entry["error"]
                 because = f": {one_line(error)}" if error else ""
                 differences.append(f"{process.label}: {one_line(entry['id'])} {entry['outcome']}{because}")

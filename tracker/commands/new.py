@@ -3,17 +3,20 @@
 The texts are ``tracker.release.scaffold``'s; this module chooses where they go and writes them:
 the manifest ``--manifest`` names, else the repository's own ``workarounds.toml`` (the nearest
 from the working directory up to the repository's root), never the manifest of an installed
-copy; the module and the test into the ``[layout]`` folders under the manifest's repository root,
-never through a folder that leads out of it. The manifest is read as every command reads one
-(``tracker.model.document``: a regular file, within its size, UTF-8). Every refusal is one line and
-touches no file.
+copy (a repository without one is pointed to ``init``); the module and the test into the
+``[layout]`` folders under the manifest's repository root, never through a folder that leads out of
+it (the default folders are created for a first workaround, and removed again if writing fails). The
+manifest is read as every command reads one (``tracker.model.document``: a regular file, within its
+size, UTF-8). Every refusal is one line and touches no file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,9 +54,17 @@ def written_manifest(given: Path | None) -> Path:
     """The manifest ``new`` adds to: ``--manifest``, else the repository's; never an installed copy's."""
     found = given if given is not None else context.repository_manifest()
     if found is None:
+        from tracker.commands.pins import repository_root as git_root
+
+        if git_root() is not None:
+            fail("this repository has no workarounds.toml yet: `xpu-workarounds init` writes a first one, then run "
+                 "new again")
         fail("new adds to a repository's workarounds.toml: run it inside the repository, or name the manifest with "
              "--manifest PATH (an installed copy's is never written)")
-    context.manifest_must_exist(found)  # first: a link loop is one line here, never resolved below
+    if given is not None and not os.path.lexists(given):  # lexists: nothing resolved, a link loop is there
+        fail(f"no manifest at {given}: `xpu-workarounds --manifest {shlex.quote(str(given))} init` writes a first "
+             "one there, then run new again")
+    context.manifest_must_exist(found)  # before anything resolves it: a link loop is one line here
     installed = Path(paths.PACKAGE_DIR) / context.MANIFEST_NAME
     if installed.is_file() and found.resolve() == installed.resolve():
         fail(f"{found} is the manifest of an installed copy, which new never writes: --manifest PATH names a "
@@ -135,8 +146,8 @@ def new(
     name = module_of(workaround_id).rpartition(".")[2]
     module = root / layout.workarounds / f"{name}.py"
     test = root / layout.tests / f"test_workaround_{name}.py"
-    for folder in (module.parent, test.parent):
-        if not folder.is_dir():
+    for key, folder in (("workarounds", module.parent), ("tests", test.parent)):
+        if not folder.is_dir() and (key in layout.written or os.path.lexists(folder)):
             fail(f"no folder {shown(folder)}/: new writes the module into [layout] workarounds and the test into "
                  "[layout] tests")
         if not folder.resolve().is_relative_to(root.resolve()):
@@ -153,6 +164,8 @@ def new(
     write(manifest, text, updated, {module: module_text(workaround_id), test: test_text(workaround_id)})
     for found in read.targets:
         typer.echo(one_line(f"{found.describe()} in {f'vLLM {read.version}' if read.version else read.label}"))
+    for line in read.binding_lines():
+        typer.echo(one_line(line))
     if across is not None:
         say_across(read, across, workaround_id)
     typer.echo(one_line(f"wrote {shown(manifest)}: [[workaround]] {workaround_id}"))
@@ -214,6 +227,7 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
     """The new files (created, never replacing one), then the manifest, replaced atomically with its mode kept
     and only if nobody changed it meanwhile; on a failure, the new files are removed again."""
     created: list[Path] = []
+    made: list[Path] = []  # folders created for a first workaround, removed again on a failure
 
     def unchanged(temporary: Path) -> None:
         try:
@@ -226,8 +240,15 @@ def write(manifest: Path, original: str, updated: str, files: dict[Path, str]) -
     def undo() -> None:
         for path in created:
             path.unlink(missing_ok=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
     with on_os_error("nothing written", undo):
+        for folder in dict.fromkeys(path.parent for path in files):  # a first workaround: the default folders
+            for missing in [ancestor for ancestor in (*reversed(folder.parents), folder) if not ancestor.exists()]:
+                missing.mkdir()
+                made.append(missing)
         for path, content in files.items():
             with open(path, "x", encoding="utf-8") as stream:
                 created.append(path)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # A cell whose first word is one of these is highlighted on a colour terminal.
 STYLES = {
-    "apply": "bold green", "applied": "green", "waiting": "cyan",
+    "apply": "bold green", "applied": "green", "partial": "bold yellow", "waiting": "cyan",
     "drifted": "bold yellow", "vanished": "bold yellow", "changed": "bold yellow",
     "failed": "bold red", "disagree": "bold red", "unreachable": "bold red",
     "retirable": "bold cyan", "dead": "cyan", "partly": "cyan",

@@ -3,7 +3,8 @@
 Knows nothing about what the callbacks do. ``when_imported(name, callback)`` calls
 ``callback(module)`` once module ``name`` has been executed by an import (at once, in
 the caller's thread, if it is already imported); ``when_any_imported(package, callback)``
-calls it after every module of the top-level ``package`` is executed, until cancelled.
+calls it after every module of the top-level ``package`` is executed (of every package for
+``EVERY``), until cancelled.
 
 The mechanism is wrapt's: a finder first on ``sys.meta_path`` that, for a name it is
 interested in, asks the rest of the import system for the spec (marking the name in
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 Callback = Callable[[types.ModuleType], None]
+EVERY = "*"  # ``when_any_imported(EVERY, ...)``: every module of every package
 
 _lock = threading.RLock()
 
@@ -63,7 +65,8 @@ def when_imported(name: str, callback: Callback) -> Hook:
 
 
 def when_any_imported(package: str, callback: Callback) -> Hook:
-    """Call ``callback(module)`` after each later import of ``package`` or any module under it."""
+    """Call ``callback(module)`` after each later import of ``package`` or any module under it
+    (``EVERY``: of any module at all)."""
     top = package.partition(".")[0]
     hook = Hook(top, callback, every=True)
     with _lock:
@@ -80,7 +83,8 @@ def _install() -> None:
 def _notify(module: types.ModuleType) -> None:
     name = module.__name__
     with _lock:
-        hooks = _finder.every.get(name.partition(".")[0], []) + _finder.once.pop(name, [])
+        hooks = (_finder.every.get(name.partition(".")[0], []) + _finder.every.get(EVERY, [])
+                 + _finder.once.pop(name, []))
     for hook in list(hooks):
         hook.callback(module)
 
@@ -115,7 +119,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.once and not self.every.get(fullname.partition(".")[0]):
+        if fullname not in self.once and not self.every.get(fullname.partition(".")[0]) and not self.every.get(EVERY):
             return None
         asking: set[str] = self._asking.__dict__.setdefault("names", set())
         if fullname in asking:
@@ -137,4 +141,4 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 _finder = _Finder()
 
-__all__ = ["Callback", "Hook", "when_any_imported", "when_imported"]
+__all__ = ["EVERY", "Callback", "Hook", "when_any_imported", "when_imported"]

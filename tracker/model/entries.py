@@ -86,8 +86,11 @@ class ManifestValidator(TableValidator):
         workarounds: list[Workaround] = []
         if tracked_only:
             entries = []
-        elif not isinstance(entries, list) or not entries:
-            self.problem(1, "workaround", "at least one [[workaround]] table (or [[tracked]] entries only) is required")
+        elif entries is None:
+            entries = []  # a first manifest (`init`): its floors, no workaround yet
+        elif not isinstance(entries, list):
+            self.problem(lambda: self.lines.of(key="workaround"), "workaround",
+                         "must be [[workaround]] tables, one per workaround")
             entries = []
         seen: dict[str, int] = {}  # id -> index of its first entry
         for index, entry in enumerate(entries):

@@ -171,7 +171,8 @@ class Layout(NamedTuple):
     tests: str = "tests"
     docs: str | None = "docs/workarounds.md"
     written: frozenset[str] = frozenset()
-    pins: tuple[str, ...] = ("pyproject.toml", "requirements*.txt")  # the root's
+    # The root's: what pip, uv and the standard lock (PEP 751) read by default.
+    pins: tuple[str, ...] = ("pyproject.toml", "requirements*.txt", "uv.lock", "pylock.toml", "pylock.*.toml")
 
 
 class Source(NamedTuple):

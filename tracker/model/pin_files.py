@@ -50,9 +50,14 @@ def is_pin_file(path: str, patterns: Iterable[str]) -> bool:
     return any(matches(pattern, path) for pattern in patterns)
 
 
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` may name several files (``*``, ``?`` or ``[``), not one by its path."""
+    return any(character in pattern for character in "*?[")
+
+
 def declaring(path: str) -> str:
     """``path`` as a ``[layout] pins`` entry naming that file alone (``*``, ``?`` and ``[`` escaped)."""
     return re.sub(r"([*?[])", r"[\1]", path)
 
 
-__all__ = ["declaring", "is_pin_file", "matches", "pin_glob_problem"]
+__all__ = ["declaring", "is_glob", "is_pin_file", "matches", "pin_glob_problem"]

@@ -6,13 +6,13 @@ and by ``check`` and ``census`` (the file in a release's source, ``tracker.relea
 
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from tracker.model.pin_contents import logical_lines, requirement_part
 from tracker.model.versions import DISTRIBUTIONS, release_of
 
 XPU_REQUIREMENTS = "requirements/xpu.txt"
@@ -25,12 +25,11 @@ def xpu_pins(text: str) -> dict[str, Version]:
     """Component -> pinned release from a requirements file (``==`` pins and wheel URLs), of every
     component it pins (``versions.PINNED_COMPONENTS`` are those a release's XPU pins are)."""
     pins: dict[str, Version] = {}
-    for raw in text.splitlines():
-        line = re.split(r"(^|\s)#", raw, maxsplit=1)[0].strip()
+    for _, line in logical_lines(text):  # pip's reading, as every pin file's (``pin_contents``)
         if not line or line.startswith("-"):
             continue
         try:
-            requirement = Requirement(line)
+            requirement = Requirement(requirement_part(line))
         except InvalidRequirement:
             continue
         component = _COMPONENT_OF_DISTRIBUTION.get(canonicalize_name(requirement.name))

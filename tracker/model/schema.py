@@ -221,15 +221,16 @@ def schema() -> dict[str, Any]:
     document = _table(keys.TOP_KEYS, ("schema",), {
         "schema": {"const": SCHEMA, "description": "the manifest's format"},
         "support": _support(),
-        "workaround": {"type": "array", "minItems": 1, "items": _workaround(),
-                       "description": "[[workaround]]: one per workaround"},
+        "workaround": {"type": "array", "items": _workaround(),
+                       "description": "[[workaround]]: one per workaround (none in a first manifest)"},
         "tracked": {"type": "array", "items": _tracked(),
                     "description": "[[tracked]]: vLLM's own XPU workarounds, tracked and never patched"},
         "layout": _layout(),
         "sources": _sources(),
     }, "workarounds.toml: the XPU workarounds for vLLM, as data (checked in full by `xpu-workarounds lint`)",
-        # Workarounds with their support floors, or only vLLM's own tracked ones (a repository of vLLM's code).
-        anyOf=[{"required": ["support", "workaround"]},
+        # Support floors with the workarounds (none yet in a first manifest), or only vLLM's own tracked ones
+        # (a repository of vLLM's code).
+        anyOf=[{"required": ["support"]},
                {"required": ["tracked"], "not": {"required": ["workaround"]},
                 "properties": {"tracked": {"minItems": 1}}}])
     return {"$schema": DIALECT, "title": "workarounds.toml", **document}

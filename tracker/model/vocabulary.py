@@ -98,6 +98,7 @@ class Outcome(StrEnum):
 
     FAILED = "failed"
     DRIFTED = "drifted"
+    PARTIAL = "partial"  # wrapped, but some reference to the original could not be rebound (named in the report)
     APPLIED = "applied"
     WAITING = "waiting"
     SKIPPED = "skipped"

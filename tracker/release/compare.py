@@ -26,7 +26,8 @@ from tracker.engine.source import declared_fingerprint, file_under
 from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS
-from tracker.model.vocabulary import SCHEMA, Choice, Reason, TargetFound
+from tracker.model.vocabulary import SCHEMA, Choice, Reason, TargetFound, TargetKind
+from tracker.release.bindings import Binding, bindings, words
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release, opened_tree
 from tracker.source_text import read_source
@@ -69,11 +70,13 @@ class WorkaroundCheck:
     decision: DecisionAtPins | None  # at the release's XPU pins; None when the pins are unknown
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # worth knowing, not drift
+    bindings: list[Binding] = field(default_factory=list)  # a target bound under another name (also in notes)
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "targets": [vars(t) for t in self.targets],
                 "vllm_carries_fix": {"manifest": self.carries_fix, "source": self.source_fix, "probe": self.probe},
-                "decision_at_pins": self.decision, "problems": self.problems, "notes": self.notes}
+                "decision_at_pins": self.decision, "problems": self.problems, "notes": self.notes,
+                "bindings": [binding.as_json() for binding in self.bindings]}
 
 
 @dataclass(frozen=True)
@@ -207,11 +210,30 @@ def check_opened(manifest: Manifest, release: OpenedRelease, *, progress: Callab
         decisions = [*decide_stack(manifest, Settings(), described=described, platform=("xpu", "assumed"),
                                    detected={}, probe=False).decisions]
     checks = []
+    bound = bindings((t.path for w in manifest.workarounds for t in w.targets), root)
     for index, (w, decided) in enumerate(zip(manifest.workarounds, decisions, strict=True), 1):
         progress(f"checking {w.id} ({index}/{len(manifest.workarounds)})")
-        checks.append(check_workaround(w, root, version, decided))
+        checks.append(with_bindings(check_workaround(w, root, version, decided), w, bound))
     tracked = [check_inline(inline, root, version) for inline in manifest.tracked]
     return ReleaseCheck(release.declared, release.label, pins, checks, tracked)
+
+
+def with_bindings(result: WorkaroundCheck, w: Workaround, bound: list[Binding]) -> WorkaroundCheck:
+    """``result`` with the bindings of ``w``'s targets under other names, each a note saying whether
+    callers through it reach the wrapper."""
+    kinds = {t.path: t.kind for t in w.targets}
+    for binding in bound:
+        kind = kinds.get(binding.target)
+        if kind is None:
+            continue
+        result.bindings.append(binding)
+        if kind in (TargetKind.FUNCTION, TargetKind.CONTEXTMANAGER):
+            result.notes.append(f"{binding}: callers through that name reach the wrapper too (the plugin redirects "
+                                "the function itself)")
+        else:
+            result.notes.append(f"{binding}: callers through that name reach the original (a {kind} is wrapped on "
+                                "its class only)")
+    return result
 
 
 def check_tree(manifest: Manifest, root: Path, *, label: str | None = None,
@@ -240,9 +262,9 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progres
           warn: Say = silent) -> ReleaseCheck:
     """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``opened.open_release``)."""
     with open_release(what, also=needed_files(manifest), workdir=workdir, sites=False, progress=progress,
-                      warn=warn) as release:
+                      warn=warn, mentioning=words(t.path for w in manifest.workarounds for t in w.targets)) as release:
         return check_opened(manifest, release, progress=progress)
 
 
 __all__ = ["DecisionAtPins", "Disagreement", "ReleaseCheck", "TargetCheck", "TrackedCheck", "WorkaroundCheck", "check",
-           "check_inline", "check_opened", "check_target", "check_tree", "check_workaround", "needed_files"]
+           "check_inline", "check_opened", "check_target", "check_tree", "check_workaround", "needed_files", "with_bindings"]

@@ -108,17 +108,20 @@ def _text(root: Path, relative: str, shown: Path) -> str | None:
 
 @contextlib.contextmanager
 def open_release(what: str, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 sites: bool = True, progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
+                 sites: bool = True, progress: Say = silent, warn: Say = silent,
+                 mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
     """``what`` (``vllm==X``, or the path of a wheel, an sdist or a source tree) opened once, for the
     length of the block (the module docstring): of an archive, the files ``release_file`` names and
     ``also`` (paths relative to the tree) unpacked into a private temporary directory removed after
     the block; a source tree where it is. ``CheckInputError`` when ``what`` is none of these or breaks
     a rule; ``NotFetchable`` when the index does not give the release, or gives something that is no
     release. ``reader`` names who reads the files in the progress line; ``sites``: false when no
-    census reads it (only ``also`` and the declaring files are unpacked)."""
+    census reads it (only ``also`` and the declaring files are unpacked); ``mentioning``: of an
+    archive, vLLM's Python files whose text holds one of these words are unpacked too (where a
+    target may be bound under another name: ``tracker.release.bindings``)."""
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
         with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress,
-                          warn=warn) as opened:
+                          warn=warn, mentioning=mentioning) as opened:
             try:
                 yield opened
             finally:
@@ -127,10 +130,12 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
 
 @contextlib.contextmanager
 def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 sites: bool = True, progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
+                 sites: bool = True, progress: Say = silent, warn: Say = silent,
+                 mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
     """What ``fetch.release_source`` found, opened as ``open_release`` opens it (``warn`` is told of a
     member no file system takes, which is not read)."""
     wanted = set(also)
+    words = [word.encode() for word in mentioning]
     if found.path.is_dir():
         yield opened_tree(found.path, also=wanted)
         return
@@ -141,13 +146,14 @@ def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the
         def kept(relative: str, data: bytes) -> bool:
             """What a reader reads: the files named, and of the others those the census can find a
             site in or says it skips (over ``SOURCE_LIMIT``, as in a tree)."""
-            return (relative in wanted or relative in DECLARING or len(data) > SOURCE_LIMIT
-                    or may_hold_sites(relative, data))
+            return (relative in wanted or relative in DECLARING
+                    or (sites and (len(data) > SOURCE_LIMIT or may_hold_sites(relative, data)))
+                    or any(word in data for word in words))
 
         def read(relative: str) -> bool:
             nonlocal package
             package = package or (relative.startswith("vllm/") and release_file(relative))
-            return relative in wanted or relative in DECLARING or (sites and release_file(relative))
+            return relative in wanted or relative in DECLARING or ((sites or bool(words)) and release_file(relative))
 
         with index_answered(found.asked):
             archive.unpack(found.path, root, read, kept=kept, skipped=warn)

@@ -24,7 +24,8 @@ from tracker.engine.source import Fingerprint, declared_fingerprint, definition,
 from tracker.escape import toml_string
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
-from tracker.model.vocabulary import TARGET_KINDS, module_of
+from tracker.model.vocabulary import TARGET_KINDS, TargetKind, module_of
+from tracker.release.bindings import Binding, bindings, words
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import open_release
@@ -103,6 +104,15 @@ class ReadRelease:
     label: str  # what was read: the sdist's name or the tree's path
     version: str | None
     targets: list[ReadTarget]
+    bindings: list[Binding]  # where the release's source binds a target under another name
+
+    def binding_lines(self) -> list[str]:
+        """Each binding in words, with whether callers through it reach the wrapper."""
+        kinds = {target.path: target.fingerprint.kind for target in self.targets}
+        return [f"{binding}: callers through that name reach the wrapper too (the plugin redirects the function "
+                "itself)" if kinds.get(binding.target) in (TargetKind.FUNCTION, TargetKind.CONTEXTMANAGER)
+                else f"{binding}: callers through that name reach the original (a method is wrapped on its class only)"
+                for binding in self.bindings]
 
 
 def module_candidates(target: str) -> list[str]:
@@ -157,10 +167,10 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
     for target in targets:
         check_spelling(target)
     with open_release(release, also=wanted_files(targets), reader="new", sites=False, progress=progress,
-                      warn=warn) as opened:
+                      warn=warn, mentioning=words(target.replace(":", ".") for target in targets)) as opened:
         named = f"vLLM {opened.declared}" if opened.declared else opened.label
-        return ReadRelease(opened.label, opened.declared,
-                           [find_target(target, opened.root, named) for target in targets])
+        found = [find_target(target, opened.root, named) for target in targets]
+        return ReadRelease(opened.label, opened.declared, found, bindings((t.path for t in found), opened.root))
 
 
 def _string(text: str) -> str:
@@ -263,6 +273,10 @@ def with_entry(text: str, entry: str) -> str | None:
     expected.setdefault("workaround", []).append(tomllib.loads(entry)["workaround"][0])
     lines = text.splitlines(keepends=True)
     headers = [number for number, line in enumerate(lines) if _WORKAROUND.match(line)]
+    if not headers:  # a first manifest (`init`'s): the entry after everything it holds
+        edited = f"{text.rstrip()}\n\n{entry}"
+        if tomllib.loads(edited) == expected:
+            return edited
     after = headers[-1] + 1 if headers else 0
     end = next((number for number in range(after, len(lines)) if _OTHER_TABLE.match(lines[number])), len(lines))
     while end > after and _COMMENT_OR_BLANK.match(lines[end - 1]):

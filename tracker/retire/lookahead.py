@@ -22,8 +22,9 @@ from packaging.version import Version
 
 from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
-from tracker.model.manifest import Manifest
-from tracker.model.pin_files import is_pin_file
+from tracker.model.manifest import Layout, Manifest
+from tracker.model.pin_contents import Unreadable, no_vllm_reason, read_pin_file, vllm_requirements_of
+from tracker.model.pin_files import is_glob, is_pin_file
 from tracker.release.census import census_opened
 from tracker.release.compare import ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import CheckInputError, NotFetchable, UnpackError
@@ -31,7 +32,6 @@ from tracker.release.fetch import Say, newest_release, silent
 from tracker.release.opened import open_release
 from tracker.retire.failures import StepFailed
 from tracker.retire.limits import clipped, fitted, shortened
-from tracker.retire.pin_moves import vllm_requirements
 from tracker.retire.removal import Snapshot
 from tracker.retire.results import LookAheadSection as Section
 from tracker.retire.upgrade import REFERENCES_SHOWN, SUMMARY_SHOWN, ReleaseMove, verdicts
@@ -43,19 +43,64 @@ SECTION_LIMIT = 16_384
 IN_SUMMARY = ": the whole list is in the run's step summary"
 
 
-def pinned_release(manifest: Manifest, paths: Iterable[str],
-                   read: Callable[[str], str]) -> tuple[Version | None, str | None]:
-    """The vLLM release the repository pins and the pin file that names it; (None, None) when none does.
+@dataclass
+class PinRead:
+    """The vLLM release the repository pins and the pin file that names it (None, None: none does),
+    and what could not be read on the way (one sentence each)."""
+
+    release: Version | None = None
+    path: str | None = None
+    notices: list[str] = field(default_factory=list)
+
+
+def read_pins(manifest: Manifest, paths: Iterable[str], read: Callable[[str], str],
+              links: Iterable[str] = ()) -> PinRead:
+    """The pin at the base branch: its files ``paths`` (``links`` among them are symbolic links, never
+    followed), each read by ``read`` (``StepFailed``: it cannot be).
 
     The pin files are the upgrade check's: those ``[layout] pins`` names (by default the root's
-    ``pyproject.toml`` and ``requirements*.txt``; a file of that name deeper in the tree is another
-    project's, a test fixture or a vendored package). Where they pin different releases, the
-    oldest is the one the next upgrade starts from."""
+    ``pyproject.toml``, ``requirements*.txt``, ``uv.lock`` and ``pylock*.toml``; a file of that name
+    deeper in the tree is another project's, a test fixture or a vendored package), read as
+    ``tracker.model.pin_contents`` reads them. Where they pin different releases, the oldest is the
+    one the next upgrade starts from. A pin file that cannot be read, an include that is not read, and
+    a ``[layout] pins`` entry without a glob that gives no vLLM pin are notices."""
+    present, linked = set(paths), set(links)
+
+    def text(path: str) -> str | None:
+        if path in linked:
+            raise Unreadable("a symbolic link: not followed")
+        if path not in present:
+            return None
+        try:
+            return read(path)
+        except StepFailed as failure:
+            raise Unreadable(failure.detail) from None
+
+    layout = manifest.layout
+    named = [path for path in layout.pins if not is_glob(path)] if layout.pins != Layout().pins else []
     found: list[tuple[Version, str]] = []
-    for path in sorted(p for p in paths if is_pin_file(p, manifest.layout.pins)):
-        found += [(requirement.release, path) for requirement in vllm_requirements(path, read(path))
+    result = PinRead()
+    for path in sorted({*(p for p in present if is_pin_file(p, layout.pins)), *named}):
+        pin_file = read_pin_file(path, text)
+        found += [(requirement.release, path) for requirement in vllm_requirements_of(pin_file)
                   if requirement.release is not None]
-    return min(found) if found else (None, None)
+        result.notices += pin_file.notices
+        why = no_vllm_reason(pin_file)
+        if pin_file.problem is not None and not pin_file.missing:
+            result.notices.append(f"{path} {why}")
+        elif why is not None and path in named:
+            result.notices.append(f"{path} ([layout] pins) {why}")
+    if found:
+        result.release, result.path = min(found)
+    return result
+
+
+def pinned_release(manifest: Manifest, paths: Iterable[str],
+                   read: Callable[[str], str]) -> tuple[Version | None, str | None]:
+    """The vLLM release the repository pins and the pin file that names it (``read_pins``); (None,
+    None) when none does."""
+    found = read_pins(manifest, paths, read)
+    return found.release, found.path
 
 
 @dataclass
@@ -70,6 +115,7 @@ class NextRelease:
     sites: Census | None = None
     failure: str | None = None  # the newest release could not be looked at: why
     notes: list[str] = field(default_factory=list)  # the pinned release could not be compared: why
+    pin_notices: list[str] = field(default_factory=list)  # pin files (or includes) not read, or naming no vLLM
 
     @property
     def ahead(self) -> bool:
@@ -81,7 +127,7 @@ class NextRelease:
                 "drift": [str(p) for p in self.checked.problems] if self.checked else [],
                 "new_sites": [c.as_json() for c in self.sites.new] if self.sites else [],
                 "gone_sites": [c.as_json() for c in self.sites.gone] if self.sites else [],
-                "notes": self.notes}
+                "notes": self.notes, "pin_notices": self.pin_notices}
 
 
 def look_ahead(manifest: Manifest, pinned: Version | None, pin_path: str | None, *,
@@ -127,6 +173,10 @@ def section(manifest: Manifest, found: NextRelease, shown: int | None = None) ->
     pinned = (f"vLLM {found.pinned} (pinned in {markdown_code(found.pin_path or '')})" if found.pinned is not None
               else "no vLLM release (no pin file at the base names `vllm==X`)")
     lines = [TITLE, ""]
+    if found.pin_notices:
+        lines += ["Pin files not read, or naming no vLLM (`xpu-workarounds pins` lists what each gives):", "",
+                  *shortened([f"- {markdown_text(notice)}" for notice in found.pin_notices], shown,
+                             lambda rest: f"- and {rest} more{IN_SUMMARY}"), ""]
     if found.newest is None:
         lines += [f"The newest vLLM release could not be looked at: {markdown_text(found.failure or '')}. "
                   f"This repository pins {pinned}.", ""]
@@ -209,16 +259,14 @@ def dashboard_section(manifest: Manifest, snapshot: Snapshot, *, newest: Callabl
     """The look-ahead for the weekly run's dashboard: the pin read at the base (``snapshot``), then
     ``look_ahead``; a pin file that cannot be read is a failure of the look-ahead alone."""
     read = snapshot.read
-    try:
-        pinned, path = pinned_release(manifest, snapshot.blobs, read) if read is not None else (None, None)
-    except StepFailed as failure:
-        why = f"the vLLM pin could not be read at {snapshot.branch}: {failure.detail}"
-        return Section(f"{TITLE}\n\nThe newest vLLM release was not looked at: {markdown_text(why)}.\n", why,
-                       NextRelease(None, None, None).as_json())
-    found = look_ahead(manifest, pinned, path, newest=newest, progress=progress, warn=warn)
+    links = [path for path, mode in snapshot.modes.items() if mode == "120000"]
+    pins = read_pins(manifest, snapshot.blobs, read, links) if read is not None else PinRead()
+    found = look_ahead(manifest, pins.release, pins.path, newest=newest, progress=progress, warn=warn)
+    found.pin_notices = pins.notices
     shown_section = fitted(lambda shown: section(manifest, found, min(shown, SITES_SHOWN) if shown is not None
                                             else SITES_SHOWN), SECTION_LIMIT)
     return Section(shown_section, found.failure, found.as_json(), section(manifest, found))
 
 
-__all__ = ["TITLE", "NextRelease", "dashboard_section", "look_ahead", "pinned_release", "section"]
+__all__ = ["TITLE", "NextRelease", "PinRead", "dashboard_section", "look_ahead", "pinned_release", "read_pins",
+           "section"]

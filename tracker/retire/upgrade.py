@@ -3,14 +3,16 @@
 The check believes only itself. What the pull request changes is read as data through the API:
 its list of files, then each pin file at its base and head commits; nothing of it is checked out
 or run. Pin files are those ``[layout] pins`` names in the base commit's manifest (by default the
-root's ``pyproject.toml`` and ``requirements*.txt``; ``pin_moves``). Every pin file whose vLLM
-requirement changes is read, and every release they move to (and from) is opened once and
-checked, as ``check vllm==X`` checks one (source distributions fetched with pip, never
-installed or run), its census read from the same opened release; pin files that move to different releases disagree, which the comment says
-and ``--fail-on-drift`` fails on. A requirement that names no release the index can give (a URL,
-a path, a wildcard, ``===``, a range, not a version) is never checked as another: the comment
-names it with why, and the step fails. The new releases must be fetched (else exit 4); an old one
-only serves the comparison: when it cannot be fetched, the comment says so and why.
+root's ``pyproject.toml``, ``requirements*.txt``, ``uv.lock`` and ``pylock*.toml``; ``pin_moves``,
+which reads them as ``tracker.model.pin_contents`` does, ``-r`` / ``-c`` includes too). Every pin
+file whose vLLM requirement changes is read, and every release they move to (and from) is opened
+once and checked, as ``check vllm==X`` checks one (source distributions fetched with pip, never
+installed or run), its census read from the same opened release; pin files that move to different
+releases disagree, which the comment says and ``--fail-on-drift`` fails on. A requirement that
+names no release the index can give (a URL, a path, a wildcard, ``===``, a range no pinned release
+holds, not a version) is never checked as another: the comment names it with why, and the step
+fails. The new releases must be fetched (else exit 4); an old one only serves the comparison: when
+it cannot be fetched, the comment says so and why.
 
 One comment on the PR lists, one line per workaround, what drifts, starts or stops applying and
 becomes retirable, then vLLM's own inline XPU workarounds the new release brings or drops (its
@@ -19,12 +21,15 @@ stranger's comment carrying the marker is not it): a later push edits it, never 
 Every name and text taken from the PR is quoted as a Markdown code span, so that it renders as
 text. A PR from a fork gets a read-only token from GitHub: the same text then goes to the step
 summary only. A changed file that is not a pin file but moves vLLM gets no comment: the step
-summary names it, with the ``[layout] pins`` line that would count it.
+summary names it, with the ``[layout] pins`` line that would count it. A changed pin file the
+check cannot read, or that no longer names vLLM, is a notice the comment carries (``PinNotice``);
+one that never named vLLM, a notice in the step summary.
 
-What a PR makes the check do is bounded by ``pin_moves.REQUESTS`` (requests spent reading pin
-files) and ``RELEASES_OPENED`` (distinct releases fetched and checked, each named once however many
-files name it): a pin file or a release past either bound is never passed but named as not checked,
-and the step fails, as on any pin it cannot check.
+What a PR makes the check do is bounded by ``pin_moves.REQUESTS`` (requests spent reading files at
+its base and head: pin files, their includes, other files that could pin vLLM) and
+``RELEASES_OPENED`` (distinct releases fetched and checked, each named once however many files name
+it): a pin file or a release past either bound is never passed but named as not checked, and the
+step fails, as on any pin it cannot check.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from packaging.version import Version
 
 from tracker.census.count import Census, CountedSite, compare
 from tracker.escape import markdown_code, markdown_text
-from tracker.model.manifest import Manifest
+from tracker.model.manifest import Layout, Manifest
+from tracker.model.pin_files import is_glob
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
@@ -50,12 +56,16 @@ from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import (
     Moves,
     PinMove,
+    PinNotice,
     VllmRequirement,
     elsewhere_lines,
     elsewhere_text,
     file_text,
+    notice_lines,
+    notices_text,
     pin_moves,
     unread_reason,
+    without_held_ranges,
 )
 from tracker.upstream.identity import token_login, written_by
 
@@ -133,10 +143,12 @@ def within_budget(moves: list[PinMove], releases: list[ReleaseMove]) -> tuple[li
 
 
 def with_unread(found: Moves) -> list[PinMove]:
-    """The pin files' moves, then each pin file past the request budget as a requirement naming no release
-    (``pin_moves.Budget``): never passed, it fails the step."""
+    """The pin files' moves (less the ranges a pinned release lies in, ``without_held_ranges``), then each
+    pin file past the request budget as a requirement naming no release (``pin_moves.Budget``): never
+    passed, it fails the step."""
     why = unread_reason(found)
-    return [*found.pins, *(PinMove(path, None, VllmRequirement("", None, why)) for path in found.unread_pins)]
+    return [*without_held_ranges(found.pins),
+            *(PinMove(path, None, VllmRequirement("", None, why)) for path in found.unread_pins)]
 
 
 def _requirement(move: PinMove, quoted: bool) -> str:
@@ -267,10 +279,11 @@ def unchecked_lines(moves: list[PinMove]) -> list[str]:
 
 
 def comment_text(parts: list[list[str]], moves: list[PinMove], releases: list[ReleaseMove],
-                 shown: int | None = None) -> str:
-    """The PR comment: what no release could be checked for and whether the pin files agree, then one
-    part per release (``release_text``), then the marker; ``shown``: as in ``release_text``."""
-    lines: list[str] = []
+                 shown: int | None = None, notices: list[PinNotice] | None = None) -> str:
+    """The PR comment: the pin files the PR changed that could not be read or lost vLLM (``notices``),
+    what no release could be checked for and whether the pin files agree, then one part per release
+    (``release_text``), then the marker; ``shown``: as in ``release_text``."""
+    lines: list[str] = notices_text(notices or [])
     unchecked = [move for move in moves if move.new is None]
     if unchecked:
         lines += ["### vLLM requirements that were not checked", "",
@@ -302,8 +315,9 @@ class Checked:
     unchecked: list[str] = field(default_factory=list)  # requirements that name no release: the step fails
     disagreement: str | None = None  # the pin files move to different releases
     elsewhere: list[str] = field(default_factory=list)  # files that move vLLM and are not pin files: a notice
-    notice: str | None = None  # the step summary's text about them (Markdown)
+    notice: str | None = None  # the step summary's text about them and the pin files' notices (Markdown)
     summary: str | None = None  # the step summary's text: the comment with every list whole (None: no comment)
+    pin_notices: list[str] = field(default_factory=list)  # pin files not read, or with no vLLM in them
 
 
 Part = tuple[ReleaseMove, ReleaseCheck, ReleaseCheck | None, str | None, Census | None]
@@ -395,24 +409,31 @@ def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, n
     if base_text is None:
         raise UpgradeError(f"{repository}@{pr.base.ref} has no {manifest_path} (the manifest)", ErrorKind.BAD_INPUT)
     manifest = manifest_from_text(base_text, f"{repository}@{pr.base.ref}", manifest_path)
-    pins = manifest.layout.pins
-    found = pin_moves(repo, pr, pins)
-    moves, elsewhere, notice = with_unread(found), elsewhere_lines(found, pins), elsewhere_text(found, pins)
-    if not moves:
+    layout = manifest.layout
+    pins = layout.pins
+    named = tuple(path for path in pins if not is_glob(path)) if pins != Layout().pins else ()  # the manifest's own
+    found = pin_moves(repo, pr, pins, named)
+    moves, elsewhere = with_unread(found), elsewhere_lines(found, pins)
+    quiet = [notice for notice in found.notices if not notice.loud]
+    notice = "".join(text for text in ("\n".join(notices_text(quiet)) + "\n" if quiet else None,
+                                       elsewhere_text(found, pins)) if text) or None
+    if not moves and not found.loud:
         return Checked(None, [], "none", f"#{number} does not move the vLLM pin: nothing to check",
-                       elsewhere=elsewhere, notice=notice)
+                       elsewhere=elsewhere, notice=notice, pin_notices=notice_lines(found))
     moves, releases = within_budget(moves, release_moves(moves))
     parts, drift, warnings = read_releases(manifest, releases, progress=progress, warn=warn)
 
     def written(shown: int | None) -> str:
         return comment_text([release_text(manifest, move, new, old, manifest_path, unavailable, inline, shown)
-                             for move, new, old, unavailable, inline in parts], moves, releases, shown)
+                             for move, new, old, unavailable, inline in parts], moves, releases, shown, found.loud)
 
     text, whole = fitted(written), written(None)  # the comment within GitHub's limit; every list in the summary
     unchecked, disagree = unchecked_lines(moves), disagreement(releases)
+    note_moved = "" if moves else f"#{number} moves no vLLM pin the check can read: "
 
     def outcome(comment: str, note: str) -> Checked:
-        return Checked(text, drift, comment, note, warnings, unchecked, disagree, elsewhere, notice, whole)
+        return Checked(text, drift, comment, note_moved + note, warnings, unchecked, disagree, elsewhere, notice,
+                       whole, notice_lines(found))
 
     fork = pr.head.repo is None or pr.head.repo.full_name.lower() != repo.full_name.lower()
     if fork:

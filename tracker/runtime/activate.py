@@ -24,10 +24,10 @@ waiting target is patched on import, and written by forked children too)::
      "warnings": ["XPU_WORKAROUNDS_FORCE: unknown workaround id(s) ..."],
      "workarounds": [{"id": "uva-view-unpinned", "decision": "apply | skip",
                       "reason": "affected | forced | platform | ...", "detail": "...",
-                      "outcome": "applied | waiting | skipped | failed | drifted",
+                      "outcome": "applied | partial | waiting | skipped | failed | drifted",
                       "error": "one line, or null", "decided_by": "version | probe",
                       "targets": [{"path": "pkg.mod:Attr", "outcome": "...", "detail": "...",
-                                   "aliases": ["pkg.other.get_view"]}]}]}
+                                   "aliases": ["pkg.other.get_view"], "left": ["closure of pkg.mod.f"]}]}]}
 
 ``environment`` is null when activation never got that far (invalid manifest). ``process`` is
 the process's part in vLLM (``tracker.plugin.process_role``) and ``parent`` its parent's pid:
@@ -66,6 +66,9 @@ if TYPE_CHECKING:  # the types only: the stored plans' path does not import the 
 # Worst first: the workaround's outcome is the worst of its targets' outcomes.
 _SEVERITY = tuple(Outcome)
 _BAD = (Outcome.FAILED, Outcome.DRIFTED)
+# Not in force for every caller: a warning line, and in strict mode a stop. ``partial`` is one: some
+# caller still reaches the original, so the fix the workaround exists for is not guaranteed.
+_UNMET = (*_BAD, Outcome.PARTIAL)
 
 
 def _distribution_names() -> tuple[str, ...]:
@@ -91,7 +94,7 @@ class _Entry:
 class _Pending:
     """A target of a deferred workaround (``_defer``), shaped like the ``patching.Patch`` it becomes."""
 
-    __slots__ = ("path", "outcome", "detail", "error", "aliases")
+    __slots__ = ("path", "outcome", "detail", "error", "aliases", "left")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -99,6 +102,7 @@ class _Pending:
         self.detail = patching.waiting_detail(path.partition(":")[0])
         self.error: str | None = None
         self.aliases: list[str] = []
+        self.left: list[str] = []
 
 
 class _State:
@@ -335,18 +339,18 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
 
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
-    if record.outcome not in _BAD:
+    if record.outcome not in _UNMET:
         plugin.log(logging.DEBUG, f"xpu-workarounds: {record.path} {record.outcome}: {record.detail}")
     _after_import(record.owner, record.outcome, record.detail)
 
 
 def _after_import(workaround_id: str, outcome: Outcome, detail: str | None) -> None:
-    """Something changed on an import: a failure or a drift is a warning line, the report is
-    rewritten, and in strict mode a failure or drift stops that import."""
-    if outcome in _BAD:
+    """Something changed on an import: a failure, a drift or a partial patch is a warning line, the
+    report is rewritten, and in strict mode any of them stops that import."""
+    if outcome in _UNMET:
         plugin.log(logging.WARNING, f"xpu-workarounds: {workaround_id} {outcome} on import: {detail}")
     _write_report()
-    if _state.strict and outcome in _BAD:
+    if _state.strict and outcome in _UNMET:
         _stop(f"xpu-workarounds: strict mode: {workaround_id} {outcome}: {detail}")
 
 
@@ -361,7 +365,7 @@ def _enforce() -> None:
         return
     for entry in _state.entries:
         outcome = _outcome(entry)
-        if outcome in _BAD:
+        if outcome in _UNMET:
             _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {_error(entry)}")
 
 
@@ -383,6 +387,9 @@ def _error(entry: _Entry) -> str | None:
     for record in entry.patches:
         if record.outcome in _BAD:
             return record.error or record.detail
+    for record in entry.patches:
+        if record.outcome == Outcome.PARTIAL:
+            return f"{record.path} still reaching the original: {', '.join(record.left)}"
     return None
 
 
@@ -394,10 +401,10 @@ def _target_json(entry: _Entry) -> list[TargetReport]:
         if record is None:
             outcome = Outcome.FAILED if entry.plan.apply else Outcome.SKIPPED
             detail = entry.error if entry.plan.apply else f"not applied ({entry.plan.reason})"
-            targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": []})
+            targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": [], "left": []})
         else:
             targets.append({"path": target.path, "outcome": record.outcome, "detail": record.detail,
-                            "aliases": record.aliases})
+                            "aliases": record.aliases, "left": list(record.left)})
     return targets
 
 
@@ -435,13 +442,14 @@ def report() -> ProcessReport:
 
 def summary() -> str:
     """The one log line: what was applied (``(forced)`` where only XPU_WORKAROUNDS_FORCE asked, as
-    the metric's reason says), what waits for an import, skipped (why), failed."""
+    the metric's reason says), applied partially (the references left), what waits for an import,
+    skipped (why), failed."""
     groups: dict[str, list[str]] = {outcome: [] for outcome in _SEVERITY}
     for entry in _state.entries:
         outcome = _outcome(entry)
         if outcome == Outcome.SKIPPED:
             groups[outcome].append(f"{entry.plan.id} ({entry.plan.reason})")
-        elif outcome in _BAD:
+        elif outcome in _UNMET:
             groups[outcome].append(f"{entry.plan.id} ({_error(entry)})")
         elif entry.plan.reason == Reason.FORCED:
             groups[outcome].append(f"{entry.plan.id} ({Reason.FORCED})")
@@ -450,7 +458,8 @@ def summary() -> str:
     env = _state.environment
     head = f"xpu-workarounds: platform {env['platform']} ({env['platform_source']})" if env else "xpu-workarounds"
     parts = [f"{outcome}: {', '.join(ids)}" for outcome, ids in
-             (("applied", groups[Outcome.APPLIED]), ("waiting for import", groups[Outcome.WAITING]),
+             (("applied", groups[Outcome.APPLIED]), ("partial", groups[Outcome.PARTIAL]),
+              ("waiting for import", groups[Outcome.WAITING]),
               ("skipped", groups[Outcome.SKIPPED]), ("failed", groups[Outcome.FAILED]),
               ("drifted", groups[Outcome.DRIFTED]))
              if ids]

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import tracker
+from tracker.model.adopter import FOLDER
 from tracker.model.document import Unreadable, declared_targets, parse
 from tracker.model.vocabulary import APPLY_REASONS, SKIP_REASONS, Choice, DecidedBy, Platform, is_id
 from tracker.paths import PACKAGE_DIR, atomic_write, path_directories, private_dir
@@ -101,12 +102,13 @@ def key(environ: Mapping[str, str], distributions: Iterable[str]) -> list[Any] |
 
 
 def _beside(environ: Mapping[str, str]) -> list[list[Any]]:
-    """The folder of a named manifest, with its identity: a ``workarounds/`` folder of an adopter's
-    modules appearing or going beside it (``tracker.model.adopter``) changes what is decided."""
+    """The ``workarounds/`` folder beside a named manifest, with its identity (None while there is
+    none): an adopter's folder of modules appearing or going (``tracker.model.adopter``) changes what
+    is decided; anything else changing beside the manifest does not."""
     named = environ.get(tracker.MANIFEST)
     if not named:
         return []
-    folder = os.path.dirname(os.path.abspath(named))
+    folder = os.path.join(os.path.dirname(os.path.abspath(named)), FOLDER)
     return [[folder, identity(folder)]]
 
 

@@ -22,7 +22,7 @@ from tracker.paths import read_private
 # tracker.model.vocabulary.Outcome's values, in the order a row lists them (Outcome's own order is
 # worst first); written out so that a serving process's metrics import no StrEnum
 # (tests/test_status_reports.py checks the two agree).
-OUTCOMES = ("applied", "waiting", "skipped", "failed", "drifted")
+OUTCOMES = ("applied", "partial", "waiting", "skipped", "failed", "drifted")
 REPORT_LIMIT = 1 << 20  # bytes; a report is a few KiB, anything bigger is not one
 # The kernel's ceiling on pid_max (PID_MAX_LIMIT on 64-bit Linux): where /proc does not say.
 PID_MAX_LIMIT = 1 << 22
@@ -34,6 +34,7 @@ class TargetReport(TypedDict):
     outcome: str
     detail: str | None
     aliases: list[str]
+    left: list[str]  # references to the original that still reach it (outcome partial); absent in earlier versions' reports
 
 
 class WorkaroundReport(TypedDict):
@@ -146,7 +147,8 @@ def _workaround(entry: Any) -> WorkaroundReport:
             "decided_by": _text(entry["decided_by"]),
             "targets": [{"path": _text(_table(target)["path"]), "outcome": _text(target["outcome"]),
                          "detail": _optional_text(target["detail"]),
-                         "aliases": [_text(alias) for alias in _list(target["aliases"])]}
+                         "aliases": [_text(alias) for alias in _list(target["aliases"])],
+                         "left": [_text(left) for left in _list(target.get("left", []))]}
                         for target in _list(entry["targets"])]}
 
 
