@@ -21,7 +21,8 @@ from packaging.version import InvalidVersion, Version
 
 from tracker.census import pinned
 from tracker.census.files import is_xpu_module
-from tracker.census.scan import FileScan, Site, comment_lines, siblings
+from tracker.census.scan import FileScan, Site
+from tracker.census.siblings import comment_lines, siblings
 from tracker.model.manifest import InlineWorkaround, Manifest
 from tracker.model.tracked import dead_at
 from tracker.model.vocabulary import SCHEMA
@@ -136,7 +137,7 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
 
 
 def _with_siblings(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, frozenset[str]]]:
-    """``files`` each with the comment lines of its sibling modules (``scan.siblings``; none for a
+    """``files`` each with the comment lines of its sibling modules (``siblings.siblings``; none for a
     module that is not XPU-only): the XPU-only modules are read last, when every sibling's comment
     lines are known. Each file's comment lines are kept (a small part of its text), never the text."""
     said: dict[str, frozenset[str]] = {}

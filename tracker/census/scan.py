@@ -18,8 +18,8 @@ confidence:
   naming XPU and a gap, or the words of a temporary measure or a reference (``_part``).
 
 Text that stands line for line in a sibling module (the CUDA, ROCm or base counterpart, given as
-``generic``) is not about XPU. Each site runs from the first line of its explanation to the last
-line of the code it guards; overlapping parts are one site, whose kind (``tracker.census.kinds``)
+``generic``: ``tracker.census.siblings``) is not about XPU. Each site runs from the first line of its
+explanation to the last line of the code it guards; overlapping parts are one site, whose kind (``tracker.census.kinds``)
 is read from what made it and the code it covers.
 """
 
@@ -31,14 +31,15 @@ import functools
 import gc
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import NamedTuple
 
 from tracker.census import notes, wording, xpu_code
 from tracker.census.files import SOURCE_LIMIT, is_xpu_module, may_hold_sites, source_files
 from tracker.census.kinds import Confidence, Kind
 from tracker.census.notes import Note, Said
+from tracker.census.siblings import SIBLING_SHARE, comment_lines, siblings
+from tracker.census.site import Site
 
 # A site with no comment (``FileScan.site_at``) is its platform check's branch when the branch is
 # at most this long, else the statement it is in.
@@ -46,31 +47,7 @@ BRANCH_LINES = 20
 # A logged line or a ``raise`` stands for the branch of the ``if`` it is in when the branch is at most
 # this long (the test that leads to it is part of the workaround), else for its statement.
 SEGMENT_LINES = 60
-# A comment of an XPU-only module whose lines are at least this share of a sibling module's comment
-# lines (``xpu_communicator.py`` and ``cuda_communicator.py``) is generic text, not about XPU.
-SIBLING_SHARE = 0.6
-SIBLING_TAILS = 16
 _REFUSALS = frozenset({"Raise", "Assert", "Return"})
-
-
-@dataclass(frozen=True)
-class Site:
-    """One inline XPU workaround: where it is and what its comment says."""
-
-    file: str  # relative to the source tree: "vllm/platforms/xpu.py"
-    line: int
-    end_line: int
-    summary: str  # the sentence that makes it a workaround
-    references: tuple[str, ...]
-    said: str = field(repr=False, default="")  # every comment and string that made it, whitespace collapsed
-    code: str = field(repr=False, default="")  # its lines, whitespace collapsed (where a marker is looked for)
-    kind: Kind = Kind.SUBSTITUTE  # what it does on XPU
-    confidence: Confidence = Confidence.MEDIUM
-
-    @property
-    def where(self) -> str:
-        """``file:line``, or ``file:line-end_line`` for a site of several lines."""
-        return f"{self.file}:{self.line}" + (f"-{self.end_line}" if self.end_line != self.line else "")
 
 
 class _Part(NamedTuple):
@@ -442,53 +419,6 @@ class FileScan:
         return Site(self.file, start, end, summary, refs, said, code, kind, confidence)
 
 
-def comment_lines(lines: Iterable[str]) -> list[str]:
-    """The comment lines among ``lines``, each without its ``#`` and with its whitespace collapsed (a
-    module's, to tell generic text in its XPU sibling)."""
-    found = []
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            said = " ".join(stripped.lstrip("#").split()).lower()
-            if len(said) > 3:
-                found.append(said)
-    return found
-
-
-def siblings(xpu_files: Iterable[str], files: Iterable[str]) -> dict[str, list[str]]:
-    """The counterparts among ``files`` of each XPU-only module of ``xpu_files``: for a module whose
-    name says XPU (``xpu_communicator.py``), the modules of its folder whose names end as its does
-    after ``xpu`` (``cuda_communicator.py``, ``base_device_communicator.py``); for a module in an XPU
-    folder (``models/deepseek_v4/xpu/model.py``), the module of that name in the sibling folders.
-    One pass over ``files``, each looked up in two indexes (at most ``SIBLING_TAILS`` name endings
-    per folder): time linear in the files."""
-    tails: dict[PurePosixPath, dict[str, list[str]]] = {}
-    folders: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
-    depths: set[int] = set()
-    for file in xpu_files:
-        path = PurePosixPath(file)
-        name = path.name.lower()
-        if "xpu" in name and len(name) - name.index("xpu") > 6:
-            ending = tails.setdefault(path.parent, {})
-            if len(ending) < SIBLING_TAILS:
-                ending.setdefault(name[name.index("xpu") + 3:], []).append(file)
-        for depth, part in enumerate(path.parts[:-1]):
-            if "xpu" in part.lower():
-                depths.add(depth)
-                folders.setdefault((path.parts[:depth], path.parts[depth + 1:]), []).append(file)
-    found: dict[str, list[str]] = {}
-    for other in files:
-        path = PurePosixPath(other)
-        for tail, owners in tails.get(path.parent, {}).items():
-            if path.name.lower().endswith(tail) and "xpu" not in path.name.lower():
-                for owner in owners:
-                    found.setdefault(owner, []).append(other)
-        for depth in depths:
-            if depth < len(path.parts) - 1 and "xpu" not in path.parts[depth].lower():
-                for owner in folders.get((path.parts[:depth], path.parts[depth + 1:]), []):
-                    found.setdefault(owner, []).append(other)
-    return found
-
 
 def scan_source(file: str, source: str) -> FileScan:
     """One file's text (``file``: its path in the source tree), read on demand."""
@@ -505,5 +435,5 @@ def scan_tree(root: Path, *, skipped: Callable[[str], None] | None = None) -> li
     return scan_files(source_files(root, skipped=skipped))
 
 
-__all__ = ["BRANCH_LINES", "SOURCE_LIMIT", "FileScan", "Site", "is_xpu_module", "may_hold_sites", "scan_files",
-           "scan_source", "scan_tree", "source_files"]
+__all__ = ["BRANCH_LINES", "SOURCE_LIMIT", "FileScan", "Site", "comment_lines", "is_xpu_module", "may_hold_sites",
+           "scan_files", "scan_source", "scan_tree", "siblings", "source_files"]

@@ -12,6 +12,8 @@ XPU-only code is
 - a statement choosing a value by a platform check (``a if current_platform.is_xpu() else b``);
 - a class or function whose name says XPU, and a whole module whose path does.
 
+(The platform checks themselves are read by ``tracker.census.platform_checks``.)
+
 A rebinding of an imported module's attribute there (``torch.cuda.Event = torch.xpu.Event``,
 ``setattr(torch.accelerator, ...)``) is a patch of the library: a workaround by its shape.
 
@@ -27,7 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-_XPU_NAME = re.compile(r"xpu", re.IGNORECASE)
+from tracker.census import platform_checks
+
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _TABLE_ITEMS = (ast.Name, ast.Attribute, ast.Constant)
 _LOG_CALLS = frozenset({"warning", "warning_once", "info", "info_once", "warn", "warn_once", "debug", "debug_once",
@@ -171,7 +174,7 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
     spans: list[tuple[int, int]] = []
     check_lines: list[tuple[int, int]] = []
     blocks = _statements(tree)
-    aliases = _aliases(node for block, _ in blocks for node in block)
+    aliases = platform_checks.aliases(node for block, _ in blocks for node in block)
     imported = _imported(node for block, _ in blocks for node in block)
     for block, function in blocks:
         _guard_clauses(block, aliases, code, spans, check_lines)
@@ -188,16 +191,16 @@ def read(tree: ast.Module, size: int, whole_file: bool, said_xpu: list[bool]) ->
                 _segments(node, code, segments)
             if definition and _DECLARATION.fullmatch(node.name):  # type: ignore[attr-defined]
                 declared.append((node.lineno, last))
-            if definition and _XPU_NAME.search(node.name):  # type: ignore[attr-defined]
+            if definition and platform_checks.XPU_NAME.search(node.name):  # type: ignore[attr-defined]
                 spans.append((node.lineno, last))
-            elif isinstance(node, (ast.If, ast.While)) and _is_xpu_test(node.test, aliases):
+            elif isinstance(node, (ast.If, ast.While)) and platform_checks.is_xpu_test(node.test, aliases):
                 _branch(node, code, spans, check_lines)
-            elif isinstance(node, (ast.If, ast.While)) and _is_xpu_test(node.test, aliases, loose=True):
+            elif isinstance(node, (ast.If, ast.While)) and platform_checks.is_xpu_test(node.test, aliases, loose=True):
                 check_lines.append((node.lineno, node.test.end_lineno or node.lineno))  # XPU among others
             elif isinstance(node, ast.Match):
                 _cases(node, aliases, code, spans, check_lines)
             elif not isinstance(body, list) and any(said_xpu[first:last + 1]):
-                _conditional_expressions(node, first, last, aliases, spans, check_lines)
+                platform_checks.conditional_expressions(node, first, last, aliases, spans, check_lines)
             target = _patched(node, imported)
             if target is not None:
                 code.patches.append(Patch(first, last, target, function))
@@ -300,7 +303,7 @@ def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
 def _branch(node: ast.If | ast.While, code: Code, spans: list[tuple[int, int]],
             check_lines: list[tuple[int, int]]) -> None:
     check_lines.append((node.lineno, node.test.end_lineno or node.lineno))
-    branch = node.orelse if _negated(node.test) else node.body
+    branch = node.orelse if platform_checks.negated(node.test) else node.body
     if not branch:
         return
     end = branch[-1].end_lineno or branch[-1].lineno
@@ -316,7 +319,7 @@ def _cases(node: ast.Match, aliases: frozenset[str], code: Code, spans: list[tup
     """``case "xpu":``, ``case PlatformEnum.XPU:`` (alone or among alternatives): an XPU branch."""
     for case in node.cases:
         values = [pattern.value for pattern in ast.walk(case.pattern) if isinstance(pattern, ast.MatchValue)]
-        if case.body and any(_is_xpu_test(value, aliases) for value in values):
+        if case.body and any(platform_checks.is_xpu_test(value, aliases) for value in values):
             start = case.pattern.lineno
             end = case.body[-1].end_lineno or case.body[-1].lineno
             check_lines.append((start, case.pattern.end_lineno or start))
@@ -329,7 +332,7 @@ def _guard_clauses(block: list[ast.stmt], aliases: frozenset[str], code: Code, s
     """``if not current_platform.is_xpu(): return ...``: what follows it in its block runs only on XPU."""
     for index, node in enumerate(block[:-1]):
         if (isinstance(node, ast.If) and not node.orelse and node.body and isinstance(node.body[-1], _EXITS)
-                and _negated(node.test) and _is_xpu_test(node.test, aliases)):
+                and platform_checks.negated(node.test) and platform_checks.is_xpu_test(node.test, aliases)):
             rest, end = block[index + 1], block[-1].end_lineno or block[-1].lineno
             check_lines.append((node.lineno, node.test.end_lineno or node.lineno))
             spans.append((rest.lineno, end))
@@ -374,80 +377,6 @@ def _index(code: Code, spans: list[tuple[int, int]], check_lines: list[tuple[int
                 open_.append(at)
             at += 1
         code.innermost[line] = open_[-1] if open_ else -1
-
-
-# ------------------------------------------------------------------ platform checks
-
-
-def _is_xpu_test(test: ast.expr, aliases: frozenset[str] = frozenset(), *, loose: bool = False) -> bool:
-    """A platform check: ``is_xpu()``, ``PlatformEnum.XPU``, ``device.type == "xpu"``,
-    ``torch.xpu.is_available()``, ``hasattr(torch, "xpu")``, a name like ``_is_xpu``, or a name
-    or attribute the file binds to one of these; in a conjunction, or (negated) alone. A
-    disjunction is one only when each of its parts is: ``is_fa3() or current_platform.is_xpu()``
-    chooses code that runs on more than XPU."""
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):  # ``not not ...``: no recursion
-        test = test.operand
-    if isinstance(test, ast.BoolOp):  # nested only through parentheses, which Python bounds
-        parts = [_is_xpu_test(value, aliases, loose=loose) for value in test.values]
-        if isinstance(test.op, ast.And) and not loose:  # ``a and not is_xpu()``: runs elsewhere, not on XPU
-            parts = [part and not _negated(value) for part, value in zip(parts, test.values, strict=True)]
-        return all(parts) if isinstance(test.op, ast.Or) and not loose else any(parts)
-    for node in ast.walk(test):
-        if isinstance(node, ast.Name) and (_XPU_NAME.search(node.id) or node.id in aliases):
-            return True
-        if isinstance(node, ast.Attribute) and (_XPU_NAME.search(node.attr) or node.attr in aliases):
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() == "xpu":
-            return True
-    return False
-
-
-def _platform_check(value: ast.expr) -> bool:
-    """``value`` is itself a platform check (not merely an expression that mentions XPU):
-    ``current_platform.is_xpu()``, ``device.type == "xpu"``, ``torch.xpu.is_available()``, or a
-    conjunction holding one."""
-    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
-        return any(_platform_check(part) for part in value.values)
-    if isinstance(value, ast.Call):
-        func = value.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        owner = func.value if isinstance(func, ast.Attribute) else None
-        return bool(re.fullmatch(r"_?is_xpu\w*", name)) or (
-            name == "is_available" and owner is not None and _is_xpu_test(owner))
-    if isinstance(value, ast.Compare):
-        return _is_xpu_test(value) and not _negated(value)
-    return False
-
-
-def _aliases(statements: Iterable[ast.stmt]) -> frozenset[str]:
-    """Names and attributes the file binds to a platform check: ``use_native = current_platform.is_xpu()``."""
-    found: set[str] = set()
-    for node in statements:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _platform_check(node.value):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    found.add(target.id)
-                elif isinstance(target, ast.Attribute):
-                    found.add(target.attr)
-    return frozenset(found)
-
-
-def _negated(test: ast.expr) -> bool:
-    """``not is_xpu()`` or ``device.type != "xpu"``: the XPU code is the ``else``."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
-    return isinstance(test, ast.Compare) and all(isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)) for op in test.ops)
-
-
-def _conditional_expressions(node: ast.stmt, first: int, last: int, aliases: frozenset[str],
-                             spans: list[tuple[int, int]], check_lines: list[tuple[int, int]]) -> None:
-    """``a if current_platform.is_xpu() else b`` in a simple statement: the statement is XPU-only code."""
-    for child in ast.walk(node):
-        if isinstance(child, ast.IfExp) and _is_xpu_test(child.test, aliases):
-            spans.append((first, last))
-            check_lines.append((child.test.lineno, child.test.end_lineno or child.test.lineno))
-            return
 
 
 # ------------------------------------------------------------------ shapes

@@ -30,90 +30,27 @@ closure cell, a default argument, a container, a read-only attribute) is named i
 and the outcome is ``partial``. When the target's module is not imported yet it waits for it
 (``tracker.engine.importhook.when_imported``) and patches when the module is
 imported, never earlier; whether a module exists at all is read from disk
-(``tracker.engine.source``), never by importing it.
+(``tracker.engine.source``), never by importing it. The code swap is ``tracker.engine.redirect``,
+the reference scan ``tracker.engine.rebinding``, the record ``tracker.engine.record``.
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import sys
 import threading
 import types
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tracker import echoed
-from tracker.engine import importhook, source
+from tracker.engine import importhook, rebinding, redirect, source
+from tracker.engine.record import Patch as Patch
+from tracker.engine.record import PatchConflict as PatchConflict
+from tracker.engine.record import Wrapper as Wrapper
 from tracker.model.vocabulary import TARGET_KINDS as KINDS
 from tracker.model.vocabulary import Outcome, TargetKind
-
-# wrapper(wrapped, instance, args, kwargs), in the shape of wrapt's function wrappers.
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-
-
-class PatchConflict(RuntimeError):
-    """A target is already patched by another owner."""
-
-
-class Patch:
-    """One target: what was asked, what happened, and what is needed to undo it.
-
-    A plain class, not a dataclass: every vLLM process that applies something imports this
-    module, and a dataclass compiles its generated methods at every import."""
-
-    __slots__ = ("path", "owner", "kind", "params", "wrapper", "optional", "outcome", "detail", "error", "on_change",
-                 "left", "_container", "_name", "_had_own", "_original", "_installed", "_function", "_aliases",
-                 "_copy", "_code", "_wrapped", "_everywhere")
-
-    def __init__(self, path: str, owner: str, kind: str, params: tuple[str, ...] | None, wrapper: Wrapper,
-                 optional: bool = False, on_change: Callable[[Patch], None] | None = None) -> None:
-        self.path = path
-        self.owner = owner
-        self.kind = kind
-        self.params = params
-        self.wrapper = wrapper
-        self.optional = optional
-        self.outcome: Outcome = Outcome.WAITING
-        self.detail = ""
-        self.error: str | None = None
-        self.on_change = on_change
-        self._container: Any = None
-        self._name = ""
-        self._had_own = False
-        self._original: Any = None  # exactly what was in the container's __dict__
-        self._installed: Any = None  # what replaced it
-        self._function: Any = None  # original module-level function (alias scan)
-        self._aliases: list[tuple[Any, str]] = []  # (module or class, name) rebound to the wrapper
-        self.left: list[str] = []  # references to the original that could not be rebound (``partial``)
-        self._copy: Any = None  # a redirected function: the copy the wrapper calls
-        self._code: Any = None  # a redirected function: its own code object, put back on revert
-        self._wrapped: tuple[bool, Any] = (False, None)  # its own ``__wrapped__`` before, if it had one
-        self._everywhere = False  # not redirected: rebound in every module imported later
-
-    def __repr__(self) -> str:
-        return f"Patch(path={self.path!r}, owner={self.owner!r}, kind={self.kind!r}, outcome={self.outcome!r})"
-
-    @property
-    def module(self) -> str:
-        return self.path.partition(":")[0]
-
-    @property
-    def original(self) -> Any:
-        return self._original
-
-    @property
-    def aliases(self) -> list[str]:
-        """``module.name`` (``module.Class.name`` for a class attribute) of every alias rebound to the wrapper."""
-        return [f"{_owner_name(holder)}.{name}" for holder, name in self._aliases]
-
-    @property
-    def redirected(self) -> bool:
-        """Whether the original function's own code leads to the wrapper (every reference to it does)."""
-        return self._copy is not None
-
 
 _lock = threading.RLock()
 _registry: dict[str, Patch] = {}
@@ -210,13 +147,13 @@ def _rebind_in(module: types.ModuleType) -> None:
     and, of a function rebound everywhere (not redirected), every reference its globals and classes hold."""
     changed: list[Patch] = []
     with _lock:
-        for record in [*_alias_watch.get(_top(module.__name__), []), *_alias_watch.get(importhook.EVERY, [])]:
+        for record in [*_alias_watch.get(rebinding.top_package(module.__name__), []), *_alias_watch.get(importhook.EVERY, [])]:
             before = len(record._aliases), len(record.left)
             if record._everywhere:
-                _rebind_in_module(record, module)
+                rebinding.rebind_in_module(record, module)
                 _settle_rebound(record)
             else:
-                _rebind_aliases(record, [module])
+                rebinding.rebind_aliases(record, [module])
             if (len(record._aliases), len(record.left)) != before:
                 changed.append(record)
     _announce(changed)
@@ -239,7 +176,7 @@ def _watch_aliases(top: str, record: Patch) -> None:
 
 
 def _stop_watching(record: Patch) -> None:
-    top = importhook.EVERY if record._everywhere else _top(record.module)
+    top = importhook.EVERY if record._everywhere else rebinding.top_package(record.module)
     if record in _alias_watch.get(top, []):
         _alias_watch[top].remove(record)
         if not _alias_watch[top]:
@@ -265,14 +202,14 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
         _settle(record, Outcome.FAILED, f"{type(error).__name__}: {error}", error=f"{type(error).__name__}: {error}")
         return
     container, name, raw, function = resolved
-    del resolved  # a tuple holding the original: it would be one more reference to it (_rebind_everywhere)
+    del resolved  # a tuple holding the original: it would be one more reference to it (rebinding.rebind_everywhere)
     try:
         drift = _drift(record, container, raw, function)
         if drift is not None:
             _settle(record, Outcome.DRIFTED, drift)
             return
-        if isinstance(container, types.ModuleType) and _redirectable(raw):
-            record._copy = _clone(raw)
+        if isinstance(container, types.ModuleType) and redirect.redirectable(raw):
+            record._copy = redirect.clone(raw)
         installed = _make(record, raw, function)
         record._container, record._name = container, name
         record._had_own = name in vars(container)
@@ -283,13 +220,13 @@ def _apply(record: Patch, module: types.ModuleType) -> None:
         if isinstance(container, types.ModuleType):
             record._function = raw
             if record._copy is not None:
-                _redirect(record)
-                scope = _scope(container.__name__)  # once: nothing is imported until the check below
-                _rebind_aliases(record, scope)
-                _watch_aliases(_top(container.__name__), record)
+                redirect.redirect(record)
+                scope = rebinding.scope(container.__name__)  # once: nothing is imported until the check below
+                rebinding.rebind_aliases(record, scope)
+                _watch_aliases(rebinding.top_package(container.__name__), record)
             else:
                 record._everywhere = True
-                _rebind_everywhere(record)
+                rebinding.rebind_everywhere(record)
                 _watch_aliases(importhook.EVERY, record)
         problem = _unreached(record, scope)
         if problem is not None:
@@ -430,7 +367,7 @@ def _unreached(record: Patch, scope: list[types.ModuleType]) -> str | None:
     if record._copy is not None and record._function.__code__ is record._code:
         return f"{record.path}: its code could not be redirected to the wrapper"
     if record._function is not None:
-        holders = _holders(record._function, scope)
+        holders = rebinding.holders(record._function, scope)
         if holders:
             return f"{record.path}: still reachable unwrapped as {', '.join(holders)}"
     return None
@@ -458,224 +395,3 @@ def _restore(record: Patch) -> None:
         else:
             vars(function).pop("__wrapped__", None)
         record._code = None
-
-
-# ------------------------------------------------------------------ redirecting
-
-_UNBOUND_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_templates: dict[int, types.CodeType] = {}  # number of free variables -> the redirecting code's template
-
-
-def _redirectable(raw: Any) -> bool:
-    """A plain Python function (not a generator or coroutine function, whose kind callers test)
-    whose code can be swapped for code that calls the wrapper (one with as many free variables)."""
-    if type(raw) is not types.FunctionType or raw.__code__.co_flags & _UNBOUND_FLAGS:
-        return False
-    free = len(raw.__code__.co_freevars)
-    return len(_template(free).co_freevars) == free
-
-
-def _clone(function: types.FunctionType) -> types.FunctionType:
-    """A copy of ``function`` that keeps its code, globals, closure, defaults and attributes:
-    what the wrapper calls once the original's own code leads to the wrapper."""
-    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
-                              function.__closure__)
-    copy.__kwdefaults__ = function.__kwdefaults__
-    copy.__dict__.update(vars(function))
-    copy.__qualname__, copy.__module__, copy.__doc__ = function.__qualname__, function.__module__, function.__doc__
-    copy.__annotations__ = function.__annotations__
-    return copy
-
-
-def _template(free: int) -> types.CodeType:
-    """Code that calls a constant (``...``, replaced by the wrapper) with the arguments it was given,
-    declaring ``free`` free variables that it never reads: a function's code may only be swapped for
-    one with as many free variables as the function's closure has cells."""
-    code = _templates.get(free)
-    if code is None:
-        names = [f"_{index}" for index in range(free)]
-        lines = ["def outer():", *([f"    {' = '.join(names)} = None"] if names else []),
-                 "    def redirect(*args, **kwargs):", "        return ...(*args, **kwargs)",
-                 *([f"        {', '.join(names)}"] if names else []), "    return redirect"]
-        namespace: dict[str, Any] = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SyntaxWarning)  # "'ellipsis' object is not callable": it is replaced
-            exec(compile("\n".join(lines), "<redirect>", "exec"), namespace)  # text built here, of names only
-        code = _templates[free] = namespace["outer"]().__code__
-    return code
-
-
-def _redirect(record: Patch) -> None:
-    """Swap the original function's code for code that calls the wrapper; ``_restore`` puts it back."""
-    function = record._function
-    own = function.__code__
-    template = _template(len(own.co_freevars))
-    record._code = own
-    record._wrapped = ("__wrapped__" in vars(function), vars(function).get("__wrapped__"))
-    function.__code__ = template.replace(
-        co_consts=tuple(record._installed if constant is Ellipsis else constant for constant in template.co_consts),
-        co_name=own.co_name, co_qualname=own.co_qualname,
-        co_filename=f"<xpu-workarounds: {record.path} leads to its wrapper>")
-    function.__wrapped__ = record._copy  # inspect.signature (and unwrap) read the original's own parameters
-
-
-# ------------------------------------------------------------------- aliases
-
-
-def _top(module_name: str) -> str:
-    return module_name.partition(".")[0]
-
-
-def _scope(module_name: str) -> list[types.ModuleType]:
-    """Modules that may hold an alias: the target's top-level package and its submodules."""
-    top = _top(module_name)
-    prefix = top + "."
-    modules = sys.modules  # its names copied, not its items: a vLLM process holds thousands of modules
-    return [module for module in (modules.get(name) for name in list(modules) if name.startswith(prefix) or name == top)
-            if module is not None]
-
-
-def _names_of(value: Any, module: types.ModuleType) -> list[str]:
-    """The names under which ``module`` holds ``value`` (a copy of its namespace is read: another
-    thread may be importing into it). A comprehension: this runs over every name of every module
-    in a target's package, several times faster than a loop with a statement per name."""
-    return [name for name, held in list(vars(module).items()) if held is value]
-
-
-def _holders(function: Any, modules: list[types.ModuleType]) -> list[str]:
-    return [f"{module.__name__}.{name}" for module in modules for name in _names_of(function, module)]
-
-
-def _owner_name(holder: Any) -> str:
-    """A module's name, or a class's ``module.Qualified.name``."""
-    if isinstance(holder, type):
-        return f"{holder.__module__}.{holder.__qualname__}"
-    return str(getattr(holder, "__name__", type(holder).__name__))
-
-
-def _function_name(function: Any) -> str:
-    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
-
-
-def _rebind_class(record: Patch, klass: type, name: str) -> None:
-    """Class attribute ``name`` of ``klass`` holds the original: the wrapper instead (a staticmethod
-    where the original, a callable that does not bind, would not have received the instance)."""
-    installed = record._installed
-    held = installed if hasattr(type(record._function), "__get__") else staticmethod(installed)
-    try:
-        setattr(klass, name, held)
-    except (TypeError, AttributeError):  # a built-in or frozen type
-        record.left.append(f"{_owner_name(klass)}.{name} (a read-only class attribute)")
-        return
-    record._aliases.append((klass, name))
-
-
-def _rebind_in_module(record: Patch, module: types.ModuleType) -> None:
-    """A module imported after a function was rebound everywhere: its globals and its own classes."""
-    original = record._function
-    for name in _names_of(original, module):
-        setattr(module, name, record._installed)
-        record._aliases.append((module, name))
-    for value in list(vars(module).values()):
-        if isinstance(value, type) and value.__module__ == module.__name__:
-            for name in _keys_of(original, vars(value)):
-                _rebind_class(record, value, name)
-
-
-def _keys_of(value: Any, mapping: Any) -> list[Any]:
-    """The keys under which ``mapping`` holds ``value`` (a comprehension of its own: one in the
-    functions below would keep ``value`` in a closure cell, one more reference for them to find)."""
-    return [key for key, held in list(mapping.items()) if held is value]
-
-
-def _rebind_everywhere(record: Patch) -> None:
-    """A function that cannot be redirected: every reference to it the garbage collector knows,
-    module globals and class attributes rebound to the wrapper, every other one named in ``left``.
-    No comprehension here names the original (see ``_keys_of``)."""
-    original, installed = record._function, record._installed
-    modules = {id(namespace): module for module in list(sys.modules.values())
-               if isinstance(module, types.ModuleType) and isinstance(namespace := getattr(module, "__dict__", None), dict)}
-    own = {id(record), id(vars(installed)), *(id(cell) for cell in installed.__closure__ or ())}
-    dicts: list[dict[Any, Any]] = []
-    others: list[Any] = []
-    for holder in gc.get_referrers(original):
-        if id(holder) in own or isinstance(holder, types.FrameType):
-            continue
-        module = modules.get(id(holder)) if isinstance(holder, dict) else None
-        if module is not None:
-            for name in _keys_of(original, holder):
-                if not (module is record._container and name == record._name):
-                    setattr(module, name, installed)
-                    record._aliases.append((module, name))
-        elif isinstance(holder, dict):
-            dicts.append(holder)
-        else:
-            others.append(holder)
-    if dicts:
-        _rebind_dicts(record, dicts)
-    if others:
-        record.left += _named(original, others)
-
-
-def _rebind_dicts(record: Patch, dicts: list[dict[Any, Any]]) -> None:
-    """Dictionaries holding the original that are no module's: a class's attributes are rebound;
-    an instance's attributes, a function's keyword defaults and any other dictionary are named."""
-    original = record._function
-    owners: dict[int, Any] = {}
-    for owner in gc.get_referrers(*dicts):
-        if isinstance(owner, type):
-            for referent in gc.get_referents(owner):
-                if isinstance(referent, dict):
-                    owners.setdefault(id(referent), owner)
-        elif isinstance(owner, types.FunctionType) and owner.__kwdefaults__ is not None:
-            owners.setdefault(id(owner.__kwdefaults__), owner)
-        elif isinstance(getattr(owner, "__dict__", None), dict):
-            owners.setdefault(id(owner.__dict__), owner)
-    for held in dicts:
-        owner = owners.get(id(held))
-        for name in _keys_of(original, held):
-            if isinstance(owner, type) and vars(owner).get(name) is original:
-                _rebind_class(record, owner, name)
-            elif isinstance(owner, types.FunctionType):
-                record.left.append(f"keyword default {name} of {_function_name(owner)}")
-            elif owner is not None:
-                record.left.append(f"attribute {name} of a {type(owner).__qualname__} object")
-            else:
-                record.left.append(f"a dict entry {name!r}")
-
-
-def _named(original: Any, holders: list[Any]) -> list[str]:
-    """Each reference that cannot be rebound, in words: a closure cell or a default argument by
-    the function that holds it, any other holder by its type."""
-    cells = [holder for holder in holders if isinstance(holder, types.CellType)]
-    closures: dict[int, list[str]] = {}
-    if cells:
-        tuples = [t for t in gc.get_referrers(*cells) if isinstance(t, tuple)]
-        for function in gc.get_referrers(*tuples) if tuples else ():
-            if isinstance(function, types.FunctionType) and function.__closure__ is not None:
-                for cell in function.__closure__:
-                    closures.setdefault(id(cell), []).append(_function_name(function))
-    defaults: dict[int, str] = {}
-    tuples = [holder for holder in holders if isinstance(holder, tuple)]
-    if tuples:
-        for function in gc.get_referrers(*tuples):
-            if isinstance(function, types.FunctionType) and function.__defaults__ is not None:
-                defaults.setdefault(id(function.__defaults__), _function_name(function))
-    named: list[str] = []
-    for holder in holders:
-        if isinstance(holder, types.CellType):
-            named += [f"closure of {name}" for name in closures.get(id(holder), [])] or ["a closure cell"]
-        elif id(holder) in defaults:
-            named.append(f"default argument of {defaults[id(holder)]}")
-        else:
-            named.append(f"a {type(holder).__qualname__}")
-    return named
-
-
-def _rebind_aliases(record: Patch, modules: list[types.ModuleType]) -> None:
-    original, installed = record._function, record._installed
-    for module in modules:
-        for name in _names_of(original, module):
-            if not (module is record._container and name == record._name):
-                setattr(module, name, installed)
-                record._aliases.append((module, name))

@@ -58,17 +58,11 @@ from tracker.model.adopter import OwnModule
 from tracker.model.vocabulary import SCHEMA, Choice, DecidedBy, Outcome, Reason
 from tracker.paths import process_started
 from tracker.runtime import StrictModeError
+from tracker.runtime.entries import SEVERITY, UNMET, Entry, Pending, error_of, outcome_of, target_reports
 from tracker.runtime.plan import Plan
 
 if TYPE_CHECKING:  # the types only: the stored plans' path does not import the readers' module
-    from tracker.runtime.reports import EnvironmentReport, ProcessReport, TargetReport, ToolReport
-
-# Worst first: the workaround's outcome is the worst of its targets' outcomes.
-_SEVERITY = tuple(Outcome)
-_BAD = (Outcome.FAILED, Outcome.DRIFTED)
-# Not in force for every caller: a warning line, and in strict mode a stop. ``partial`` is one: some
-# caller still reaches the original, so the fix the workaround exists for is not guaranteed.
-_UNMET = (*_BAD, Outcome.PARTIAL)
+    from tracker.runtime.reports import EnvironmentReport, ProcessReport, ToolReport
 
 
 def _distribution_names() -> tuple[str, ...]:
@@ -76,33 +70,6 @@ def _distribution_names() -> tuple[str, ...]:
     from tracker.model.versions import DISTRIBUTIONS
 
     return tuple(name for names in DISTRIBUTIONS.values() for name in names)
-
-
-class _Entry:
-    """One workaround in this process (a plain class: see ``patching.Patch``)."""
-
-    __slots__ = ("plan", "patches", "error", "hooks", "deferred")
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.patches: list[patching.Patch | _Pending] = []
-        self.error: str | None = None  # the module could not be imported or built its wrapper
-        self.hooks: list[importhook.Hook] = []  # while deferred: one per target module
-        self.deferred = False
-
-
-class _Pending:
-    """A target of a deferred workaround (``_defer``), shaped like the ``patching.Patch`` it becomes."""
-
-    __slots__ = ("path", "outcome", "detail", "error", "aliases", "left")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.outcome = Outcome.WAITING
-        self.detail = patching.waiting_detail(path.partition(":")[0])
-        self.error: str | None = None
-        self.aliases: list[str] = []
-        self.left: list[str] = []
 
 
 class _State:
@@ -115,7 +82,7 @@ class _State:
         self.strict = False
         self.environment: dict[str, Any] | None = None
         self.tool: dict[str, Any] | None = None
-        self.entries: list[_Entry] = []
+        self.entries: list[Entry] = []
         self.warnings: list[str] = []
         self.report_dir: str | None = None
         self.fork_hook = False
@@ -217,8 +184,8 @@ def _carry_out(plans: list[Plan]) -> None:
     _enforce()
 
 
-def _handle(plan: Plan) -> _Entry:
-    entry = _Entry(plan)
+def _handle(plan: Plan) -> Entry:
+    entry = Entry(plan)
     if not plan.apply or plan.context is None:
         return entry
     if plan.own is not None and plan.own.error is not None:  # an adopter's module that is not run: said at once
@@ -232,13 +199,13 @@ def _handle(plan: Plan) -> _Entry:
     return entry
 
 
-def _defer(entry: _Entry, modules: list[str]) -> None:
+def _defer(entry: Entry, modules: list[str]) -> None:
     """Every target's module exists and none is imported yet: the workaround's own module is
     imported (its probe run, its wrapper made, its targets patched) when the first of them
     is imported, in the importing thread, as a waiting target is patched. Until then its
     targets are ``waiting``; a module that fails then is reported as a target that drifts
     on import is (a warning, the report rewritten; strict mode stops that import)."""
-    entry.patches = [_Pending(target.path) for target in entry.plan.targets]
+    entry.patches = [Pending(target.path) for target in entry.plan.targets]
     entry.deferred = True
     for name in modules:
         if not entry.deferred:  # imported meanwhile: built at once by its hook
@@ -246,7 +213,7 @@ def _defer(entry: _Entry, modules: list[str]) -> None:
         entry.hooks.append(importhook.when_imported(name, functools.partial(_arrived, entry)))
 
 
-def _arrived(entry: _Entry, module: ModuleType) -> None:
+def _arrived(entry: Entry, module: ModuleType) -> None:
     """One of a deferred workaround's target modules was imported: build it now."""
     with _state.lock:
         if not entry.deferred:
@@ -256,11 +223,11 @@ def _arrived(entry: _Entry, module: ModuleType) -> None:
             hook.cancel()
         entry.hooks, entry.patches = [], []
         _build(entry)
-        outcome, error = _outcome(entry), _error(entry)
+        outcome, error = outcome_of(entry), error_of(entry)
     _after_import(entry.plan.id, outcome, error)
 
 
-def _build(entry: _Entry) -> None:
+def _build(entry: Entry) -> None:
     """Import the workaround's module, run its probe, make its wrapper and patch its targets."""
     plan = entry.plan
     try:
@@ -339,7 +306,7 @@ def _module_probe(module: ModuleType, plan: Plan) -> Finding | None:
 
 def _changed(record: patching.Patch) -> None:
     """A waiting target was patched on import (or an alias rebound): update the report."""
-    if record.outcome not in _UNMET:
+    if record.outcome not in UNMET:
         plugin.log(logging.DEBUG, f"xpu-workarounds: {record.path} {record.outcome}: {record.detail}")
     _after_import(record.owner, record.outcome, record.detail)
 
@@ -347,10 +314,10 @@ def _changed(record: patching.Patch) -> None:
 def _after_import(workaround_id: str, outcome: Outcome, detail: str | None) -> None:
     """Something changed on an import: a failure, a drift or a partial patch is a warning line, the
     report is rewritten, and in strict mode any of them stops that import."""
-    if outcome in _UNMET:
+    if outcome in UNMET:
         plugin.log(logging.WARNING, f"xpu-workarounds: {workaround_id} {outcome} on import: {detail}")
     _write_report()
-    if _state.strict and outcome in _UNMET:
+    if _state.strict and outcome in UNMET:
         _stop(f"xpu-workarounds: strict mode: {workaround_id} {outcome}: {detail}")
 
 
@@ -364,48 +331,12 @@ def _enforce() -> None:
     if not _state.strict:
         return
     for entry in _state.entries:
-        outcome = _outcome(entry)
-        if outcome in _UNMET:
-            _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {_error(entry)}")
+        outcome = outcome_of(entry)
+        if outcome in UNMET:
+            _stop(f"xpu-workarounds: strict mode: {entry.plan.id} {outcome}: {error_of(entry)}")
 
 
 # -------------------------------------------------------------------- report
-
-
-def _outcome(entry: _Entry) -> Outcome:
-    if not entry.plan.apply:
-        return Outcome.SKIPPED
-    if entry.error is not None:
-        return Outcome.FAILED
-    outcomes = {record.outcome for record in entry.patches} or {Outcome.SKIPPED}
-    return next(outcome for outcome in _SEVERITY if outcome in outcomes)
-
-
-def _error(entry: _Entry) -> str | None:
-    if entry.error is not None:
-        return entry.error
-    for record in entry.patches:
-        if record.outcome in _BAD:
-            return record.error or record.detail
-    for record in entry.patches:
-        if record.outcome == Outcome.PARTIAL:
-            return f"{record.path} still reaching the original: {', '.join(record.left)}"
-    return None
-
-
-def _target_json(entry: _Entry) -> list[TargetReport]:
-    by_path = {record.path: record for record in entry.patches}
-    targets: list[TargetReport] = []
-    for target in entry.plan.targets:
-        record = by_path.get(target.path)
-        if record is None:
-            outcome = Outcome.FAILED if entry.plan.apply else Outcome.SKIPPED
-            detail = entry.error if entry.plan.apply else f"not applied ({entry.plan.reason})"
-            targets.append({"path": target.path, "outcome": outcome, "detail": detail, "aliases": [], "left": []})
-        else:
-            targets.append({"path": target.path, "outcome": record.outcome, "detail": record.detail,
-                            "aliases": record.aliases, "left": list(record.left)})
-    return targets
 
 
 def report() -> ProcessReport:
@@ -429,10 +360,10 @@ def report() -> ProcessReport:
                     "decision": entry.plan.decision,
                     "reason": entry.plan.reason,
                     "detail": entry.plan.detail,
-                    "outcome": _outcome(entry),
-                    "error": _error(entry),
+                    "outcome": outcome_of(entry),
+                    "error": error_of(entry),
                     "decided_by": entry.plan.decided_by,
-                    "targets": _target_json(entry),
+                    "targets": target_reports(entry),
                 }
                 for entry in _state.entries
             ],
@@ -444,13 +375,13 @@ def summary() -> str:
     """The one log line: what was applied (``(forced)`` where only XPU_WORKAROUNDS_FORCE asked, as
     the metric's reason says), applied partially (the references left), what waits for an import,
     skipped (why), failed."""
-    groups: dict[str, list[str]] = {outcome: [] for outcome in _SEVERITY}
+    groups: dict[str, list[str]] = {outcome: [] for outcome in SEVERITY}
     for entry in _state.entries:
-        outcome = _outcome(entry)
+        outcome = outcome_of(entry)
         if outcome == Outcome.SKIPPED:
             groups[outcome].append(f"{entry.plan.id} ({entry.plan.reason})")
-        elif outcome in _UNMET:
-            groups[outcome].append(f"{entry.plan.id} ({_error(entry)})")
+        elif outcome in UNMET:
+            groups[outcome].append(f"{entry.plan.id} ({error_of(entry)})")
         elif entry.plan.reason == Reason.FORCED:
             groups[outcome].append(f"{entry.plan.id} ({Reason.FORCED})")
         else:
