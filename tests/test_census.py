@@ -959,3 +959,19 @@ def test_a_stranger_s_comment_cannot_write_to_the_terminal_or_plant_a_site_elsew
     assert result.exit_code == 0
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "vllm/linked.py" not in result.stdout and "1 sites" in result.stdout
+
+
+def test_check_names_each_untracked_site_and_the_command_that_adopts_it(tmp_path):
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": HANG})
+    manifest = manifest_with(tmp_path)
+    result = run("--manifest", str(manifest), "census", "--check", str(tree))
+    assert result.exit_code == 3, result.output
+    named = result.stderr.splitlines()
+    assert len(named) == 2, result.stderr  # the hang names no reference: not a failure, not named
+    assert named[0].startswith("xpu-workarounds: untracked: vllm/platforms/xpu.py:")
+    assert named[0].endswith(" names pytorch/pytorch#188240; no [[tracked]] entry covers it")
+    assert named[1] == (f"xpu-workarounds: `xpu-workarounds --manifest {manifest} census {tree} --adopt` prints the "
+                        "[[tracked]] entry to track it (--write adds it to the manifest)")
+    as_json = run("--manifest", str(manifest), "census", "--check", "--json", str(tree))
+    assert as_json.exit_code == 3 and as_json.stderr == result.stderr
+    assert json.loads(as_json.stdout)["sites"]  # stdout stays one document

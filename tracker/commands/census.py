@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import tempfile
 from pathlib import Path
@@ -27,6 +28,7 @@ from tracker.commands.context import (
     given_manifest,
     load_manifest,
     must_name_a_release,
+    repository_manifest,
 )
 from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
@@ -92,8 +94,9 @@ def census_command(
         "--site", metavar="FILE:LINE", show_default=False,
         help="With --adopt: the untracked site holding this line of this file (vllm/...); repeatable.")] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="With --adopt: add the entries to the manifest --manifest names, keeping its comments "
-                        "(the shipped manifest is never written).")] = False,
+        "--write", help="With --adopt: add the entries to the manifest read (--manifest, else this "
+                        "repository's workarounds.toml), keeping its comments; the shipped manifest is never "
+                        "written.")] = False,
     quiet: QuietOption = False,
 ) -> None:
     """vLLM's own inline XPU workarounds in a release.
@@ -113,7 +116,24 @@ def census_command(
         return
     typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
+        name_untracked(result, release, given_manifest(ctx))
         raise typer.Exit(ExitCode.FINDING)
+
+
+def name_untracked(result: Census, release: str, named: Path | None) -> None:
+    """What ``--check`` failed on, on stderr (stdout stays the table or the JSON): each untracked site
+    naming a reference, where it is and what it names, then the command that adopts them."""
+    for counted in result.untracked_with_reference:
+        site = counted.site
+        typer.echo(one_line(f"xpu-workarounds: untracked: {site.where} names {', '.join(site.references)}; "
+                            "no [[tracked]] entry covers it"), err=True)
+    sites = len(result.untracked_with_reference)
+    manifest = f"--manifest {shlex.quote(echoed(str(named), PATH_ECHO_LIMIT, quoted=False))} " if named else ""
+    typer.echo(one_line(f"xpu-workarounds: `xpu-workarounds {manifest}census "
+                        f"{shlex.quote(echoed(release, PATH_ECHO_LIMIT, quoted=False))} "
+                        f"--adopt` prints the [[tracked]] {'entry' if sites == 1 else 'entries'} to track "
+                        f"{'it' if sites == 1 else 'them'} (--write adds {'it' if sites == 1 else 'them'} "
+                        "to the manifest)"), err=True)
 
 
 # ------------------------------------------------------------------------------ --adopt
@@ -140,11 +160,14 @@ def adoption(ctx: typer.Context, adopt: bool, sites: list[str], write: bool, jso
     return chosen or None
 
 
-def writable_manifest(given: Path | None) -> Path:
-    """The manifest ``--write`` adds to: the one ``--manifest`` names, never the shipped one (of this
-    copy, or of any installed copy)."""
+def writable_manifest(named: Path | None) -> Path:
+    """The manifest ``--write`` adds to: the one ``--manifest`` names, else the repository's own (the
+    one the census read, as ``new`` writes it); never the shipped one (of this copy, or of any
+    installed copy)."""
+    given = named if named is not None else repository_manifest()
     if given is None:
-        fail("--write adds to the manifest --manifest PATH names (the shipped manifest is never written)")
+        fail("--write adds to a repository's workarounds.toml: run it inside the repository, or name the manifest "
+             "with --manifest PATH (the shipped manifest is never written)")
     shipped = [reader.default_path(), Path(paths.PACKAGE_DIR) / MANIFEST_NAME]
     resolved = given.resolve()
     installed = resolved.parent.name == "tracker" and (resolved.parent / "plugin.py").is_file()
