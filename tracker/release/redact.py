@@ -7,11 +7,18 @@ when the index refuses a download, and urllib3 names its path alone (``Max retri
 with url: /t/TOKEN/...``). Whatever pip says is kept only through ``without_addresses``, before
 it reaches any text the tool writes (an issue, a comment, the step summary, an annotation, JSON,
 a log): every medium then shows the same reduced text. Stdlib only.
+
+Where the run writes to a public repository (``published_to``), even the host is left out: its
+comments, issues and run logs are anyone's to read, and a private index's host says where a
+company keeps its packages.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 # A URL of any scheme (https, file, git+https ..., or none before its ``://``) up to the next white
 # space, or a path from the root (a request's path as urllib3 names it, a local file) that follows
@@ -25,6 +32,19 @@ _HOST = re.compile(r"(?:[A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?")
 _FILE = re.compile(r"[A-Za-z0-9._+!-]+\.(?:whl|zip|tar|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)"
                    r"(?:\.metadata)?")
 ELIDED = "..."
+HIDDEN_HOST = "(index)"  # what stands for the host in what a public repository is shown
+_HOSTS_SHOWN: ContextVar[bool] = ContextVar("hosts_shown", default=True)
+
+
+@contextmanager
+def published_to(public: bool) -> Iterator[None]:
+    """Within: what pip says is reduced for a ``public`` repository (no host either, ``HIDDEN_HOST``
+    in its place) or for a private one (the host kept, so that its maintainers see which index)."""
+    token = _HOSTS_SHOWN.set(not public)
+    try:
+        yield
+    finally:
+        _HOSTS_SHOWN.reset(token)
 
 
 def without_addresses(text: str) -> str:
@@ -46,6 +66,8 @@ def _reduced(found: re.Match[str]) -> str:
     host, rest = rest[:end].rpartition("@")[2], rest[end:]
     if not _HOST.fullmatch(host):  # not a host (a password with a slash in it, say): none is shown
         host, rest = "", ELIDED
+    elif host and not _HOSTS_SHOWN.get():
+        host = HIDDEN_HOST
     return f"{scheme}://{host}{_rest(rest)}{closing}"
 
 
@@ -57,4 +79,4 @@ def _rest(rest: str) -> str:
     return f"/{ELIDED}/{name}" if _FILE.fullmatch(name) else f"/{ELIDED}"
 
 
-__all__ = ["ELIDED", "without_addresses"]
+__all__ = ["ELIDED", "HIDDEN_HOST", "published_to", "without_addresses"]

@@ -41,12 +41,14 @@ from tracker.release.compare import Disagreement, ReleaseCheck, check_opened, ne
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
+from tracker.release.redact import published_to
 from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import PinMove, elsewhere_lines, elsewhere_text, file_text, pin_moves
-from tracker.upstream.identity import token_login, written_by
+from tracker.upstream.identity import public, token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
     from github import Github
+    from github.Repository import Repository
 
     from tracker.upstream.settings import ClientSettings
 
@@ -327,11 +329,17 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
 def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
                         progress: Say = silent, warn: Say = silent) -> Checked:
+    repo = gh.get_repo(repository)
+    with published_to(public(repo)):  # on a public repository, pip's words name no index host either
+        return _check_in(gh, settings, repo, repository, number, manifest_path, progress, warn)
+
+
+def _check_in(gh: Github, settings: ClientSettings, repo: Repository, repository: str, number: int,
+              manifest_path: str, progress: Say, warn: Say) -> Checked:
     from github import GithubException
 
     from tracker.retire.removal import manifest_from_text
 
-    repo = gh.get_repo(repository)
     pr = repo.get_pull(number)
     base_text = file_text(repo, manifest_path, pr.base.sha)
     if base_text is None:
