@@ -32,14 +32,14 @@ from tracker.commands.context import (
 )
 from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table, table_width, warn
+from tracker.commands.output import prose_wrapped, table, table_width, warn
 from tracker.model import reader
 from tracker.model.manifest import Manifest
 from tracker.release.census import census
 
 HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
-# Cut to the width (a site from its start: its file name and lines stay); the entry never is.
-CUT: dict[int, Literal["start", "end"]] = {0: "start", 2: "end", 3: "end"}
+# Free text, cut to the width; the site and the entry are identifiers, never cut (too wide: stacked).
+CUT: dict[int, Literal["start", "end"]] = {2: "end", 3: "end"}
 
 
 def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str]]:
@@ -73,7 +73,7 @@ def render(result: Census, width: int | None = None) -> str:
             lines += ["", one_line(f"{title}: {len(sites)}")]
             if sites:
                 lines.append(table(headers, site_rows(sites), cut=CUT, width=width))
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)
 
 
 def census_command(

@@ -24,7 +24,7 @@ from typing import Any
 
 import tracker
 from tracker import echoed
-from tracker.commands.output import table
+from tracker.commands.output import prose_wrapped, table
 from tracker.model.environment import OutsideVariables
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.model.vocabulary import SCHEMA, Choice, ErrorKind, NodeState, Outcome, Reason, ToolError
@@ -349,8 +349,9 @@ def _running_cell(node: Node) -> str:
     return f"{count} process{'es' if count > 1 else ''}: {', '.join(applied) or 'nothing'}"
 
 
-def render(cluster: Cluster) -> str:
-    """The text ``status --cluster`` prints: one row per node, then every difference in words."""
+def render(cluster: Cluster, width: int | None = None) -> str:
+    """The text ``status --cluster`` prints: one row per node (what each applies and runs, free text,
+    cut to ``width``), then every difference in words."""
     answered = sum(node.state != NodeState.NO_ANSWER for node in cluster.nodes)
     verdict = "they agree" if cluster.agree else "they disagree"
     lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
@@ -369,9 +370,9 @@ def render(cluster: Cluster) -> str:
                          _running_cell(node)))
         else:
             rows.append((name, host, f"({node.state})", *("-" for _ in SHOWN_COMPONENTS), "-", "-", "-", "-"))
-    lines.append(table(headers, rows))
+    lines.append(table(headers, rows, cut={len(headers) - 2: "end", len(headers) - 1: "end"}, width=width))
     if cluster.differences:
         lines += ["", "Differences:", *(f"  {difference}" for difference in cluster.differences)]
     if cluster.notes:
         lines += ["", "Notes:", *(f"  {note}" for note in cluster.notes)]
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)

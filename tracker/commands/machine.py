@@ -18,7 +18,7 @@ from typing import Any
 
 from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.commands.cluster import stack_differences
-from tracker.commands.output import table
+from tracker.commands.output import prose_wrapped, table
 from tracker.model.vocabulary import SCHEMA, ErrorKind, Outcome, ToolError
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
@@ -201,8 +201,9 @@ def _decision(decision: tuple[str, str] | None) -> str:
     return f"{decision[0]} ({decision[1]})" if decision else "not in its manifest"
 
 
-def render(machine: Machine) -> str:
-    """The text ``status --reports`` prints: one row per process, then the differences and the gone."""
+def render(machine: Machine, width: int | None = None) -> str:
+    """The text ``status --reports`` prints: one row per process, then the differences and the gone,
+    fitted to ``width``."""
     counts = Counter(process.running for process in machine.processes)
     verdict = "they agree" if machine.agree else "they disagree"
     lines = [f"Reports in {one_line(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
@@ -214,7 +215,7 @@ def render(machine: Machine) -> str:
                      *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
     if rows:
         lines.append(table(("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN)),
-                           rows))
+                           rows, width=width))
     else:
         lines.append("no reports (is XPU_WORKAROUNDS_REPORT set for the vLLM processes?)")
     if machine.differences:
@@ -228,5 +229,5 @@ def render(machine: Machine) -> str:
                   one_line(f"  to clear them: rm -- {stale}")]
     if machine.ignored:
         lines += ["", f"Ignored (not a readable report): {one_line(', '.join(machine.ignored))}"]
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)
 

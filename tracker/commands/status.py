@@ -72,7 +72,7 @@ def _machine_status(json_output: bool, platform: str | None, assume: list[str] |
     if address is not None:
         fail("--address goes with --cluster")
     result = machine.gather(reports)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result, terminal_width()))
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)
 
@@ -87,7 +87,7 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
         fail(f"--timeout {timeout:g}: give a number of seconds above 0 and at most 3600")
     require_extra("ray", "ray", "status --cluster")
     result = cluster_module.gather(address or "auto", timeout, reports)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result, terminal_width()))
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)
 
