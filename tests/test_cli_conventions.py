@@ -613,7 +613,8 @@ def test_every_command_ends_with_a_member_of_the_one_exit_code_vocabulary():
                if (lines := exit_statuses_written_as_numbers(ast.parse(path.read_text(encoding="utf-8"))))}
     assert written == {}
     assert [(code.name, int(code)) for code in ExitCode] == [
-        ("FINE", 0), ("PROBLEMS", 1), ("BAD_INPUT", 2), ("FINDING", 3), ("OUTSIDE_SERVICE", 4), ("INTERRUPTED", 130)]
+        ("FINE", 0), ("PROBLEMS", 1), ("BAD_INPUT", 2), ("FINDING", 3), ("OUTSIDE_SERVICE", 4), ("NOTHING_TO_COMPARE", 5),
+        ("INTERRUPTED", 130)]
 
 
 def test_a_planted_exit_status_written_as_a_number_is_found():

@@ -24,7 +24,7 @@ from typing import Any
 
 import tracker
 from tracker import echoed
-from tracker.commands.output import prose_wrapped, table
+from tracker.commands.output import counted, prose_wrapped, table
 from tracker.model.environment import OutsideVariables
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.model.vocabulary import SCHEMA, Choice, ErrorKind, NodeState, Outcome, Reason, ToolError
@@ -333,7 +333,10 @@ def _live_notes(node: Node) -> Iterable[str]:
                              if process.get(outcome))
                    + f"; status here would apply {', '.join(sorted(would)) or 'nothing'}")
     if live.get("ignored"):
-        yield f"{node.label}: {live['ignored']} malformed report file(s) in {live.get('dir')} ignored"
+        ignored = live["ignored"]
+        files = (counted(ignored, "malformed report file", "malformed report files") if type(ignored) is int
+                 else f"{ignored} malformed report files")  # a node of another release may send anything
+        yield f"{node.label}: {files} in {live.get('dir')} ignored"
 
 
 def _running_cell(node: Node) -> str:
@@ -354,7 +357,8 @@ def render(cluster: Cluster, width: int | None = None) -> str:
     cut to ``width``), then every difference in words."""
     answered = sum(node.state != NodeState.NO_ANSWER for node in cluster.nodes)
     verdict = "they agree" if cluster.agree else "they disagree"
-    lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
+    lines = [f"Ray cluster at {cluster.address}: {counted(len(cluster.nodes), 'alive node', 'alive nodes')}, "
+             f"{answered} answered; {verdict}",
              ""]
     headers = ("NODE", "HOST", "PLATFORM", *(name.upper() for name in SHOWN_COMPONENTS), "XPU-WORKAROUNDS",
                "MANIFEST", "APPLIES", "RUNNING (APPLIED)")

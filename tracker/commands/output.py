@@ -98,6 +98,11 @@ def prose_wrapped(lines: Iterable[str], width: int | None) -> str:
     return "\n".join(line if "\n" in line else wrapped(line, width) for line in lines)
 
 
+def counted(count: int, one: str, several: str) -> str:
+    """``count`` things, named in the singular or the plural as ``count`` asks (never "thing(s)")."""
+    return f"{count} {one if count == 1 else several}"
+
+
 def style_of(cell: str) -> str:
     word = cell.split(" ", 1)[0].strip("()")
     return STYLES.get(word, "")
