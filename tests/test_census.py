@@ -975,3 +975,15 @@ def test_check_names_each_untracked_site_and_the_command_that_adopts_it(tmp_path
     as_json = run("--manifest", str(manifest), "census", "--check", "--json", str(tree))
     assert as_json.exit_code == 3 and as_json.stderr == result.stderr
     assert json.loads(as_json.stdout)["sites"]  # stdout stays one document
+
+
+def test_json_carries_the_tool_the_release_pins_and_its_source_as_every_reporting_command(tmp_path):
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM})
+    manifest = manifest_with(tmp_path)
+    document = json.loads(run("--manifest", str(manifest), "census", str(tree), "--json").stdout)
+    status = json.loads(run("--manifest", str(manifest), "status", "--json").stdout)
+    assert document["tool"]["manifest"] == str(manifest)
+    assert set(document["tool"]) == set(status["tool"]) == {"version", "manifest", "manifest_sha256"}
+    assert document["tool"]["version"] == status["tool"]["version"]
+    assert document["pins"] and all(isinstance(pin, str) for pin in document["pins"].values())
+    assert str(tree) in document["source"]

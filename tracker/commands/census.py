@@ -34,7 +34,7 @@ from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
 from tracker.commands.output import prose_wrapped, table, table_width, warn
 from tracker.model import reader
-from tracker.model.manifest import Manifest
+from tracker.model.manifest import Manifest, provenance
 from tracker.release.census import census
 
 HEADERS = ("SITE", "TRACKED", "REFERENCES", "SUMMARY")
@@ -76,6 +76,13 @@ def render(result: Census, width: int | None = None) -> str:
     return prose_wrapped(lines, width)
 
 
+def census_document(result: Census, manifest: Manifest) -> dict[str, object]:
+    """``census --json``: the census, and what every reporting command's JSON carries: the ``tool``
+    (as ``status --json``), the release's XPU pins (``{"torch": "2.13.0"}``) and its ``source``."""
+    return {**result.as_json(), "tool": provenance(manifest.path, manifest.sha256), "source": result.source,
+            "pins": {name: str(pin) for name, pin in result.pins.items()}}
+
+
 def census_command(
     ctx: typer.Context,
     release: Annotated[str, typer.Argument(metavar="vllm==X | PATH", show_default=False,
@@ -114,7 +121,8 @@ def census_command(
     if adopt:
         adopt_sites(ctx, manifest, result, chosen, write)
         return
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
+    typer.echo(json.dumps(census_document(result, manifest), indent=2) if json_output
+               else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
         name_untracked(result, release, given_manifest(ctx))
         raise typer.Exit(ExitCode.FINDING)

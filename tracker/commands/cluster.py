@@ -106,10 +106,17 @@ class Node:
         return {entry["id"]: entry["reason"] for entry in self.status.get("workarounds", [])
                 if entry.get("decision") == Choice.APPLY}
 
+    @property
+    def manifest(self) -> str:
+        """The first 12 hex digits of the node's manifest's sha256 (``manifest_sha256``; a node of an
+        earlier release names them as ``manifest_digest``, ``sha256:`` and 12 hex digits); ``?``: none."""
+        digest = self.answer.get("manifest_sha256") or self.answer.get("manifest_digest")
+        return str(digest).removeprefix("sha256:")[:12] if digest else "?"
+
     def signature(self) -> tuple[Any, ...]:
         """What must be equal on every node: platform, versions, package version, manifest, what applies."""
         return (self.platform, tuple(sorted(self.versions.items())), self.answer.get("xpu_workarounds_version"),
-                self.answer.get("manifest_digest"), tuple(sorted(self.applies)))
+                self.manifest, tuple(sorted(self.applies)))
 
     def as_json(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "node_ip": self.ip, "head": self.head, "state": self.state,
@@ -269,9 +276,9 @@ def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
     """
     model = reference[0]
     mine, theirs = stack_differences(
-        (node.platform, node.versions, node.answer.get("xpu_workarounds_version"), node.answer.get("manifest_digest")),
+        (node.platform, node.versions, node.answer.get("xpu_workarounds_version"), node.manifest),
         (model.platform, model.versions, model.answer.get("xpu_workarounds_version"),
-         model.answer.get("manifest_digest")))
+         model.manifest))
     applies, reference_applies = node.applies, model.applies
     extra = sorted(set(applies) - set(reference_applies))
     lacking = sorted(set(reference_applies) - set(applies))
@@ -369,7 +376,7 @@ def render(cluster: Cluster, width: int | None = None) -> str:
         if node.state == NodeState.OK:
             rows.append((name, host, node.platform, *(node.versions.get(c) or "-" for c in SHOWN_COMPONENTS),
                          str(node.answer.get("xpu_workarounds_version") or "?"),
-                         str(node.answer.get("manifest_digest", "?")).removeprefix("sha256:"),
+                         node.manifest,
                          ", ".join(_applying(w, r) for w, r in sorted(node.applies.items())) or "none",
                          _running_cell(node)))
         else:
