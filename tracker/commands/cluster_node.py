@@ -40,7 +40,7 @@ class NodeAnswer(TypedDict, total=False):
     state: str
     detail: str
     manifest: str
-    manifest_sha256: str  # all 64 hex digits, as status --json's tool and every report name it
+    manifest_sha256: str | None  # all 64 hex digits, as status --json's tool and every report name it
     warnings: list[str]
     status: dict[str, Any]  # the node's ``status --json`` document
     live: LiveReports | None
