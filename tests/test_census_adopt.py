@@ -8,6 +8,7 @@ tests/test_census_releases.py.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -200,3 +201,14 @@ def test_a_manifest_that_is_no_longer_utf8_toml_when_written_is_one_error_naming
     with pytest.raises(NotAdoptable, match=r"^serving/workarounds\.toml not written: ") as raised:
         with_tracked(data, [], "0.34.0", where="serving/workarounds.toml")
     assert why in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_comment_over_each_entry_is_cut_after_a_whole_word(tmp_path):
+    words = " ".join(f"word{n:03d}" for n in range(60))  # a summary far longer than a comment takes
+    worker = REFERENCED["vllm/v1/worker/xpu_worker.py"].replace("the device must be set first.", words)
+    tree = write_tree(tmp_path / "tree", {"vllm/v1/worker/xpu_worker.py": worker})
+    result = run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt")
+    assert result.exit_code == 0, result.output
+    [comment] = [line for line in result.stdout.splitlines() if line.startswith("# vllm/v1/worker/xpu_worker.py")]
+    assert comment.endswith("…") and len(comment) <= 202
+    assert re.fullmatch(r"word\d{3}", comment.rstrip("…").split()[-1])  # a whole word before the ellipsis

@@ -54,7 +54,8 @@ def complete_platform(incomplete: str) -> list[str]:
 
 
 PlatformOption = Annotated[
-    str | None, typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
+    str | None, typer.Option("--platform", metavar="PLATFORM", help="Evaluate for this platform: xpu, cuda, rocm "
+                                                                     "or cpu.",
                                 show_default=False, autocompletion=complete_platform)]
 
 

@@ -72,8 +72,8 @@ def new(
                                                  help="The new workaround's id: lower-case words joined by '-'.")],
     target: Annotated[list[str], typer.Option(
         "--target", metavar="PATH", show_default=False,
-        help="What it wraps, a dotted path in vLLM (vllm.platforms.xpu.XPUPlatform.get_device_total_memory, or "
-             "with ':' before the attribute); repeatable.")],
+        help="What it wraps: a dotted path in vLLM, MODULE.ATTRIBUTE or MODULE:ATTRIBUTE, such as "
+             "vllm.platforms.xpu:XPUPlatform and a method of it after a '.'; repeatable.")],
     release: Annotated[str | None, typer.Option(
         "--release", metavar="vllm==X | PATH", show_default=False,
         help="The vLLM release whose source the targets are read from (default: the newest on the package "

@@ -37,7 +37,7 @@ from tracker.model.manifest import Manifest
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
-from tracker.release.compare import Disagreement, ReleaseCheck, check_opened, needed_files
+from tracker.release.compare import DecisionAtPins, Disagreement, ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
@@ -93,6 +93,11 @@ def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
     return list(found.values())
 
 
+def _decided(decision: DecisionAtPins | None) -> str:
+    """A workaround's decision at a release as the comment's table shows it: ``apply (affected)``."""
+    return f"{decision['decision']} ({decision['reason']})" if decision else "-"
+
+
 def _decisions(result: ReleaseCheck | None) -> dict[str, Choice]:
     if result is None:
         return {}
@@ -129,7 +134,6 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     """The comment's part about one release; ``old_unavailable``: why the old release could not be
     fetched (None: it was, or there was no old pin); ``inline``: its census since the old one;
     ``shown``: how many items each of its lists shows, the rest counted (None: every one)."""
-    before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
     files = ", ".join(markdown_code(path) for path in move.paths)
@@ -153,9 +157,12 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     if inline is not None:
         lines += inline_lines(move, inline, shown)
     rows = []
+    said_before = {w.id: _decided(w.decision) for w in old.workarounds} if old is not None else {}
+    # Without the old release's check, the column says why: no pin before, or the release not compared.
+    missing = "no pin" if move.old is None else "not compared" if old is None else "not in its manifest"
     for w in new.workarounds:
-        decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
-        was_decided = before.get(w.id, "-")
+        decided = _decided(w.decision)
+        was_decided = said_before.get(w.id, missing)
         targets = ", ".join(sorted({t.found for t in w.targets})) or "-"
         rows.append(f"| `{w.id}` | {was_decided} | {decided} | {targets} |")
     if rows:
