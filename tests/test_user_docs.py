@@ -156,3 +156,14 @@ def test_the_readme_is_a_front_door_under_250_lines():
     # Details live in docs/: README says what the tool is, how to install and run it, and where to read on.
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) < 250, f"README.md has {len(lines)} lines: move details into docs/"
+
+
+@pytest.mark.reads_shipped
+def test_the_readme_and_so_the_pypi_page_states_the_supported_range_the_manifest_declares():
+    from tracker.model import reader
+
+    support = reader.load().support
+    stated = re.search(r"\*\*Supported\*\*: vLLM >= (\S+), torch >= (\S+),\s+vllm-xpu-kernels >= (\S+) \(the "
+                       r"manifest's `\[support\]`\)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert stated, "README.md no longer states the supported range as the manifest's [support]"
+    assert stated.groups() == (str(support["vllm"]), str(support["torch"]), str(support["vllm-xpu-kernels"]))
