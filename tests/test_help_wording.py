@@ -38,3 +38,11 @@ def test_no_value_is_named_by_its_python_type():
     for command in commands():
         text = help_of(command, 100)
         assert not re.search(r"<(str|int|float|bool)>|\bTEXT\b|\bINTEGER\b", text.split("Options:", 1)[-1]), command
+
+
+def test_no_help_sends_an_installed_user_to_a_page_the_wheel_lacks():
+    # docs/workarounds.md is named as a path of the user's own repository (retire --docs), not a page of ours.
+    for command in ["", *commands()]:
+        text = help_of(command, 200) if command else subprocess.run(
+            [str(terminal.SCRIPT), "-h"], capture_output=True, text=True, timeout=60).stdout
+        assert not re.search(r"docs/(?!workarounds\.md)|CONTRIBUTING|\.md\b(?<!workarounds\.md)", text), command

@@ -65,7 +65,8 @@ AssumeOption = Annotated[
                                       show_default=False)]
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (its shape: docs/commands.md).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the text (its "
+                                                          "\"schema\" field versions its shape).")]
 
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (shown only on a terminal).")]

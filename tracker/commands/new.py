@@ -122,8 +122,8 @@ def new(
     typer.echo(one_line(f"wrote {shown(module)}"))
     typer.echo(one_line(f"wrote {shown(test)}"))
     typer.echo(one_line(f"next: fill in what `xpu-workarounds lint` lists; `xpu-workarounds check --supported "
-                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release; "
-                        "every other step: docs/adding-a-workaround.md"))
+                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release, "
+                        f"and `xpu-workarounds explain {workaround_id}` shows the entry as users will read it"))
 
 
 def read_release(targets: list[str], release: str | None, quiet: bool) -> ReadRelease:
