@@ -798,7 +798,11 @@ def test_json_is_one_object_of_the_documented_shape(tmp_path):
     tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM})
     result = run("--manifest", str(manifest), "census", "--json", str(tree))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"schema": 1, "release": "0.99.0", "sites": [{
+    document = json.loads(result.stdout)
+    assert document.pop("tool")["manifest"] == str(manifest)
+    assert document.pop("source") == str(tree) and document.pop("pins") == {"torch": "2.15.0",
+                                                                             "vllm-xpu-kernels": "0.1.17"}
+    assert document == {"schema": 1, "release": "0.99.0", "sites": [{
         "file": "vllm/platforms/xpu.py", "line": 6, "end_line": 12,
         "summary": "Remove once the released torch contains pytorch/pytorch#188240.",
         "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True,
@@ -833,7 +837,7 @@ def test_since_adds_new_and_gone_in_the_same_shape(tmp_path):
     new = write_tree(tmp_path / "new", {"vllm/platforms/xpu.py": PLATFORM}, "0.99.1")
     result = run("--manifest", str(manifest), "census", "--json", str(new), "--since", str(old))
     document = json.loads(result.stdout)
-    assert set(document) == {"schema", "release", "sites", "new", "gone"}
+    assert set(document) == {"schema", "release", "sites", "new", "gone", "tool", "source", "pins"}
     assert [site["file"] for site in document["new"]] == ["vllm/platforms/xpu.py"]
     assert [site["file"] for site in document["gone"]] == ["vllm/engine.py"]
     assert document["gone"][0]["tracked"] is None and set(document["gone"][0]) == set(document["sites"][0])
