@@ -27,7 +27,8 @@ from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
 from support.repository import FROZEN_MANIFEST, stand_in_module
-from test_workflow import retire_script
+from test_workflow import ACTION as ACTION_FILE
+from test_workflow import retire_script, run_scripts
 
 from tracker.model import reader
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, FACTS_BRANCH, FACTS_ID, read_marker, remove_entry
@@ -557,11 +558,12 @@ def checked_in_this_process(upgrade, tmp_path: Path, monkeypatch):
 
 def test_the_upgrade_check_reads_each_release_it_compares_once(upgrade, tmp_path, monkeypatch):
     """Its check, its census and the census compared with the old release's: each release's archive
-    read once and hashed once (the function the step runs, in this process, to count)."""
+    read once and hashed once, and so is the reading the release cache makes of it (as in
+    ``test_lookahead``'s count; the function the step runs, in this process, to count)."""
     checked, read, hashed = checked_in_this_process(upgrade, tmp_path, monkeypatch)
     assert checked.comment == "created" and checked.warnings == [] and len(checked.drift) == 1
     assert "vLLM's own inline XPU workarounds: none new at vLLM 0.25.0, none gone since vLLM 0.24.0" in checked.text
-    each_once = {"vllm-0.25.0.tar.gz": 1, "vllm-0.24.0.tar.gz": 1}
+    each_once = {f"vllm-{version}.{suffix}": 1 for version in ("0.25.0", "0.24.0") for suffix in ("tar.gz", "zip")}
     assert (read, hashed) == (each_once, each_once)
 
 
@@ -1082,9 +1084,11 @@ def test_a_pr_naming_more_releases_than_the_check_opens_fetches_no_more_and_fail
     repo.commit("Twelve ways to move vLLM", branch="bump-vllm", files=files)
     pr.head_sha = repo.branches["bump-vllm"]
     checked, read, _ = checked_in_this_process(upgrade, tmp_path, monkeypatch)
-    assert len(read) == RELEASES_OPENED and set(read.values()) == {1}, read
+    sdists = [name for name in read if name.endswith(".tar.gz")]  # each with the release cache's reading of it
+    assert len(sdists) == RELEASES_OPENED and set(read.values()) == {1}, read
+    assert sorted(read) == sorted([*sdists, *(name.replace(".tar.gz", ".zip") for name in sdists)]), read
     assert "vllm-0.24.0.tar.gz" not in read  # the old release: past the bound, never fetched
-    fetched = {name.removeprefix("vllm-").removesuffix(".tar.gz") for name in read}
+    fetched = {name.removeprefix("vllm-").removesuffix(".tar.gz") for name in sdists}
     named = {path: text.strip().removeprefix("vllm==") for path, text in {**files, "requirements.txt": "vllm==0.25.0"}.items()}
     assert sorted(line.split(":")[0] for line in checked.unchecked) == sorted(
         path for path, version in named.items() if version not in fetched)
@@ -1102,3 +1106,33 @@ def test_a_pin_file_nested_deeper_than_the_toml_parser_recurses_pins_nothing(pat
     nested = 'x = ' + "[" * 2000 + "]" * 2000 + '\n[project]\ndependencies = ["vllm==0.25.0"]\n'
     assert vllm_requirements(path, nested) == ()
     assert [r.text for r in vllm_requirements(path, '[project]\ndependencies = ["vllm==0.25.0"]\n')] == ["vllm==0.25.0"]
+
+
+def index_script() -> str:
+    [script] = [s for s in run_scripts(ACTION_FILE) if "no private index configured" in s]
+    return script
+
+
+@pytest.mark.parametrize("given", ["", "http://pkgs.example.com/t/SECRET-5f1c/simple/"])
+def test_an_empty_index_input_means_pypi_and_the_step_summary_says_so(tmp_path, given):
+    summary = tmp_path / "summary"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    done = subprocess.run(["bash", "-c", textwrap.dedent(index_script())], capture_output=True, text=True,
+                          env={**env, "INDEX_URL": given, "GITHUB_STEP_SUMMARY": str(summary)}, timeout=60)
+    assert done.returncode == 0, done.stderr  # a Dependabot PR, which gets no secret, does not fail for it
+    said = done.stdout + done.stderr + (summary.read_text() if summary.exists() else "")
+    if given:
+        assert said == ""  # nothing of the address, nor that there is one
+    else:
+        assert "no private index configured" in summary.read_text() and "read from PyPI" in summary.read_text()
+
+
+def test_the_index_input_reaches_pip_in_the_install_and_every_step_that_fetches():
+    text = ACTION_FILE.read_text()
+    assert re.search(r"^  index-url:\n(?:    .*\n)*?    default: \"\"$", text, flags=re.M)
+    fetching = [s for s in run_scripts(ACTION_FILE) if "pip install" in s or "xpu-workarounds \"${args" in s]
+    assert len(fetching) == 3  # the install, the weekly run, the upgrade check
+    for script in fetching:
+        assert textwrap.dedent(script).startswith('if [ -n "$INDEX_URL" ]; then export PIP_INDEX_URL="$INDEX_URL"; fi\n'
+                                          'unset INDEX_URL\n'), script
+    assert text.count("INDEX_URL: ${{ inputs.index-url }}") == 4  # those three and the summary's
