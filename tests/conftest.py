@@ -22,6 +22,9 @@ from tracker.model import reader
 # default), which would otherwise be most of those tests' time. Children inherit it; the test of
 # the pause itself (tests/test_retire_github.py) clears it.
 os.environ.setdefault(tracker.GITHUB_WRITE_INTERVAL, "0")
+# The width a table fits is asked for by the tests that test it (COLUMNS, a terminal); pytest-xdist's
+# workers inherit COLUMNS=80, which would fit every other test's output to 80 columns.
+os.environ.pop("COLUMNS", None)
 
 # The markers of the tests that start vLLM, start Ray or download releases (pyproject.toml).
 SLOW = removal_proof.SLOW

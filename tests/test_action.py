@@ -27,7 +27,8 @@ from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
 from support.repository import FROZEN_MANIFEST, stand_in_module
-from test_workflow import retire_script
+from test_workflow import ACTION as ACTION_FILE
+from test_workflow import retire_script, run_scripts
 
 from tracker.model import reader
 from tracker.model.manifest import Layout
@@ -1107,3 +1108,33 @@ def test_a_pin_file_nested_deeper_than_the_toml_parser_recurses_pins_nothing(pat
     nested = 'x = ' + "[" * 2000 + "]" * 2000 + '\n[project]\ndependencies = ["vllm==0.25.0"]\n'
     assert vllm_requirements(path, nested) == ()
     assert [r.text for r in vllm_requirements(path, '[project]\ndependencies = ["vllm==0.25.0"]\n')] == ["vllm==0.25.0"]
+
+
+def index_script() -> str:
+    [script] = [s for s in run_scripts(ACTION_FILE) if "no private index configured" in s]
+    return script
+
+
+@pytest.mark.parametrize("given", ["", "http://pkgs.example.com/t/SECRET-5f1c/simple/"])
+def test_an_empty_index_input_means_pypi_and_the_step_summary_says_so(tmp_path, given):
+    summary = tmp_path / "summary"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    done = subprocess.run(["bash", "-c", textwrap.dedent(index_script())], capture_output=True, text=True,
+                          env={**env, "INDEX_URL": given, "GITHUB_STEP_SUMMARY": str(summary)}, timeout=60)
+    assert done.returncode == 0, done.stderr  # a Dependabot PR, which gets no secret, does not fail for it
+    said = done.stdout + done.stderr + (summary.read_text() if summary.exists() else "")
+    if given:
+        assert said == ""  # nothing of the address, nor that there is one
+    else:
+        assert "no private index configured" in summary.read_text() and "read from PyPI" in summary.read_text()
+
+
+def test_the_index_input_reaches_pip_in_the_install_and_every_step_that_fetches():
+    text = ACTION_FILE.read_text()
+    assert re.search(r"^  index-url:\n(?:    .*\n)*?    default: \"\"$", text, flags=re.M)
+    fetching = [s for s in run_scripts(ACTION_FILE) if "pip install" in s or "xpu-workarounds \"${args" in s]
+    assert len(fetching) == 3  # the install, the weekly run, the upgrade check
+    for script in fetching:
+        assert textwrap.dedent(script).startswith('if [ -n "$INDEX_URL" ]; then export PIP_INDEX_URL="$INDEX_URL"; fi\n'
+                                          'unset INDEX_URL\n'), script
+    assert text.count("INDEX_URL: ${{ inputs.index-url }}") == 4  # those three and the summary's

@@ -983,7 +983,11 @@ def test_json_is_one_object_of_the_documented_shape(tmp_path):
     tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM})
     result = run("--manifest", str(manifest), "census", "--json", str(tree))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"schema": 1, "release": "0.99.0", "sites": [{
+    document = json.loads(result.stdout)
+    assert document.pop("tool")["manifest"] == str(manifest)
+    assert document.pop("source") == str(tree) and document.pop("pins") == {"torch": "2.15.0",
+                                                                             "vllm-xpu-kernels": "0.1.17"}
+    assert document == {"schema": 1, "release": "0.99.0", "sites": [{
         "file": "vllm/platforms/xpu.py", "line": 6, "end_line": 12,
         "summary": "Remove once the released torch contains pytorch/pytorch#188240.",
         "references": ["pytorch/pytorch#188240"], "tracked": "vllm-static-launcher-off", "dead": True,
@@ -1019,7 +1023,7 @@ def test_since_adds_new_and_gone_in_the_same_shape(tmp_path):
     new = write_tree(tmp_path / "new", {"vllm/platforms/xpu.py": PLATFORM}, "0.99.1")
     result = run("--manifest", str(manifest), "census", "--json", str(new), "--since", str(old))
     document = json.loads(result.stdout)
-    assert set(document) == {"schema", "release", "sites", "new", "gone"}
+    assert set(document) == {"schema", "release", "sites", "new", "gone", "tool", "source", "pins"}
     assert [site["file"] for site in document["new"]] == ["vllm/platforms/xpu.py"]
     assert [site["file"] for site in document["gone"]] == ["vllm/engine.py"]
     assert document["gone"][0]["tracked"] is None and set(document["gone"][0]) == set(document["sites"][0])
@@ -1071,9 +1075,17 @@ def test_on_a_narrow_terminal_each_site_stands_on_its_own_line_whole_and_the_res
                                         terminal.terminal_env(COLUMNS=None), columns=90)
     assert code == 0, screen
     lines = table_lines(screen)
-    assert lines[0::2] == ["vllm/engine.py:1-4", "vllm/platforms/xpu.py:6-12"]  # the sites, never cut
-    assert all(line.startswith("  ") and len(line) <= 90 and line.endswith("…") for line in lines[1::2])
-    assert lines[3].startswith("  switch-off, high; vllm-static-launcher-off (dead); pytorch/pytorch#188240; Remove")
+    sites = [line for line in lines if not line.startswith(" ")]
+    assert sites == ["vllm/engine.py:1-4", "vllm/platforms/xpu.py:6-12"]  # the sites, never cut
+    assert all(line.startswith("  ") and len(line) <= 90 for line in lines if line not in sites)
+    # The rest below each site, a column a line (output.table's stacked layout), free text wrapped, not cut.
+    assert lines[lines.index(sites[1]) + 1:] == [
+        "  kind: switch-off", "  confidence: high", "  tracked: vllm-static-launcher-off (dead)",
+        "  references: pytorch/pytorch#188240", "  summary: Remove once the released torch contains pytorch/pytorch#188240."]
+    summary = json.loads(CliRunner().invoke(app, ["--manifest", str(manifest), "census", str(tree), "--json"]).stdout)[
+        "sites"][0]["summary"]
+    wrapped = lines[lines.index("  tracked: -") + 2:lines.index(sites[1])]
+    assert len(wrapped) > 1 and " ".join(line.strip() for line in wrapped) == f"summary: {summary}"
     # COLUMNS, when set, is the width asked for, whatever the window's.
     code, screen = terminal.on_terminal(["--manifest", str(manifest), "census", str(tree)],
                                         terminal.terminal_env(COLUMNS="140"), columns=90)
@@ -1147,3 +1159,31 @@ def test_a_stranger_s_comment_cannot_write_to_the_terminal_or_plant_a_site_elsew
     assert result.exit_code == 0
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "vllm/linked.py" not in result.stdout and "1 sites" in result.stdout
+
+
+def test_check_names_each_untracked_site_and_the_command_that_adopts_it(tmp_path):
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM, "vllm/engine.py": HANG})
+    manifest = manifest_with(tmp_path)
+    result = run("--manifest", str(manifest), "census", "--check", str(tree))
+    assert result.exit_code == 3, result.output
+    named = result.stderr.splitlines()
+    assert len(named) == 2, result.stderr  # the hang names no reference: not a failure, not named
+    assert named[0].startswith("xpu-workarounds: untracked: vllm/platforms/xpu.py:")
+    assert named[0].endswith(" names pytorch/pytorch#188240; no [[tracked]] entry covers it")
+    assert named[1] == (f"xpu-workarounds: `xpu-workarounds --manifest {manifest} census {tree} --adopt` prints the "
+                        "[[tracked]] entry to track it (--write adds it to the manifest)")
+    as_json = run("--manifest", str(manifest), "census", "--check", "--json", str(tree))
+    assert as_json.exit_code == 3 and as_json.stderr == result.stderr
+    assert json.loads(as_json.stdout)["sites"]  # stdout stays one document
+
+
+def test_json_carries_the_tool_the_release_pins_and_its_source_as_every_reporting_command(tmp_path):
+    tree = write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": PLATFORM})
+    manifest = manifest_with(tmp_path)
+    document = json.loads(run("--manifest", str(manifest), "census", str(tree), "--json").stdout)
+    status = json.loads(run("--manifest", str(manifest), "status", "--json").stdout)
+    assert document["tool"]["manifest"] == str(manifest)
+    assert set(document["tool"]) == set(status["tool"]) == {"version", "manifest", "manifest_sha256"}
+    assert document["tool"]["version"] == status["tool"]["version"]
+    assert document["pins"] and all(isinstance(pin, str) for pin in document["pins"].values())
+    assert str(tree) in document["source"]

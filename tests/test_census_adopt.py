@@ -8,6 +8,7 @@ tests/test_census_releases.py.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -121,9 +122,36 @@ def test_the_shipped_manifest_is_never_written(tmp_path):
         assert result.exit_code == 2, result.output
         assert result.stderr.count("\n") == 1 and "is the shipped manifest, which census --adopt never writes" in \
             result.stderr
-    unnamed = run("census", str(tree), "--adopt", "--write")
-    assert unnamed.exit_code == 2 and "--write adds to the manifest --manifest PATH names" in unnamed.stderr
+    unnamed = run("census", str(tree), "--adopt", "--write")  # in this checkout: its manifest is the shipped one
+    assert unnamed.exit_code == 2 and "is the shipped manifest, which census --adopt never writes" in unnamed.stderr
     assert shipped.read_bytes() == before
+
+
+def test_write_adds_to_the_repository_manifest_it_found_as_new_does(tmp_path, monkeypatch):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    repository = tmp_path / "serving"
+    (repository / ".git").mkdir(parents=True)
+    manifest = repository / "workarounds.toml"
+    manifest.write_bytes(tracked_only(tmp_path, PP_SYNC).read_bytes())
+    (repository / "deploy").mkdir()
+    monkeypatch.chdir(repository / "deploy")
+    result = run("census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 0, result.output
+    assert f"xpu-workarounds: manifest {manifest} (this repository's" in result.stderr
+    assert result.stdout.splitlines()[-1].startswith(f"wrote {manifest}: review each entry's id")
+    assert len(entries(manifest.read_text(encoding="utf-8"))) == 1 + len(REFERENCED)
+    assert run("census", str(tree), "--check").exit_code == 0  # what it read is what it wrote
+
+
+def test_write_outside_a_repository_names_what_to_do(tmp_path, monkeypatch):
+    tree = write_tree(tmp_path / "tree", REFERENCED)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    result = run("census", str(tree), "--adopt", "--write")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == ("xpu-workarounds: error: --write adds to a repository's workarounds.toml: run it inside "
+                             "the repository, or name the manifest with --manifest PATH (the shipped manifest is "
+                             "never written)\n")
 
 
 def test_site_chooses_which_sites_to_adopt_a_reference_or_not(tmp_path):
@@ -252,3 +280,14 @@ def test_a_site_row_wider_than_rich_draws_keeps_every_column_piped(tmp_path):
     header, row = drawn.splitlines()
     assert header.split() == ["SITE", "TRACKED", "REFERENCES", "SUMMARY"]
     assert row.startswith("vllm/engine.py:3-5") and "vllm-engine-hang" in row and "(70,000 characters)" in row
+
+
+def test_the_comment_over_each_entry_is_cut_after_a_whole_word(tmp_path):
+    words = " ".join(f"word{n:03d}" for n in range(60))  # a summary far longer than a comment takes
+    worker = REFERENCED["vllm/v1/worker/xpu_worker.py"].replace("the device must be set first.", words)
+    tree = write_tree(tmp_path / "tree", {"vllm/v1/worker/xpu_worker.py": worker})
+    result = run("--manifest", str(tracked_only(tmp_path, PP_SYNC)), "census", str(tree), "--adopt")
+    assert result.exit_code == 0, result.output
+    [comment] = [line for line in result.stdout.splitlines() if line.startswith("# vllm/v1/worker/xpu_worker.py")]
+    assert comment.endswith("…") and len(comment) <= 202
+    assert re.fullmatch(r"word\d{3}", comment.rstrip("…").split()[-1])  # a whole word before the ellipsis

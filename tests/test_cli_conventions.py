@@ -392,14 +392,27 @@ def test_an_error_on_a_terminal_is_highlighted():
     assert text.startswith("\x1b[1;31mxpu-workarounds: error:\x1b[0m unknown workaround id 'no-such-id'")
 
 
-def test_a_table_as_plain_text_is_two_spaces_between_left_aligned_columns_never_wrapped(monkeypatch):
+def test_a_table_as_plain_text_is_two_spaces_between_left_aligned_columns_never_wrapped_when_piped(monkeypatch):
     from tracker.commands.output import table
 
-    monkeypatch.setenv("COLUMNS", "20")  # a narrow terminal changes nothing in plain text
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped, no width asked for: one line per row for a script
     rows = [("x", "a cell much wider than twenty columns", "1"), ("longer", "b", "22")]
     assert table(("A", "B", "C"), rows) == ("A       B                                      C\n"
                                             "x       a cell much wider than twenty columns  1\n"
                                             "longer  b                                      22")
+
+
+def test_a_table_fits_the_width_cutting_free_text_first_then_stacking_rows_with_identifiers_whole(monkeypatch):
+    from tracker.commands.output import table
+
+    rows = [("x", "a cell much wider than twenty columns", "1"), ("longer", "b", "22")]
+    monkeypatch.setenv("COLUMNS", "30")  # the free-text column B is cut, the identifiers kept
+    assert table(("A", "B", "C"), rows, cut={1: "end"}) == ("A       B                   C\n"
+                                                            "x       a cell much wider…  1\n"
+                                                            "longer  b                   22")
+    monkeypatch.setenv("COLUMNS", "20")  # the identifiers alone do not fit: each row stacked, nothing cut
+    assert table(("A", "B", "C"), rows) == ("x\n  b: a cell much\n    wider than\n    twenty columns\n  c: 1\n"
+                                            "longer\n  b: b\n  c: 22")
 
 
 @pytest.mark.parametrize("args", [[], ["--json"], ["--format", "github"]])
@@ -575,7 +588,8 @@ def test_every_command_ends_with_a_member_of_the_one_exit_code_vocabulary():
                if (lines := exit_statuses_written_as_numbers(ast.parse(path.read_text(encoding="utf-8"))))}
     assert written == {}
     assert [(code.name, int(code)) for code in ExitCode] == [
-        ("FINE", 0), ("PROBLEMS", 1), ("BAD_INPUT", 2), ("FINDING", 3), ("OUTSIDE_SERVICE", 4), ("INTERRUPTED", 130)]
+        ("FINE", 0), ("PROBLEMS", 1), ("BAD_INPUT", 2), ("FINDING", 3), ("OUTSIDE_SERVICE", 4), ("NOTHING_TO_COMPARE", 5),
+        ("INTERRUPTED", 130)]
 
 
 def test_a_planted_exit_status_written_as_a_number_is_found():

@@ -175,3 +175,30 @@ def test_why_an_old_release_could_not_be_compared_is_text_in_the_upgrade_comment
     html = MarkdownIt("commonmark").render(line)
     assert html.count("<strong>") == 1 and "<img" not in html and "<a " not in html and "<code>" not in html, html
     assert "@\u200bmaintainer" in html.replace("&#8203;", "\u200b"), html
+
+
+def test_the_upgrade_comments_old_release_column_gives_each_decision_its_reason(tmp_path):
+    from packaging.version import Version
+
+    from tracker.release.compare import ReleaseCheck, WorkaroundCheck
+    from tracker.retire.upgrade import ReleaseMove, release_text
+
+    path = tmp_path / "workarounds.toml"
+    path.write_text(manifest_text(), encoding="utf-8")
+    manifest = reader.load(path)
+    [first, *_] = manifest.ids
+
+    def checked(decision: str, reason: str) -> ReleaseCheck:
+        return ReleaseCheck("x", "sdist", {}, [WorkaroundCheck(first, [], False, None, "", {
+            "decision": decision, "reason": reason, "detail": ""})])
+
+    move = ReleaseMove(["requirements.txt"], Version("0.24.0"), Version("0.25.0"))
+    lines = release_text(manifest, move, checked("skip", "vllm-carries-fix"), checked("apply", "affected"),
+                         "workarounds.toml")
+    assert f"| `{first}` | apply (affected) | skip (vllm-carries-fix) | - |" in lines
+    unavailable = release_text(manifest, move, checked("skip", "vllm-carries-fix"), None, "workarounds.toml",
+                               old_unavailable="refused")
+    assert f"| `{first}` | not compared | skip (vllm-carries-fix) | - |" in unavailable
+    unpinned = release_text(manifest, ReleaseMove(["requirements.txt"], None, Version("0.25.0")),
+                            checked("skip", "vllm-carries-fix"), None, "workarounds.toml")
+    assert f"| `{first}` | no pin | skip (vllm-carries-fix) | - |" in unpinned

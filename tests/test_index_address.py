@@ -31,7 +31,7 @@ from test_lookahead import NEWEST, PINNED
 from test_workflow import check_script, retire_script
 
 from tracker.release.fetch import pip_failure
-from tracker.release.redact import without_addresses
+from tracker.release.redact import HIDDEN_HOST, without_addresses
 from tracker.retire import DASHBOARD_LABEL
 from tracker.retire.lookahead import TITLE
 
@@ -54,6 +54,13 @@ def environment(index: Index, cache: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("XPU_WORKAROUNDS", "GITHUB", "PIP_")) and "proxy" not in key.lower()}
     return {**env, **pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(cache)}
+
+
+def as_input(index: Index) -> dict[str, str]:
+    """pip reaching only ``index``, named as the action's ``index-url`` input (``INDEX_URL``), not pip's
+    own ``PIP_INDEX_URL``: the step exports it for pip."""
+    env = pip_environment(index)
+    return {**{key: value for key, value in env.items() if key != "PIP_INDEX_URL"}, "INDEX_URL": env["PIP_INDEX_URL"]}
 
 
 def written(directory: Path) -> bytes:
@@ -112,27 +119,34 @@ def server():
 # path, the usual form, end to end; each form's reduction is shown by the commands' tests above and
 # the word-level cases below.
 @pytest.mark.parametrize("private", ["path"], indirect=True)
-def test_the_look_ahead_names_the_refusal_in_every_medium_never_the_token(server, private, tmp_path):
-    server.add_repo(ADOPTER).commit("The project, pinning vLLM",
-                                    files={**frozen(), "requirements.txt": f"vllm=={PINNED}\n"})
+@pytest.mark.parametrize("visibility", ["public", "private"])
+def test_the_look_ahead_names_the_refusal_in_every_medium_never_the_token(server, private, tmp_path, visibility):
+    # The index given as the action's input (index-url), as a secret reaches it: no PIP_INDEX_URL.
+    repo = server.add_repo(ADOPTER)
+    repo.private = visibility == "private"
+    repo.commit("The project, pinning vLLM", files={**frozen(), "requirements.txt": f"vllm=={PINNED}\n"})
     private.publish(NEWEST, vllm_sdist(NEWEST))
     private.refuse(NEWEST, 403)
     step = Step(server, tmp_path, ADOPTER)
-    env = {**pip_environment(private), "LOOK_AHEAD": "true"}
+    env = {**as_input(private), "LOOK_AHEAD": "true"}
     weekly = step.run(retire_script(), **env)
     assert weekly.returncode == 4, weekly.stdout + weekly.stderr  # the look-ahead's step failed; the others were done
     [issue] = [i for i in store(server).issues[ADOPTER.lower()].values() if DASHBOARD_LABEL in i.labels]
     shown = issue.body[issue.body.index(TITLE):]
     assert f"It could not be looked at: vLLM {NEWEST} could not be read from the package index: " in shown
     [annotation] = [line for line in weekly.stdout.splitlines() if line.startswith("::error title=look-ahead::")]
+    # A private repository's maintainers are told which index; a public repository names no host.
+    host = private.host if visibility == "private" else HIDDEN_HOST
     for medium in (shown, annotation, step.summary.read_text()):
-        assert REFUSED in medium and f"http://{private.host}/.../vllm-{NEWEST}.tar.gz" in medium
+        assert REFUSED in medium and f"http://{host}/.../vllm-{NEWEST}.tar.gz" in medium
     # A person's run with --json: the failure as the section says it.
     person = step.run('xpu-workarounds retire --open-prs --repo "$REPOSITORY" --no-refresh --look-ahead --json',
-                      **env)
+                      **pip_environment(private))
     failure = json.loads(person.stdout)["next_release"]["failure"]
     assert failure.startswith(f"vLLM {NEWEST} could not be read from the package index: ") and REFUSED in failure
     assert TOKEN.encode() not in published(server, tmp_path, weekly, person)
+    if visibility == "public":
+        assert private.host.encode() not in published(server, tmp_path, weekly, person)
 
 
 # ---------------------------------------------------------------------------- the upgrade check
@@ -151,16 +165,17 @@ def test_the_upgrade_check_names_the_refusal_in_every_medium_never_the_token(ser
     pr = repo.pull("Move vLLM", head="bump-vllm")
     pr.head_sha = repo.branches["bump-vllm"]
     step = Step(server, tmp_path, ADOPTER)
-    env = {**pip_environment(private), "PULL_REQUEST": str(pr.number), "FAIL_ON_DRIFT": "false"}
+    env = {**as_input(private), "PULL_REQUEST": str(pr.number), "FAIL_ON_DRIFT": "false"}
     checked = step.run(check_script(), **env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     [comment] = comments(step, pr.number)
     [line] = [line for line in comment.splitlines() if "could not be compared" in line]
     [annotation] = [line for line in checked.stdout.splitlines() if line.startswith("::warning title=not compared::")]
-    for medium in (line, annotation, step.summary.read_text()):
-        assert REFUSED in medium and f"http://{private.host}/.../vllm-{old}.tar.gz" in medium
+    for medium in (line, annotation, step.summary.read_text()):  # a public repository: no host
+        assert REFUSED in medium and f"http://{HIDDEN_HOST}/.../vllm-{old}.tar.gz" in medium
     # --json carries the same warning.
-    as_json = step.run('xpu-workarounds check --pull-request "$PULL_REQUEST" --repo "$REPOSITORY" --json', **env)
+    as_json = step.run('xpu-workarounds check --pull-request "$PULL_REQUEST" --repo "$REPOSITORY" --json',
+                       **{**env, **pip_environment(private)})
     [warning] = json.loads(as_json.stdout)["warnings"]
     assert warning.startswith(f"vLLM {old} could not be compared: ") and REFUSED in warning
     # A second push pins a release the index refuses: one line, exit 4, nothing written.
@@ -171,8 +186,9 @@ def test_the_upgrade_check_names_the_refusal_in_every_medium_never_the_token(ser
     pr.head_sha = repo.branches["bump-vllm"]
     refused = step.run(check_script(), **env)
     assert refused.returncode == 4 and refused.stderr.count("\n") == 1 and writes(server) == 0
-    assert REFUSED in refused.stderr and f"http://{private.host}/.../vllm-{later}.tar.gz" in refused.stderr
-    assert TOKEN.encode() not in published(server, tmp_path, checked, as_json, refused)
+    assert REFUSED in refused.stderr and f"http://{HIDDEN_HOST}/.../vllm-{later}.tar.gz" in refused.stderr
+    for secret in (TOKEN, private.host):
+        assert secret.encode() not in published(server, tmp_path, checked, as_json, refused)
 
 
 # ------------------------------------------------------------------ the reducer, over pip's words
@@ -237,6 +253,26 @@ DIGEST = "#sha256=880f823a5273e6bbecebb9e5959347fb7d951493f20e2e8491f942783522a4
 ])
 def test_every_address_in_pips_words_keeps_its_host_and_file_name_only(said, kept):
     assert without_addresses(said) == kept
+
+
+@pytest.mark.parametrize(("said", "kept"), [
+    (f"https://{TOKEN}:****@{HOST}/t/{TOKEN}/files/{SDIST}{DIGEST}", f"https://{HIDDEN_HOST}/.../{SDIST}"),
+    (f"from //{HOST}/t/{TOKEN}/files/{SDIST}", f"from //{HIDDEN_HOST}/.../{SDIST}"),
+    (f"index {HOST}:8443/t/{TOKEN}/simple/vllm/ refused", f"index {HIDDEN_HOST}/... refused"),
+    (f"index {HOST}/t/{TOKEN}/simple/, then localhost:3141/t/{TOKEN}/", f"index {HIDDEN_HOST}/..., then {HIDDEN_HOST}/..."),
+    (f"index {TOKEN}:@{HOST}/simple/ and user:{TOKEN}@{HOST}:8443/simple/",
+     f"index {HIDDEN_HOST}/... and {HIDDEN_HOST}/..."),
+    (f"//user:123#{TOKEN}@{HOST}/simple/", f"//{HIDDEN_HOST}/..."),
+    ("http://[::1]:8080/t/x/" + SDIST, f"http://{HIDDEN_HOST}/.../{SDIST}"),
+    (f"https://user:123/{TOKEN}@{HOST}/simple/", "https:///..."),  # no host could be told: none, hidden or not
+    (f"Looking in links: /srv/{TOKEN}/wheels, file:///srv/{TOKEN}/{SDIST}", f"Looking in links: /..., file:///.../{SDIST}"),
+])
+def test_for_a_public_repository_every_address_form_hides_its_host(said, kept):
+    from tracker.release.redact import published_to
+
+    with published_to(True):
+        assert without_addresses(said) == kept
+    assert without_addresses(said) != kept or HIDDEN_HOST not in kept  # outside, the host is shown again
 
 
 @pytest.mark.parametrize("said", [

@@ -84,6 +84,9 @@ def test_the_entry_starts_with_the_kind_and_parameters_the_release_declares(repo
     result = new(tree)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == f"{TARGET} is a classmethod taking (device_id) in vLLM 0.34.0"
+    # The next step names commands an installed copy has, never a page of the repository's docs/.
+    assert result.stdout.splitlines()[-1].startswith("next: ") and "docs/" not in result.stdout
+    assert f"`xpu-workarounds explain {NEW_ID}`" in result.stdout.splitlines()[-1]
     written = entry(repository)
     assert (written["id"], written["platform"]) == (NEW_ID, "xpu")
     assert written["targets"] == [{"path": TARGET, "kind": "classmethod", "params": ["device_id"]}]

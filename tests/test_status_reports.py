@@ -64,7 +64,7 @@ def test_processes_that_agree_are_listed_by_process_with_the_gone_named_exit_0(t
     result = status("--reports", str(tmp_path))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"Reports in {tmp_path}: 2 running process(es), 1 gone; they agree"
+    assert lines[0] == f"Reports in {tmp_path}: 2 running processes, 1 gone; they agree"
     assert lines[2].split() == ["PID", "PROCESS", "PARENT", "STATE", "PLATFORM", "APPLIED", "PARTIAL", "WAITING",
                                 "FAILED", "DRIFTED"]
     rows = {line.split()[0]: line.split() for line in lines[3:6]}
@@ -72,20 +72,77 @@ def test_processes_that_agree_are_listed_by_process_with_the_gone_named_exit_0(t
     assert rows[str(child)] == [str(child), "worker", str(me), "running", "xpu", "first-fix,", "second-fix", "-", "-",
                                 "-", "-"]
     assert rows[str(gone)][3] == "gone"
-    assert lines[-2:] == [f"  process {gone} (main)", f"  to clear them: rm -- {tmp_path / f'{gone}.json'}"]
+    assert lines[-2:] == ["Gone (reports of processes no longer running; not compared; --prune removes them):",
+                          f"  process {gone} (main)"]
 
 
-def test_the_command_it_gives_to_clear_gone_reports_removes_those_and_nothing_else(tmp_path, child, gone):
-    reports = tmp_path / "reports dir"  # a space: the command is quoted for a shell
+def test_rows_are_running_processes_first_each_group_by_pid_as_a_number(tmp_path):
+    me = os.getpid()
+    started = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    try:
+        running = [me, *(p.pid for p in started)]
+        gone_pids = [9, 10, 100]  # as text "10" < "100" < "9"; none is running (pid_max bounds them)
+        for pid in running:
+            write(tmp_path, pid, entry("first-fix", "applied"), role="worker", parent=1)
+        for pid in gone_pids:
+            write(tmp_path, pid, entry("first-fix", "applied"), role="worker", started=1)
+        document = json.loads(status("--reports", str(tmp_path), "--json").stdout)
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+    shown = [(process["state"], process["pid"]) for process in document["processes"]]
+    assert shown == [*(("running", pid) for pid in sorted(running)), *(("gone", pid) for pid in gone_pids)]
+
+
+def test_the_model_inspection_subprocess_is_done_not_gone(tmp_path, child, gone):
+    # vLLM runs `python -m vllm.model_executor.models.registry` to inspect a model: it writes a report and ends.
+    write(tmp_path, child, entry("first-fix", "applied"), role="api_server")
+    write(tmp_path, gone, entry("first-fix", "applied"), role="model_inspection", parent=child)
+    result = status("--reports", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (f"Reports in {tmp_path}: 1 running process, 0 gone, "
+                                             "1 model inspection done; they agree")
+    assert "Gone" not in result.stdout
+    assert json.loads(status("--reports", str(tmp_path), "--json").stdout)["gone"] == []
+
+
+def test_prune_removes_the_reports_of_ended_processes_and_nothing_else(tmp_path, child, gone):
+    reports = tmp_path / "reports"
     reports.mkdir()
     write(reports, child, entry("first-fix", "applied"), role="worker")
     write(reports, gone, entry("first-fix", "applied"), role="worker")
-    (line,) = [line for line in status("--reports", str(reports)).stdout.splitlines() if "to clear them: " in line]
-    subprocess.run(["sh", "-c", line.split("to clear them: ", 1)[1]], check=True)
-    assert sorted(path.name for path in reports.iterdir()) == [f"{child}.json"]
+    plant(reports / "notes.json", "{}")  # not a report: never removed
+    outside = tmp_path / "outside.json"
+    outside.write_text("kept")
+    (reports / f"{gone + 1}.json").symlink_to(outside)  # a link is neither followed nor removed
+    result = status("--reports", str(reports), "--prune")
+    assert result.returncode == 0, result.stderr
+    assert f"Pruned: the reports of 1 ended process removed ({gone})" in result.stdout
+    assert sorted(path.name for path in reports.iterdir()) == sorted([f"{child}.json", "notes.json",
+                                                                      f"{gone + 1}.json"])
+    assert outside.read_text() == "kept"
     after = status("--reports", str(reports))
-    assert after.stdout.splitlines()[0] == f"Reports in {reports}: 1 running process(es), 0 gone; they agree"
-    assert "to clear them" not in after.stdout
+    assert after.stdout.splitlines()[0] == f"Reports in {reports}: 1 running process, 0 gone; they agree"
+    assert "rm " not in after.stdout  # no command line naming every file
+
+
+@pytest.mark.parametrize("args", [["--prune"], ["--cluster", "--reports", ".", "--prune"]])
+def test_prune_without_this_machines_reports_is_bad_input(args):
+    result = status(*args)
+    assert result.returncode == 2 and result.stderr == ("xpu-workarounds: error: --prune goes with --reports, "
+                                                        "without --cluster (this machine's reports)\n")
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_an_empty_reports_directory_is_nothing_to_compare_exit_5_not_agreement(tmp_path, json_output):
+    result = status("--reports", str(tmp_path), *(["--json"] if json_output else []))
+    assert result.returncode == 5, result.stderr
+    if json_output:
+        document = json.loads(result.stdout)
+        assert document["agree"] is None and document["processes"] == []
+    else:
+        assert "no reports: nothing to compare" in result.stdout
 
 
 def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, child):
@@ -100,7 +157,7 @@ def test_a_process_whose_patch_failed_is_flagged_exit_3_and_in_json(tmp_path, ch
     assert document["agree"] is False
     assert document["differences"] == [f"process {child} (worker): first-fix failed: PermissionError: refused"]
     by_pid = {process["pid"]: process for process in document["processes"]}
-    assert by_pid[child]["workarounds"] == [{"id": "first-fix", "decision": "apply", "reason": "affected",
+    assert by_pid[child]["workarounds"] == [{"id": "first-fix", "decision": "apply", "reason": "affected", "detail": "",
                                               "outcome": "failed", "error": "PermissionError: refused"}]
     assert (by_pid[child]["process"], by_pid[child]["parent"], by_pid[child]["state"]) == ("worker", me, "running")
 
@@ -131,11 +188,12 @@ def test_a_process_that_decided_differently_is_named_with_its_difference_in_word
         f"process {me} has xpu-workarounds 1.0.0, first-fix apply (affected), second-fix skip (not-affected)"]
 
 
-def test_reports_of_gone_processes_only_agree(tmp_path, gone):
+def test_reports_of_gone_processes_only_are_nothing_to_compare(tmp_path, gone):
     write(tmp_path, gone, entry("first-fix", "failed", error="boom"))
     result = status("--reports", str(tmp_path))
-    assert result.returncode == 0
-    assert result.stdout.splitlines()[0] == f"Reports in {tmp_path}: 0 running process(es), 1 gone"
+    assert result.returncode == 5
+    assert result.stdout.splitlines()[0] == f"Reports in {tmp_path}: 0 running processes, 1 gone"
+    assert "no running process: nothing to compare" in result.stdout
 
 
 @pytest.mark.parametrize("content", ["not json", "[]", '{"pid": "1"}', '{"pid": PID, "workarounds": {}}',
@@ -144,7 +202,7 @@ def test_files_that_are_not_reports_are_ignored_and_named(tmp_path, content):
     plant(tmp_path / f"{os.getpid()}.json", content.replace("PID", str(os.getpid())))
     (tmp_path / "notes.txt").write_text("not a report name: not read")
     result = status("--reports", str(tmp_path), "--json")
-    assert result.returncode == 0
+    assert result.returncode == 5  # no report read: nothing to compare
     document = json.loads(result.stdout)
     assert (document["processes"], document["ignored"]) == ([], [f"{os.getpid()}.json"])
 
@@ -223,7 +281,7 @@ def test_planted_files_that_name_no_pid_are_ignored_and_the_real_reports_shown(t
     result = status("--reports", str(tmp_path))
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
-    assert lines[0] == f"Reports in {tmp_path}: 2 running process(es), 0 gone; they agree"
+    assert lines[0] == f"Reports in {tmp_path}: 2 running processes, 0 gone; they agree"
     assert sorted(line.split()[0] for line in lines[3:5]) == sorted([str(os.getpid()), str(child)])
     assert lines[-1] == f"Ignored (not a readable report): {', '.join(planted)}"
     document = json.loads(status("--reports", str(tmp_path), "--json").stdout)

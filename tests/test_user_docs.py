@@ -65,8 +65,9 @@ def test_relative_links_resolve_to_a_file_and_heading(page):
 
 
 def test_readme_shows_the_test_command_ci_runs():
-    command = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    # .ci/run itself: it names torch's CPU index where pip knows PyPI alone (tests/test_workflow.py).
+    assert "Set up and run the tests" in (text := (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert "```bash\n.ci/run\n```" in text and (ROOT / ".ci" / "run").stat().st_mode & 0o111
 
 
 # Comments in the project's configuration that send a reader to a page's section:
@@ -148,3 +149,13 @@ def test_the_readme_is_a_front_door_under_250_lines():
     # Details live in docs/: README says what the tool is, how to install and run it, and where to read on.
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) < 250, f"README.md has {len(lines)} lines: move details into docs/"
+
+
+def test_the_readme_and_so_the_pypi_page_states_the_supported_range_the_manifest_declares():
+    from tracker.model import reader
+
+    support = reader.load().support
+    stated = re.search(r"\*\*Supported\*\*: vLLM >= (\S+), torch >= (\S+),\s+vllm-xpu-kernels >= (\S+) \(the "
+                       r"manifest's `\[support\]`\)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert stated, "README.md no longer states the supported range as the manifest's [support]"
+    assert stated.groups() == (str(support["vllm"]), str(support["torch"]), str(support["vllm-xpu-kernels"]))

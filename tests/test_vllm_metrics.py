@@ -167,6 +167,7 @@ def test_status_reports_over_the_same_run_agrees_with_what_metrics_shows(served)
 
 # ------------------------------------------------ the Grafana dashboard on a real Prometheus
 
+RULES = vllm_harness.REPO_ROOT / "docs" / "prometheus" / "xpu-workarounds.rules.yml"
 DASHBOARD = json.loads((vllm_harness.REPO_ROOT / "docs" / "grafana" / "xpu-workarounds.json").read_text())
 FAILED = ("failed", "drifted")
 STEP = 1.0  # seconds between the points of a range query
@@ -224,7 +225,7 @@ def fleet(request, tmp_path_factory) -> Iterator[Fleet]:
           vllm_harness.metrics_server(e2e_python, workdir / "odd", like_the_vllm_server("odd", edited)) as odd):
         scrapes = {instance: get(f"http://{instance}/metrics").decode() for instance in (vllm, agreeing, odd)}
         read = time.time()
-        with prometheus.Prometheus(executable, workdir, [vllm, agreeing, odd]) as server:
+        with prometheus.Prometheus(executable, workdir, [vllm, agreeing, odd], rule_files=[RULES]) as server:
             at = round(server.wait_scraped_since(read), 3)  # milliseconds: Prometheus's resolution
             yield Fleet(server, at, scrapes, vllm, agreeing, odd)
 
@@ -275,6 +276,21 @@ SELECTIONS = {
     "agreeing-only": lambda fleet: [fleet.agreeing],
 }
 selection = pytest.mark.parametrize("chosen", list(SELECTIONS))
+
+
+def test_the_shipped_alert_rules_load_and_the_failed_workaround_fires_its_alert(fleet):
+    [group] = fleet.prometheus.rule_groups()
+    assert group["name"] == "xpu-workarounds" and all(rule["health"] == "ok" for rule in group["rules"])
+    assert {rule["name"] for rule in group["rules"]} >= {"XpuWorkaroundFailed", "XpuWorkaroundDrifted",
+                                                        "XpuWorkaroundsOffTheCommonManifest"}
+    failed = {(labels["instance"], labels["id"], labels["process"]) for labels in fleet.workarounds(
+        [fleet.vllm, fleet.agreeing, fleet.odd]) if labels["outcome"] == "failed"}
+    assert failed  # the worker's forced sync fails (the premise)
+    def named(alerts: list[dict]) -> set[tuple[str, str, str]]:
+        return {(a["labels"]["instance"], a["labels"]["id"], a["labels"]["process"]) for a in alerts}
+
+    alerts = fleet.prometheus.wait_alerts("XpuWorkaroundFailed", lambda alerts: named(alerts) >= failed)
+    assert named(alerts) == failed  # each failed series, and nothing that did not fail
 
 
 def test_prometheus_scraped_the_real_vllm_server_and_both_metrics_servers(fleet):

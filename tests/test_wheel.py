@@ -364,3 +364,17 @@ def test_new_never_writes_the_manifest_an_installed_copy_ships(installed, tmp_pa
     unnamed = subprocess.run([cli, *target], capture_output=True, text=True, env=CLEAN_ENV, cwd=tmp_path)
     assert unnamed.returncode == 2 and "new adds to a repository's workarounds.toml" in unnamed.stderr
     assert shipped.read_bytes() == before
+
+
+def test_the_pypi_description_names_each_fix_without_the_docs_and_states_the_supported_range(wheel):
+    from tracker.model import reader
+
+    description = metadata(wheel).split("\n\n", 1)[1]
+    fixes = description.split("## What it fixes", 1)[1].split("\n## ", 1)[0]
+    manifest = reader.load()
+    for workaround in manifest.ids:  # the id itself: `xpu-workarounds explain ID`, said beside the table
+        assert re.search(rf"\| `{re.escape(workaround)}` \|$", fixes, flags=re.M), workaround
+    assert "docs/" not in fixes and "`xpu-workarounds explain ID`" in fixes
+    support = manifest.support
+    assert (f"**Supported**: vLLM >= {support['vllm']}, torch >= {support['torch']},\nvllm-xpu-kernels >= "
+            f"{support['vllm-xpu-kernels']}") in description

@@ -9,10 +9,12 @@ one known mistake, so a linter that silently checks nothing cannot pass these te
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -523,8 +525,10 @@ def test_the_test_workflow_runs_on_every_push_and_pull_request():
 
 def test_the_test_workflow_and_the_release_run_the_readmes_test_command_through_ci_run():
     ci_run = (ROOT / ".ci" / "run").read_text()
-    # .ci/run is the README's command (and what it needs installed first, if anything, before it).
-    assert ci_run.rstrip("\n").endswith(readme_test_command())
+    # The README's command is .ci/run: the venv, the set-up (with torch's CPU index where pip names none), the tests.
+    assert readme_test_command() == ".ci/run"
+    assert ci_run.rstrip("\n").endswith(". .ci/cpu-index\n.venv/bin/pip install -q -e '.[test]' && "
+                                        ".ci/install-prometheus && .ci/test")
     assert "run: bash .ci/run" in jobs(TESTS)["tests"]
     assert 'python-version: "3.11"' in jobs(TESTS)["tests"]
 
@@ -577,9 +581,40 @@ def test_a_job_that_installs_the_test_setup_without_the_cpu_index_is_named(tmp_p
     assert without_the_cpu_index(broken) == ["tests"]
 
 
-def test_the_cpu_index_is_not_named_by_the_test_command_nor_the_project():
-    # Not every machine reaches it (this project's own reach PyPI alone), and pip waits on an
-    # index it cannot reach: the workflows name it, docs/testing.md says when to set it.
-    for path in (ROOT / ".ci" / "run", ROOT / "README.md", ROOT / "pyproject.toml"):
-        text = path.read_text(encoding="utf-8")
-        assert CPU_INDEX.split("://", 1)[1] not in text and "PIP_EXTRA_INDEX_URL" not in text, path.name
+def cpu_index_chosen(pip_config: str | None, **variables: str) -> str | None:
+    """``PIP_EXTRA_INDEX_URL`` as .ci/run leaves it after ``.ci/cpu-index``, with pip's configuration
+    file ``pip_config`` (None: none) and ``variables`` of pip's environment (the others unset)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    with tempfile.NamedTemporaryFile("w", suffix=".conf") as config:
+        config.write(pip_config or "")
+        config.flush()
+        env.update(PIP_CONFIG_FILE=config.name if pip_config else os.devnull, **variables,
+                   CPU_INDEX_PIP=str(Path(sys.executable).parent / "pip"))
+        done = subprocess.run(["bash", "-c", '. .ci/cpu-index; printf %s "${PIP_EXTRA_INDEX_URL-(unset)}"'],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return None if done.stdout == "(unset)" else done.stdout
+
+
+def test_the_test_command_names_the_cpu_index_where_pip_knows_pypi_alone():
+    # A GitHub runner, a fresh laptop: pip would take PyPI's CUDA torch (several GB).
+    assert cpu_index_chosen(None) == CPU_INDEX
+
+
+@pytest.mark.parametrize(("pip_config", "variables"), [
+    ("[global]\nfind-links = /opt/wheels\n", {}),  # a wheel directory (this project's machines)
+    ("[global]\nextra-index-url = file:///opt/pypi/simple\n", {}),
+    ("[install]\nindex-url = https://mirror.example/simple\n", {}),
+    (None, {"PIP_INDEX_URL": "https://mirror.example/simple"}),
+    (None, {"PIP_FIND_LINKS": "/opt/wheels"}),
+])
+def test_the_test_command_leaves_the_cpu_index_out_where_pip_is_told_where_packages_come_from(pip_config,
+                                                                                                variables):
+    # Such a machine may not reach PyTorch's index, and pip retries it for every package it looks up.
+    assert cpu_index_chosen(pip_config, **variables) is None
+
+
+def test_the_test_command_keeps_an_extra_index_already_given():
+    assert cpu_index_chosen(None, PIP_EXTRA_INDEX_URL="https://other.example/simple") == "https://other.example/simple"
+
+

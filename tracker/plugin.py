@@ -340,11 +340,15 @@ def register() -> None:
 # Modules only vLLM's OpenAI-compatible server imports (``vllm serve``, ``python -m
 # vllm.entrypoints.openai.api_server``): the newer layout's, then the older releases' one.
 _SERVER_MODULES = ("vllm.entrypoints.launchers.api_server.entry", "vllm.entrypoints.openai.api_server")
+# The short-lived subprocess vLLM runs to inspect a model (``python -m`` it, as
+# ``vllm.model_executor.models.registry._run_in_subprocess`` does): its report outlives it.
+_INSPECTION_MODULE = "vllm.model_executor.models.registry"
 
 
 def process_role() -> str:
-    """This process's part in vLLM: ``api_server``, ``engine_core``, ``worker``, or ``main``
-    (any other: an offline ``LLM``'s own process, the model inspection subprocess).
+    """This process's part in vLLM: ``api_server``, ``engine_core``, ``worker``,
+    ``model_inspection`` (the short-lived subprocess that inspects a model) or ``main`` (any
+    other: an offline ``LLM``'s own process).
 
     From the name ``multiprocessing`` gave the process, which vLLM sets for the processes it
     starts (``EngineCore``, ``EngineCore_DP<n>``, ``VllmWorker-<rank>``, ``ApiServer_<n>``) and
@@ -358,6 +362,9 @@ def process_role() -> str:
         return "worker"
     if name.startswith("ApiServer"):
         return "api_server"
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if getattr(main, "name", None) == _INSPECTION_MODULE:
+        return "model_inspection"
     if name == "MainProcess":
         for server in _SERVER_MODULES:
             if server in sys.modules:

@@ -139,6 +139,7 @@ class Repo:
     events: dict[int, list[Event]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # name -> colour
     next_number: int = 1
+    private: bool = False  # GitHub's "private" (and "visibility") of the repository
 
     @property
     def full_name(self) -> str:
@@ -812,9 +813,10 @@ class FakeGitHub:
 
     def repo_json(self, repo: Repo) -> dict[str, Any]:
         return {"id": _id(repo.full_name), "node_id": f"R_{_id(repo.full_name)}", "name": repo.name,
-                "full_name": repo.full_name, "owner": self.user(repo.owner), "private": False,
+                "full_name": repo.full_name, "owner": self.user(repo.owner), "private": repo.private,
                 "html_url": repo.html, "url": repo.api, "default_branch": repo.default_branch,
-                "fork": False, "archived": False, "disabled": False, "visibility": "public",
+                "fork": False, "archived": False, "disabled": False,
+                "visibility": "private" if repo.private else "public",
                 "pulls_url": f"{repo.api}/pulls{{/number}}", "issues_url": f"{repo.api}/issues{{/number}}",
                 "compare_url": f"{repo.api}/compare/{{base}}...{{head}}",
                 "contents_url": f"{repo.api}/contents/{{+path}}", "tags_url": f"{repo.api}/tags",

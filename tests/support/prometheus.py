@@ -21,7 +21,8 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class Prometheus:
     directory: Path
     targets: list[str]  # host:port, scraped at /metrics; they become the series' ``instance`` label
     job: str = "vllm"
+    rule_files: list[Path] = field(default_factory=list)  # alerting rules it loads (docs/prometheus/)
 
     def __post_init__(self) -> None:
         self.port = vllm_harness.free_port()
@@ -61,7 +63,9 @@ class Prometheus:
         config = self.directory / "prometheus.yml"
         # JSON is YAML: no YAML writer needed.
         config.write_text(json.dumps({
-            "global": {"scrape_interval": f"{SCRAPE_INTERVAL}s", "scrape_timeout": f"{SCRAPE_INTERVAL}s"},
+            "global": {"scrape_interval": f"{SCRAPE_INTERVAL}s", "scrape_timeout": f"{SCRAPE_INTERVAL}s",
+                       "evaluation_interval": f"{SCRAPE_INTERVAL}s"},
+            "rule_files": [str(path) for path in self.rule_files],
             "scrape_configs": [{"job_name": self.job, "static_configs": [{"targets": self.targets}]}],
         }, indent=1))
         with open(self.log, "w") as output:
@@ -113,6 +117,23 @@ class Prometheus:
                 raise PrometheusError(f"prometheus: {what} not reached after {timeout:g} s:\n"
                                       f"{self.log.read_text()[-4000:]}")
             time.sleep(0.25)
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """The rule groups it loaded (``/api/v1/rules``)."""
+        return list(self._get("/api/v1/rules")["groups"])
+
+    def wait_alerts(self, name: str, enough: Callable[[list[dict[str, Any]]], bool],
+                    timeout: float = 60) -> list[dict[str, Any]]:
+        """The firing alerts named ``name`` (``/api/v1/alerts``), once they are ``enough``."""
+        found: list[dict[str, Any]] = []
+
+        def firing() -> bool:
+            found[:] = [alert for alert in self._get("/api/v1/alerts")["alerts"]
+                        if alert["labels"].get("alertname") == name and alert["state"] == "firing"]
+            return enough(found)
+
+        self._wait(firing, timeout, f"a firing {name} alert")
+        return found
 
     def targets_state(self) -> list[dict[str, Any]]:
         return list(self._get("/api/v1/targets", {"state": "active"})["activeTargets"])

@@ -242,11 +242,17 @@ def _reference_fragment(line: str, ref: str) -> str | None:
     return None
 
 
+def at_a_word(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut after a whole word (an ellipsis where it was)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
 def _title(counted: CountedSite) -> str:
     summary = counted.site.summary.removeprefix("(no comment) ")
-    text = " ".join("".join(char if char.isprintable() else " " for char in summary).split()).rstrip(".")
-    if len(text) > TITLE_LENGTH:
-        text = text[:TITLE_LENGTH].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    text = at_a_word(" ".join("".join(char if char.isprintable() else " " for char in summary).split()).rstrip("."),
+                     TITLE_LENGTH + 1)
     return text or f"vLLM's inline XPU workaround in {counted.site.file}"
 
 
@@ -285,7 +291,8 @@ def _tables(adopted: list[Adopted], release: str) -> list[Any]:
     for one in adopted:
         table = tomlkit.table()
         site = one.counted.site
-        table.add(tomlkit.comment(one_line(f"{site.where} in vLLM {release}: {site.summary}")[:MARKER_LENGTH]))
+        table.add(tomlkit.comment(at_a_word(one_line(f"{site.where} in vLLM {release}: {site.summary}"),
+                                            MARKER_LENGTH)))
         for key, value in one.entry.items():
             if not value.isprintable():  # a marker taken from the release: what is not printable, escaped
                 table.add(key, tomlkit.parse(f"value = {toml_string(value)}")["value"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import tempfile
 from pathlib import Path
@@ -28,18 +29,20 @@ from tracker.commands.context import (
     load_manifest,
     manifest_must_exist,
     must_name_a_release,
+    repository_manifest,
 )
 from tracker.commands.exits import ExitCode, fail, on_os_error
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table, table_width, warn
+from tracker.commands.output import prose_wrapped, table, table_width, warn
 from tracker.model import reader
 from tracker.model.document import Unreadable, read_bytes
-from tracker.model.manifest import Manifest
+from tracker.model.manifest import Manifest, provenance
 from tracker.release.census import census
 
 HEADERS = ("SITE", "KIND", "CONFIDENCE", "TRACKED", "REFERENCES", "SUMMARY")
-# Cut to the width (a site from its start: its file name and lines stay); the kind and the entry never are.
-CUT: dict[int, Literal["start", "end"]] = {0: "start", 4: "end", 5: "end"}
+# Free text, cut to the width; the site, its kind and confidence and the entry are identifiers, never cut
+# (too wide: stacked, by ``table``).
+CUT: dict[int, Literal["start", "end"]] = {4: "end", 5: "end"}
 
 
 def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str, str, str]]:
@@ -54,32 +57,14 @@ def site_rows(sites: list[CountedSite]) -> list[tuple[str, str, str, str, str, s
     return rows
 
 
-# The fewest characters of summary a row of the table shows; narrower than that, each site is stacked.
-SUMMARY_ROOM = 20
-
-
-def sites_table(rows: list[tuple[str, str, str, str, str, str]], width: int | None) -> str:
-    """The sites as a table; on a terminal too narrow for each site's path beside its kind,
-    confidence and entry, stacked: the site on its own line (never cut), the rest indented below it,
-    cut to ``width``."""
-    natural = [max(len(header), *(len(row[index]) for row in rows)) for index, header in enumerate(HEADERS)]
-    needed = natural[0] + natural[1] + natural[2] + natural[3] + min(natural[4], 12) + SUMMARY_ROOM + 2 * 5
-    if width is None or width >= needed:
-        return table(HEADERS, rows, cut=CUT, width=width)
-    lines = []
-    for where, kind, confidence, tracked, references, summary in rows:
-        where, detail = one_line(where), "  " + one_line(f"{kind}, {confidence}; {tracked}; {references}; {summary}")
-        lines += [where, detail if len(detail) <= width else detail[:max(width - 1, 8)].rstrip() + "…"]
-    return "\n".join(lines)
-
-
 def render(result: Census, width: int | None = None) -> str:
     """The census as a person reads it; each table's sites, references and summaries cut to ``width``
     (None: not cut)."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
     release = echoed(result.release, quoted=False) if result.release else "of unknown version"
     lines = [one_line(f"vLLM {release} ({echoed(result.source, PATH_ECHO_LIMIT, quoted=False)}); XPU pins: {pins}"), ""]
-    lines.append(sites_table(site_rows(result.sites), width) if result.sites else "no inline XPU workaround found")
+    lines.append(table(HEADERS, site_rows(result.sites), cut=CUT, width=width) if result.sites
+                 else "no inline XPU workaround found")
     tracked = [c for c in result.sites if c.tracked is not None]
     trackable = result.untracked_with_reference
     lines += ["", f"{len(result.sites)} sites: {len(tracked)} tracked, {len(result.sites) - len(tracked)} not "
@@ -93,8 +78,15 @@ def render(result: Census, width: int | None = None) -> str:
         for title, sites in ((f"new since {since}", result.new), (f"gone since {since}", result.gone)):
             lines += ["", one_line(f"{title}: {len(sites)}")]
             if sites:
-                lines.append(sites_table(site_rows(sites), width))
-    return "\n".join(lines)
+                lines.append(table(HEADERS, site_rows(sites), cut=CUT, width=width))
+    return prose_wrapped(lines, width)
+
+
+def census_document(result: Census, manifest: Manifest) -> dict[str, object]:
+    """``census --json``: the census, and what every reporting command's JSON carries: the ``tool``
+    (as ``status --json``), the release's XPU pins (``{"torch": "2.13.0"}``) and its ``source``."""
+    return {**result.as_json(), "tool": provenance(manifest.path, manifest.sha256), "source": result.source,
+            "pins": {name: str(pin) for name, pin in result.pins.items()}}
 
 
 def census_command(
@@ -115,8 +107,9 @@ def census_command(
         "--site", metavar="FILE:LINE", show_default=False,
         help="With --adopt: the untracked site holding this line of this file (vllm/...); repeatable.")] = None,
     write: Annotated[bool, typer.Option(
-        "--write", help="With --adopt: add the entries to the manifest --manifest names, keeping its comments "
-                        "(the shipped manifest is never written).")] = False,
+        "--write", help="With --adopt: add the entries to the manifest read (--manifest, else this "
+                        "repository's workarounds.toml), keeping its comments; the shipped manifest is never "
+                        "written.")] = False,
     quiet: QuietOption = False,
 ) -> None:
     """vLLM's own inline XPU workarounds in a release.
@@ -134,9 +127,27 @@ def census_command(
     if adopt:
         adopt_sites(ctx, manifest, result, chosen, write)
         return
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, table_width()))
+    typer.echo(json.dumps(census_document(result, manifest), indent=2) if json_output
+               else render(result, table_width()))
     if check_tracked and result.untracked_with_reference:
+        name_untracked(result, release, given_manifest(ctx))
         raise typer.Exit(ExitCode.FINDING)
+
+
+def name_untracked(result: Census, release: str, named: Path | None) -> None:
+    """What ``--check`` failed on, on stderr (stdout stays the table or the JSON): each untracked site
+    naming a reference, where it is and what it names, then the command that adopts them."""
+    for counted in result.untracked_with_reference:
+        site = counted.site
+        typer.echo(one_line(f"xpu-workarounds: untracked: {site.where} names {', '.join(site.references)}; "
+                            "no [[tracked]] entry covers it"), err=True)
+    sites = len(result.untracked_with_reference)
+    manifest = f"--manifest {shlex.quote(echoed(str(named), PATH_ECHO_LIMIT, quoted=False))} " if named else ""
+    typer.echo(one_line(f"xpu-workarounds: `xpu-workarounds {manifest}census "
+                        f"{shlex.quote(echoed(release, PATH_ECHO_LIMIT, quoted=False))} "
+                        f"--adopt` prints the [[tracked]] {'entry' if sites == 1 else 'entries'} to track "
+                        f"{'it' if sites == 1 else 'them'} (--write adds {'it' if sites == 1 else 'them'} "
+                        "to the manifest)"), err=True)
 
 
 # ------------------------------------------------------------------------------ --adopt
@@ -163,11 +174,14 @@ def adoption(ctx: typer.Context, adopt: bool, sites: list[str], write: bool, jso
     return chosen or None
 
 
-def writable_manifest(given: Path | None) -> Path:
-    """The manifest ``--write`` adds to: the one ``--manifest`` names, never the shipped one (of this
-    copy, or of any installed copy)."""
+def writable_manifest(named: Path | None) -> Path:
+    """The manifest ``--write`` adds to: the one ``--manifest`` names, else the repository's own (the
+    one the census read, as ``new`` writes it); never the shipped one (of this copy, or of any
+    installed copy)."""
+    given = named if named is not None else repository_manifest()
     if given is None:
-        fail("--write adds to the manifest --manifest PATH names (the shipped manifest is never written)")
+        fail("--write adds to a repository's workarounds.toml: run it inside the repository, or name the manifest "
+             "with --manifest PATH (the shipped manifest is never written)")
     manifest_must_exist(given)  # first: a link loop is one line here, never resolved below
     shipped = [reader.default_path(), Path(paths.PACKAGE_DIR) / MANIFEST_NAME]
     resolved = given.resolve()

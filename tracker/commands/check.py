@@ -18,27 +18,28 @@ from tracker import one_line
 from tracker.commands.context import JsonOption, QuietOption, given_manifest, load_manifest, must_name_a_release
 from tracker.commands.exits import ExitCode, fail
 from tracker.commands.output import progress as shown_progress
-from tracker.commands.output import table, warn
+from tracker.commands.output import prose_wrapped, table, terminal_width, warn
 from tracker.release.compare import ReleaseCheck, check
 
 
-def render(result: ReleaseCheck) -> str:
+def render(result: ReleaseCheck, width: int | None = None) -> str:
+    """What ``check`` prints: the table fitted and every line of prose wrapped at ``width``."""
     pins = ", ".join(f"{name} {pin}" for name, pin in result.pins.items()) or "none found (no requirements/xpu.txt)"
-    lines = [f"vLLM {result.vllm or 'of unknown version'} ({result.source}); XPU pins: {pins}", ""]
+    lines = [(f"vLLM {result.vllm or 'of unknown version'} ({result.source}); XPU pins: {pins}"), ""]
     rows = []
     for w in result.workarounds:
         found = ", ".join(sorted({t.found for t in w.targets}))
         source = {True: "yes", False: "no", None: "-"}[w.source_fix]
         decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
         rows.append((w.id, found, f"{source}/{'yes' if w.carries_fix else 'no'}", decided))
-    lines.append(table(("ID", "TARGETS", "VLLM'S OWN FIX (SOURCE/MANIFEST)", "AT THE XPU PINS"), rows))
+    lines.append(table(("ID", "TARGETS", "VLLM FIX (SOURCE/MANIFEST)", "AT THE XPU PINS"), rows, width=width))
     problems = result.problems
     lines += ["", *map(str, problems)] if problems else ["", "no drift: the manifest matches this release's source"]
     carried = [t.id for t in result.tracked if t.found]
     lines += ["", f"vLLM's own XPU workarounds tracked here and found in it: {', '.join(carried) or 'none'}"]
     lines += [f"note: {w.id}: {note}" for w in result.workarounds for note in w.notes]
     lines += [f"note: {problem}" for problem in result.tracked_problems]
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)
 
 
 def check_release(
@@ -88,7 +89,7 @@ def check_release(
     manifest = load_manifest(ctx)
     with shown_progress(quiet) as shown:
         result = check(manifest, release, progress=shown.step, warn=warn)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else render(result, terminal_width()))
     if result.problems:
         raise typer.Exit(ExitCode.FINDING)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import tracker
 from tracker import echoed
-from tracker.commands.output import table
+from tracker.commands.output import counted, prose_wrapped, table
 from tracker.model.environment import OutsideVariables
 from tracker.model.versions import PINNED_COMPONENTS
 from tracker.model.vocabulary import SCHEMA, Choice, ErrorKind, NodeState, Outcome, Reason, ToolError
@@ -106,10 +106,17 @@ class Node:
         return {entry["id"]: entry["reason"] for entry in self.status.get("workarounds", [])
                 if entry.get("decision") == Choice.APPLY}
 
+    @property
+    def manifest(self) -> str:
+        """The first 12 hex digits of the node's manifest's sha256 (``manifest_sha256``; a node of an
+        earlier release names them as ``manifest_digest``, ``sha256:`` and 12 hex digits); ``?``: none."""
+        digest = self.answer.get("manifest_sha256") or self.answer.get("manifest_digest")
+        return str(digest).removeprefix("sha256:")[:12] if digest else "?"
+
     def signature(self) -> tuple[Any, ...]:
         """What must be equal on every node: platform, versions, package version, manifest, what applies."""
         return (self.platform, tuple(sorted(self.versions.items())), self.answer.get("xpu_workarounds_version"),
-                self.answer.get("manifest_digest"), tuple(sorted(self.applies)))
+                self.manifest, tuple(sorted(self.applies)))
 
     def as_json(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "node_ip": self.ip, "head": self.head, "state": self.state,
@@ -269,9 +276,9 @@ def describe(node: Node, reference: Sequence[Node], group_count: int) -> str:
     """
     model = reference[0]
     mine, theirs = stack_differences(
-        (node.platform, node.versions, node.answer.get("xpu_workarounds_version"), node.answer.get("manifest_digest")),
+        (node.platform, node.versions, node.answer.get("xpu_workarounds_version"), node.manifest),
         (model.platform, model.versions, model.answer.get("xpu_workarounds_version"),
-         model.answer.get("manifest_digest")))
+         model.manifest))
     applies, reference_applies = node.applies, model.applies
     extra = sorted(set(applies) - set(reference_applies))
     lacking = sorted(set(reference_applies) - set(applies))
@@ -334,7 +341,10 @@ def _live_notes(node: Node) -> Iterable[str]:
                              if process.get(outcome))
                    + f"; status here would apply {', '.join(sorted(would)) or 'nothing'}")
     if live.get("ignored"):
-        yield f"{node.label}: {live['ignored']} malformed report file(s) in {live.get('dir')} ignored"
+        ignored = live["ignored"]
+        files = (counted(ignored, "malformed report file", "malformed report files") if type(ignored) is int
+                 else f"{ignored} malformed report files")  # a node of another release may send anything
+        yield f"{node.label}: {files} in {live.get('dir')} ignored"
 
 
 def _running_cell(node: Node) -> str:
@@ -350,11 +360,13 @@ def _running_cell(node: Node) -> str:
     return f"{count} process{'es' if count > 1 else ''}: {', '.join(applied) or 'nothing'}"
 
 
-def render(cluster: Cluster) -> str:
-    """The text ``status --cluster`` prints: one row per node, then every difference in words."""
+def render(cluster: Cluster, width: int | None = None) -> str:
+    """The text ``status --cluster`` prints: one row per node (what each applies and runs, free text,
+    cut to ``width``), then every difference in words."""
     answered = sum(node.state != NodeState.NO_ANSWER for node in cluster.nodes)
     verdict = "they agree" if cluster.agree else "they disagree"
-    lines = [f"Ray cluster at {cluster.address}: {len(cluster.nodes)} alive node(s), {answered} answered; {verdict}",
+    lines = [f"Ray cluster at {cluster.address}: {counted(len(cluster.nodes), 'alive node', 'alive nodes')}, "
+             f"{answered} answered; {verdict}",
              ""]
     headers = ("NODE", "HOST", "PLATFORM", *(name.upper() for name in SHOWN_COMPONENTS), "XPU-WORKAROUNDS",
                "MANIFEST", "APPLIES", "RUNNING (APPLIED)")
@@ -365,14 +377,14 @@ def render(cluster: Cluster) -> str:
         if node.state == NodeState.OK:
             rows.append((name, host, node.platform, *(node.versions.get(c) or "-" for c in SHOWN_COMPONENTS),
                          str(node.answer.get("xpu_workarounds_version") or "?"),
-                         str(node.answer.get("manifest_digest", "?")).removeprefix("sha256:"),
+                         node.manifest,
                          ", ".join(_applying(w, r) for w, r in sorted(node.applies.items())) or "none",
                          _running_cell(node)))
         else:
             rows.append((name, host, f"({node.state})", *("-" for _ in SHOWN_COMPONENTS), "-", "-", "-", "-"))
-    lines.append(table(headers, rows))
+    lines.append(table(headers, rows, cut={len(headers) - 2: "end", len(headers) - 1: "end"}, width=width))
     if cluster.differences:
         lines += ["", "Differences:", *(f"  {difference}" for difference in cluster.differences)]
     if cluster.notes:
         lines += ["", "Notes:", *(f"  {note}" for note in cluster.notes)]
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)

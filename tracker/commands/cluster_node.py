@@ -12,7 +12,6 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypedDict
 
-import tracker
 from tracker.model.vocabulary import NodeState, Outcome
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import OUTCOMES, ProcessReport, read_report, report_files, running
@@ -41,7 +40,7 @@ class NodeAnswer(TypedDict, total=False):
     state: str
     detail: str
     manifest: str
-    manifest_digest: str
+    manifest_sha256: str | None  # all 64 hex digits, as status --json's tool and every report name it
     warnings: list[str]
     status: dict[str, Any]  # the node's ``status --json`` document
     live: LiveReports | None
@@ -80,7 +79,7 @@ def node_answer(reports_dir: str | None = None) -> NodeAnswer:
         **answer,
         "state": NodeState.OK.value,
         "manifest": str(manifest.path),
-        "manifest_digest": f"sha256:{tracker.short_digest(manifest.sha256)}",
+        "manifest_sha256": manifest.sha256,
         "warnings": [*settings.problems, *decided.warnings],
         "status": document,
         "live": live_reports(directory) if directory else None,

@@ -54,7 +54,8 @@ def complete_platform(incomplete: str) -> list[str]:
 
 
 PlatformOption = Annotated[
-    str | None, typer.Option("--platform", help="Evaluate for this platform: xpu, cuda, rocm or cpu.",
+    str | None, typer.Option("--platform", metavar="PLATFORM", help="Evaluate for this platform: xpu, cuda, rocm "
+                                                                     "or cpu.",
                                 show_default=False, autocompletion=complete_platform)]
 
 
@@ -64,7 +65,8 @@ AssumeOption = Annotated[
                                       show_default=False)]
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object (its shape: docs/commands.md).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the text (its "
+                                                          "\"schema\" field versions its shape).")]
 
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr (shown only on a terminal).")]

@@ -39,6 +39,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # bad input or setup: a malformed value, a missing extra, manifest or path
     FINDING = 3  # a finding the caller asked to fail on: drift, retirable with --check, nodes that disagree
     OUTSIDE_SERVICE = 4  # GitHub, a release index or a Ray cluster could not be reached or answered wrongly
+    NOTHING_TO_COMPARE = 5  # status --reports: no running process's report (as pytest's 5: nothing collected)
     INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as shells report it
 
 

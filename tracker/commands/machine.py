@@ -12,19 +12,18 @@ applied only partially (a reference to a target still reaching the original).
 from __future__ import annotations
 
 import os
-import shlex
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracker import PATH_ECHO_LIMIT, echoed, one_line
 from tracker.commands.cluster import stack_differences
-from tracker.commands.output import table
+from tracker.commands.output import counted, prose_wrapped, table
 from tracker.model.vocabulary import SCHEMA, ErrorKind, Outcome, ToolError
 from tracker.paths import UnsafeLocation, private_dir
 from tracker.runtime.reports import ProcessReport, WorkaroundReport, read_report, report_files, running
 
 SHOWN = ("applied", "partial", "waiting", "failed", "drifted")
+INSPECTION = "model_inspection"  # tracker.plugin.process_role
 
 
 @dataclass
@@ -49,6 +48,15 @@ class Process:
     @property
     def label(self) -> str:
         return f"process {self.pid}" + (f" ({one_line(self.role)})" if self.role else "")
+
+    @property
+    def inspection(self) -> bool:
+        """The short-lived subprocess vLLM runs to inspect a model: ended, it is done, not gone."""
+        return self.role == INSPECTION
+
+    @property
+    def state(self) -> str:
+        return "running" if self.running else "done" if self.inspection else "gone"
 
     @property
     def platform(self) -> str:
@@ -83,10 +91,10 @@ class Process:
 
     def as_json(self) -> dict[str, Any]:
         return {"pid": self.pid, "process": self.role, "parent": self.parent,
-                "state": "running" if self.running else "gone", "platform": self.platform,
+                "state": self.state, "platform": self.platform,
                 "versions": self.versions, "tool": self.tool,
                 "workarounds": [{"id": entry["id"], "decision": entry["decision"], "reason": entry["reason"],
-                                 "outcome": entry["outcome"], "error": entry["error"]}
+                                 "detail": entry["detail"], "outcome": entry["outcome"], "error": entry["error"]}
                                 for entry in self.workarounds]}
 
 
@@ -96,6 +104,7 @@ class Machine:
     processes: list[Process]
     ignored: list[str] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
+    pruned: list[int] = field(default_factory=list)  # the pids whose reports --prune removed
 
     @property
     def running(self) -> list[Process]:
@@ -103,17 +112,28 @@ class Machine:
 
     @property
     def gone(self) -> list[Process]:
+        """The processes no longer running that should be (a model inspection's end is not one)."""
+        return [process for process in self.processes if not process.running and not process.inspection]
+
+    @property
+    def ended(self) -> list[Process]:
+        """Every process no longer running: what ``--prune`` removes the reports of."""
         return [process for process in self.processes if not process.running]
+
+    @property
+    def compared(self) -> bool:
+        """Whether there was anything to compare: a running process's report."""
+        return bool(self.running)
 
     @property
     def agree(self) -> bool:
         return not self.differences
 
     def as_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "dir": self.directory, "agree": self.agree,
+        return {"schema": SCHEMA, "dir": self.directory, "agree": self.agree if self.compared else None,
                 "processes": [process.as_json() for process in self.processes],
                 "gone": [process.pid for process in self.gone], "ignored": self.ignored,
-                "differences": self.differences}
+                "differences": self.differences, "pruned": self.pruned}
 
 
 class ReportsUnreadable(ToolError):
@@ -139,6 +159,7 @@ def gather(directory: str) -> Machine:
             ignored.append(name)
         else:
             processes.append(Process(report, running(report)))
+    processes.sort(key=lambda process: (not process.running, process.pid))  # running first, by pid as a number
     machine = Machine(directory, processes, sorted(ignored))
     machine.differences = compare(machine.running)
     return machine
@@ -198,36 +219,66 @@ def describe(process: Process, reference: list[Process]) -> str:
                     f"{', '.join(theirs)}")
 
 
+def prune(machine: Machine) -> None:
+    """Remove the reports of the processes no longer running (``Machine.ended``): only files this
+    tool's reader took for a report of that pid, in that directory, each a regular file (a link is
+    never followed nor removed); what was removed is recorded in ``machine.pruned``."""
+    import stat
+
+    try:
+        handle = os.open(machine.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as error:
+        raise ReportsUnreadable(_unreadable(machine.directory, error)) from None
+    try:
+        for process in machine.ended:
+            name = f"{process.pid}.json"
+            try:
+                if stat.S_ISREG(os.stat(name, dir_fd=handle, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=handle)
+                    machine.pruned.append(process.pid)
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            except OSError as error:
+                raise ReportsUnreadable(f"--prune: {name} not removed: {error.strerror or error}") from None
+    finally:
+        os.close(handle)
+
+
 def _decision(decision: tuple[str, str] | None) -> str:
     return f"{decision[0]} ({decision[1]})" if decision else "not in its manifest"
 
 
-def render(machine: Machine) -> str:
-    """The text ``status --reports`` prints: one row per process, then the differences and the gone."""
-    counts = Counter(process.running for process in machine.processes)
+def render(machine: Machine, width: int | None = None) -> str:
+    """The text ``status --reports`` prints: one row per process, then the differences and the gone,
+    fitted to ``width``."""
+    running, gone = len(machine.running), len(machine.gone)
+    done = len(machine.ended) - gone
     verdict = "they agree" if machine.agree else "they disagree"
-    lines = [f"Reports in {one_line(machine.directory)}: {counts[True]} running process(es), {counts[False]} gone"
-             + (f"; {verdict}" if counts[True] else ""), ""]
+    lines = [f"Reports in {one_line(machine.directory)}: {counted(running, 'running process', 'running processes')}, "
+             f"{gone} gone" + (f", {counted(done, 'model inspection', 'model inspections')} done" if done else "")
+             + (f"; {verdict}" if running else ""), ""]
     rows = []
     for process in machine.processes:
-        rows.append((str(process.pid), one_line(process.role or "-"), str(process.parent or "-"),
-                     "running" if process.running else "gone", one_line(process.platform),
-                     *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
+        rows.append((str(process.pid), one_line(process.role or "-"), str(process.parent or "-"), process.state,
+                     one_line(process.platform), *(one_line(", ".join(process.ids(outcome))) or "-" for outcome in SHOWN)))
     if rows:
         lines.append(table(("PID", "PROCESS", "PARENT", "STATE", "PLATFORM", *(outcome.upper() for outcome in SHOWN)),
-                           rows))
+                           rows, width=width))
     else:
-        lines.append("no reports (is XPU_WORKAROUNDS_REPORT set for the vLLM processes?)")
+        lines.append("no reports: nothing to compare (is XPU_WORKAROUNDS_REPORT set for the vLLM processes?)")
+    if rows and not running:
+        lines += ["", "no running process: nothing to compare"]
     if machine.differences:
         lines += ["", "Differences:", *(f"  {difference}" for difference in machine.differences)]
-    if machine.gone:
+    if machine.pruned:
+        lines += ["", f"Pruned: the reports of {counted(len(machine.pruned), 'ended process', 'ended processes')} "
+                      f"removed ({', '.join(map(str, machine.pruned))})"]
+    elif machine.gone:
         # Nothing removes a report when its process exits (the directory may be shared, and a crash
-        # leaves it anyway): what to run to clear them is said here, where they are found.
-        stale = " ".join(shlex.quote(os.path.join(machine.directory, f"{process.pid}.json")) for process in machine.gone)
-        lines += ["", "Gone (reports of processes no longer running; not compared):",
-                  *(f"  {process.label}" for process in machine.gone),
-                  one_line(f"  to clear them: rm -- {stale}")]
+        # leaves it anyway): how to clear them is said here, where they are found.
+        lines += ["", "Gone (reports of processes no longer running; not compared; --prune removes them):",
+                  *(f"  {process.label}" for process in machine.gone)]
     if machine.ignored:
         lines += ["", f"Ignored (not a readable report): {one_line(', '.join(machine.ignored))}"]
-    return "\n".join(lines)
+    return prose_wrapped(lines, width)
 

@@ -107,8 +107,8 @@ def new(
                                                  help="The new workaround's id: lower-case words joined by '-'.")],
     target: Annotated[list[str], typer.Option(
         "--target", metavar="PATH", show_default=False,
-        help="What it wraps, a dotted path in vLLM (vllm.platforms.xpu.XPUPlatform.get_device_total_memory, or "
-             "with ':' before the attribute); repeatable.")],
+        help="What it wraps: a dotted path in vLLM, MODULE.ATTRIBUTE or MODULE:ATTRIBUTE, such as "
+             "vllm.platforms.xpu:XPUPlatform and a method of it after a '.'; repeatable.")],
     release: Annotated[str | None, typer.Option(
         "--release", metavar="vllm==X | PATH", show_default=False,
         help="The vLLM release whose source the targets are read from, or a wheel, sdist or source tree "
@@ -172,8 +172,8 @@ def new(
     typer.echo(one_line(f"wrote {shown(module)}"))
     typer.echo(one_line(f"wrote {shown(test)}"))
     typer.echo(one_line(f"next: fill in what `xpu-workarounds lint` lists; `xpu-workarounds check --supported "
-                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release; "
-                        "every other step: docs/adding-a-workaround.md"))
+                        f"--workaround {workaround_id}` then checks the targets in every supported vLLM release, "
+                        f"and `xpu-workarounds explain {workaround_id}` shows the entry as users will read it"))
 
 
 def read_release(targets: list[str], release: str | None, quiet: bool,

@@ -1,9 +1,12 @@
 """What the command line draws: one table renderer, colour on a terminal only, progress on stderr.
 
 Every table a command prints is drawn here, by rich: columns left-aligned and two spaces
-apart, never wrapped, trailing spaces stripped, so that the plain text a script reads stays
-the same whatever the terminal's width. The one exception is the census's table: its summaries
-are cut to ``COLUMNS``, else to the terminal's width (``table_width``); with neither, not at all.
+apart, trailing spaces stripped. One screen rule for all of them: a table fits ``COLUMNS``, else
+the terminal's width (``table_width``), as ``gh`` fits its tables: identifiers are kept whole,
+the free-text columns a command names (``cut``) are cut first; where the rows still cannot fit,
+each row is stacked, its identifier on a line of its own and each other column on one below it.
+With neither ``COLUMNS`` nor a terminal (a script reading a pipe), nothing is cut or stacked: the
+text stays one line per row whatever the width. Prose around the tables wraps at the same width.
 Colour (the header bold; apply, applied, drifted, failed, retirable and errors highlighted) only where the stream is a terminal, never with
 ``NO_COLOR`` set or ``TERM=dumb`` (``FORCE_COLOR`` asks for it where no terminal is).
 rich is imported only when something is drawn: ``--json`` never pays for it.
@@ -54,8 +57,13 @@ def colour(stream: TextIO | None = None) -> bool:
 
 
 def terminal_width(stream: TextIO | None = None) -> int | None:
-    """The width to wrap prose at: the terminal's columns (``COLUMNS`` first) where ``stream``
-    (default: stdout) is a terminal, else None: piped text keeps one line per fact for scripts."""
+    """The width to wrap prose at: the tables' (``table_width``): ``COLUMNS`` when set, else the
+    terminal's where ``stream`` (default: stdout) is one; None with neither: piped text keeps one
+    line per fact for scripts."""
+    return table_width(stream)
+
+
+def _terminal_columns(stream: TextIO | None) -> int | None:
     import shutil
 
     stream = sys.stdout if stream is None else stream
@@ -67,23 +75,35 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
 
 
 def table_width(stream: TextIO | None = None) -> int | None:
-    """The width a table with a column to cut fits (``table``'s ``cut``): ``COLUMNS`` when it is set,
-    else the terminal's where ``stream`` (default: stdout) is one; None with neither (no cut), as
-    ``gh`` fits its tables."""
+    """The width a table fits (``table``): ``COLUMNS`` when it is set, else the terminal's where
+    ``stream`` (default: stdout) is one; None with neither (nothing cut), as ``gh`` fits its tables."""
     columns = OutsideVariables.from_env().columns
-    return columns if columns is not None else terminal_width(stream)
+    return columns if columns is not None else _terminal_columns(stream)
 
 
-def wrapped(line: str, width: int | None) -> str:
+def wrapped(line: str, width: int | None, hanging: int | None = None) -> str:
     """``line`` wrapped between words to ``width`` (never inside a word, a path or a version),
-    its continuations indented two spaces past its own indentation; unchanged without a width."""
+    its continuations indented two spaces past its own indentation (``hanging``: that many
+    columns); unchanged without a width."""
     if width is None or len(line) <= width:
         return line
     import textwrap
 
     indent = " " * (len(line) - len(line.lstrip(" ")))
-    return textwrap.fill(line.strip(" "), width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+    return textwrap.fill(line.strip(" "), width=width, initial_indent=indent,
+                         subsequent_indent=" " * hanging if hanging is not None else indent + "  ",
                          break_long_words=False, break_on_hyphens=False)
+
+
+def prose_wrapped(lines: Iterable[str], width: int | None) -> str:
+    """A command's text: each line of prose wrapped at ``width`` (``wrapped``), each table (a
+    block of several lines, already fitted by ``table``) as it is."""
+    return "\n".join(line if "\n" in line else wrapped(line, width) for line in lines)
+
+
+def counted(count: int, one: str, several: str) -> str:
+    """``count`` things, named in the singular or the plural as ``count`` asks (never "thing(s)")."""
+    return f"{count} {one if count == 1 else several}"
 
 
 def style_of(cell: str) -> str:
@@ -95,29 +115,59 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], stream: TextIO 
           cut: Mapping[int, Literal["start", "end"]] | None = None, width: int | None = None) -> str:
     """``headers`` over ``rows``, as text for ``stream`` (default: stdout): plain unless it takes colour.
 
-    With ``width``, the columns ``cut`` names fit it as ``gh`` fits its tables: they share what the
-    other columns leave, each as wide as it needs up to an even share (``_fitted``), and a cell
-    wider than its column is cut with an ellipsis, at its ``end`` (a summary) or its ``start`` (a
-    path, whose file name and line numbers are what tells it apart). Without ``width``, nothing is
-    cut."""
+    The table fits ``width`` (None: ``table_width``, the terminal's) as ``gh`` fits its tables: the
+    free-text columns ``cut`` names share what the other columns leave, each as wide as it needs up
+    to an even share (``_fitted``), and a cell wider than its column is cut with an ellipsis, at its
+    ``end`` (a summary) or its ``start`` (a path, whose file name and line numbers tell it apart).
+    The other columns are identifiers, never cut: where they alone do not fit, the rows are stacked
+    (``_stacked``). Without a width, nothing is cut. Whatever the width, a cell longer than
+    ``CELL_LIMIT`` (or its share of ``RENDER_WIDTH``) is shown as its start and its length (``echoed``)."""
     from rich.table import Table
     from rich.text import Text
 
+    width = table_width(stream) if width is None else width
     coloured = colour(stream)
+    limit = min(CELL_LIMIT, RENDER_WIDTH // max(len(headers), 1) - 40)  # room for "… (N characters)" and padding
+    shown = [[echoed(one_line(cell), limit, quoted=False) for cell in row] for row in rows]
+    cells = [[Text(cell, style=style_of(cell) if coloured else "") for cell in row] for row in shown]
+    if width is not None and _natural_width(headers, cells) > width:
+        for index, room in _fitted(headers, cells, list(cut or {}), width).items():
+            for row in cells:
+                row[index] = _cut(row[index], room, (cut or {})[index])
+        if _natural_width(headers, cells) > width:
+            return _stacked(headers, shown, width, stream)
     drawn = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1), highlight=False,
                   header_style="bold" if coloured else "")
     for header in headers:
         drawn.add_column(header, no_wrap=True, overflow="ignore")
-    limit = min(CELL_LIMIT, RENDER_WIDTH // max(len(headers), 1) - 40)  # room for "… (N characters)" and padding
-    cells = [[Text(echoed(one_line(cell), limit, quoted=False), style=style_of(cell) if coloured else "")
-              for cell in row] for row in rows]
-    if width is not None and cut:
-        for index, room in _fitted(headers, cells, list(cut), width).items():
-            for row in cells:
-                row[index] = _cut(row[index], room, cut[index])
     for row in cells:
         drawn.add_row(*row)
     return "\n".join(line.rstrip() for line in _render(drawn, coloured).splitlines())
+
+
+def _natural_width(headers: Sequence[str], cells: list[list[Text]]) -> int:
+    """How wide the table is drawn: its columns' widest cells (or headers), two spaces apart."""
+    from rich.cells import cell_len
+
+    return sum(max([cell_len(header), *(row[index].cell_len for row in cells)]) for index, header in
+               enumerate(headers)) + 2 * (len(headers) - 1)
+
+
+def _stacked(headers: Sequence[str], rows: Iterable[Sequence[str]], width: int, stream: TextIO | None) -> str:
+    """The rows of a table too wide for ``width`` even cut: each row's first cell (its identifier)
+    on a line of its own, then ``HEADER: value`` for each other column, indented, wrapped between
+    words at ``width``; nothing is cut (but past ``CELL_LIMIT``, as in a table). ``rows``: the
+    cells as ``table`` shows them (one line each, capped)."""
+    lines = []
+    for row in rows:
+        first, *rest = row
+        lines.append(styled(first, "bold", stream))
+        for header, cell in zip(headers[1:], rest, strict=True):
+            said = f"  {header.lower()}: {cell}"
+            shown = wrapped(said, width)
+            # Highlighted as in the table (apply, failed...) where the value stayed on its line.
+            lines.append(f"  {header.lower()}: {styled(cell, style_of(cell), stream)}" if shown == said else shown)
+    return "\n".join(lines)
 
 
 def _fitted(headers: Sequence[str], cells: list[list[Text]], cut: list[int], width: int) -> dict[int, int]:

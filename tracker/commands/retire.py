@@ -18,7 +18,7 @@ from tracker.commands.context import (
     require_extra,
 )
 from tracker.commands.exits import ExitCode, fail
-from tracker.commands.output import progress, warn
+from tracker.commands.output import progress, terminal_width, warn, wrapped
 from tracker.model import manifest as manifest_module
 from tracker.model.vocabulary import SCHEMA
 
@@ -95,12 +95,13 @@ def retire(
         if not judged.workarounds:
             typer.echo("no workarounds in this manifest: nothing to retire (whether its [[tracked]] entries are "
                        "dead code: xpu-workarounds upstream)")
+        width = terminal_width()  # each verdict wrapped under its id, the verdict column kept clear
         for item in retirable:
-            typer.echo(one_line(f"retirable  {item['id']}: {item['evidence']}"))  # evidence quotes GitHub
+            typer.echo(wrapped(one_line(f"retirable  {item['id']}: {item['evidence']}"), width, 11))  # quotes GitHub
         for item in kept:
-            typer.echo(one_line(f"keep       {item['id']}: {item['reason']}"))
+            typer.echo(wrapped(one_line(f"keep       {item['id']}: {item['reason']}"), width, 11))
         for floor in floors.floors:
-            typer.echo(f"floor      {floor.describe()}")
+            typer.echo(wrapped(f"floor      {floor.describe()}", width, 11))
         if floors.note:
             typer.echo(one_line(f"xpu-workarounds: warning: {floors.note}"), err=True)
     if check and retirable:

@@ -40,6 +40,8 @@ def status(
                                                         "(their XPU_WORKAROUNDS_REPORT), by process; with "
                                                         "--cluster: where they are on every node (default: "
                                                         "each node's XPU_WORKAROUNDS_REPORT).")] = None,
+    prune: Annotated[bool, typer.Option("--prune", help="With --reports: remove the reports of the processes "
+                                                        "no longer running.")] = False,
 ) -> None:
     """Each workaround's decision here, or for a described stack.
 
@@ -47,6 +49,8 @@ def status(
     --platform and --assume describe another stack without installing it."""
     from tracker.commands.views import status_document, status_table
 
+    if prune and (reports is None or cluster):
+        fail("--prune goes with --reports, without --cluster (this machine's reports)")
     if cluster:
         _cluster_status(json_output, platform, assume, address, DEFAULT_TIMEOUT if timeout is None else timeout,
                         reports)
@@ -54,7 +58,7 @@ def status(
     if timeout is not None:
         fail("--timeout goes with --cluster")
     if reports is not None:
-        _machine_status(json_output, platform, assume, address, reports)
+        _machine_status(json_output, platform, assume, address, reports, prune)
         return
     if address is not None:
         fail("--address goes with --cluster")
@@ -66,7 +70,7 @@ def status(
 
 
 def _machine_status(json_output: bool, platform: str | None, assume: list[str] | None, address: str | None,
-                    reports: str) -> None:
+                    reports: str, prune: bool) -> None:
     from tracker.commands import machine
 
     if platform is not None or assume:
@@ -74,7 +78,11 @@ def _machine_status(json_output: bool, platform: str | None, assume: list[str] |
     if address is not None:
         fail("--address goes with --cluster")
     result = machine.gather(reports)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result))
+    if prune:
+        machine.prune(result)
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else machine.render(result, terminal_width()))
+    if not result.compared:
+        raise typer.Exit(ExitCode.NOTHING_TO_COMPARE)
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)
 
@@ -89,7 +97,7 @@ def _cluster_status(json_output: bool, platform: str | None, assume: list[str] |
         fail(f"--timeout {timeout:g}: give a number of seconds above 0 and at most 3600")
     require_extra("ray", "ray", "status --cluster")
     result = cluster_module.gather(address or "auto", timeout, reports)
-    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result))
+    typer.echo(json.dumps(result.as_json(), indent=2) if json_output else cluster_module.render(result, terminal_width()))
     if not result.agree:
         raise typer.Exit(ExitCode.FINDING)
 

@@ -61,8 +61,20 @@ def status_table(document: dict[str, Any], width: int | None = None) -> str:
                        [(w["id"], w["decision"], w["reason"], w["retirement"]["verdict"])
                         for w in document["workarounds"]]))
     lines.append("")
-    lines += [wrapped(one_line(f"{w['id']}: {w['detail']}"), width) for w in document["workarounds"]]
+    lines += [wrapped(one_line(line), width) for line in shared_once(
+        [(w["id"], w["detail"]) for w in document["workarounds"]])]
     return "\n".join(lines)
+
+
+def shared_once(explained: list[tuple[str, str]]) -> list[str]:
+    """``ID: explanation`` per row, an explanation several rows share said once, for them all
+    (``every workaround: ...`` when all share it), where the first of them stood."""
+    by_text: dict[str, list[str]] = {}
+    for row, text in explained:
+        by_text.setdefault(text, []).append(row)
+    if len(by_text) == 1 and len(explained) > 1:
+        return [f"every workaround: {explained[0][1]}"]
+    return [f"{', '.join(rows)}: {text}" for text, rows in by_text.items()]
 
 
 def explain_document(w: Workaround, decided: StackDecisions, manifest: Manifest) -> dict[str, Any]:

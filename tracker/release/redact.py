@@ -14,11 +14,18 @@ Every form a person or pip can write an address in is one: with a scheme, protoc
 the root. Credentials are whatever comes before the last ``@`` of the address's authority, even
 where they hold a ``#``, ``?`` or ``/`` a URL parser would stop at (``user:123#x@host``); when
 that cannot be told, no host is shown at all.
+
+Where the run writes to a public repository (``published_to``), even the host is left out: its
+comments, issues and run logs are anyone's to read, and a private index's host says where a
+company keeps its packages.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 # A URL of any scheme (https, file, git+https ..., or none before its ``://``) up to the next white
 # space, or a path from the root (a request's path as urllib3 names it, a local file) that follows
@@ -38,6 +45,19 @@ _HOST = re.compile(r"(?:[A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?")
 _FILE = re.compile(r"[A-Za-z0-9._+!-]+\.(?:whl|zip|tar|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)"
                    r"(?:\.metadata)?")
 ELIDED = "..."
+HIDDEN_HOST = "(index)"  # what stands for the host in what a public repository is shown
+_HOSTS_SHOWN: ContextVar[bool] = ContextVar("hosts_shown", default=True)
+
+
+@contextmanager
+def published_to(public: bool) -> Iterator[None]:
+    """Within: what pip says is reduced for a ``public`` repository (no host either, ``HIDDEN_HOST``
+    in its place) or for a private one (the host kept, so that its maintainers see which index)."""
+    token = _HOSTS_SHOWN.set(not public)
+    try:
+        yield
+    finally:
+        _HOSTS_SHOWN.reset(token)
 
 
 def without_addresses(text: str) -> str:
@@ -68,7 +88,8 @@ def _reduced(found: re.Match[str]) -> str:
 def _host(rest: str) -> tuple[str, str]:
     """(the host as it may be shown, what follows it) of an address after its scheme: the authority
     runs to the first ``/``, and its credentials to its last ``@``; a host that cannot be told from
-    credentials (a ``@`` only after a ``/``, a ``:``, ``?`` or ``#`` before it) is none."""
+    credentials (a ``@`` only after a ``/``, a ``:``, ``?`` or ``#`` before it) is none; within
+    ``published_to(public=True)`` a host is ``HIDDEN_HOST``."""
     slash = rest.find("/")
     authority, after = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
     if "@" in authority:
@@ -80,6 +101,8 @@ def _host(rest: str) -> tuple[str, str]:
     host = re.split(r"[?#]", host, maxsplit=1)[0]
     if not _HOST.fullmatch(host):  # not a host: none is shown
         return "", ELIDED
+    if host and not _HOSTS_SHOWN.get():  # a public repository's reader sees no host
+        return HIDDEN_HOST, after
     return host, after
 
 
@@ -91,4 +114,4 @@ def _rest(rest: str) -> str:
     return f"/{ELIDED}/{name}" if _FILE.fullmatch(name) else f"/{ELIDED}"
 
 
-__all__ = ["ELIDED", "without_addresses"]
+__all__ = ["ELIDED", "HIDDEN_HOST", "published_to", "without_addresses"]

@@ -30,6 +30,7 @@ from tracker import echoed
 from tracker.model.environment import InputError
 from tracker.model.manifest import Manifest, Workaround
 from tracker.model.retirement import Retirement, retirement
+from tracker.release.redact import published_to
 from tracker.retire.dashboard import DASHBOARD_MARKER, dashboard_body, keep_dashboard, pr_cell
 from tracker.retire.failures import GITHUB_ERRORS, StepFailed, github_step
 from tracker.retire.inline import InlineIssues, pins_path, tracked_only
@@ -78,7 +79,7 @@ from tracker.upstream.cache import Mode
 from tracker.upstream.errors import GitHubError, GitHubUnavailable, classify
 from tracker.upstream.fields import as_sha, as_str, optional_bool, wrong
 from tracker.upstream.floors import Floors, fixed_floors
-from tracker.upstream.identity import token_login
+from tracker.upstream.identity import public, token_login
 from tracker.upstream.overlay import unchecked, with_facts
 from tracker.upstream.settings import ClientSettings
 from tracker.upstream.tracking import Fresh, learn
@@ -223,6 +224,10 @@ class Retirer:
     def run(self, only: str | None = None) -> RetireResult:
         self.progress(f"reading {self.repository}")
         repo = self.read_repository()
+        with published_to(public(repo)):  # on a public repository, pip's words name no index host either
+            return self.run_in(repo, only)
+
+    def run_in(self, repo: Repository, only: str | None) -> RetireResult:
         self.own()  # before any write: which issues are this tool's
         base = self.base_name or repo.default_branch
         snapshot = self.read_snapshot(repo, base)

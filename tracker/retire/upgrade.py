@@ -48,10 +48,11 @@ from tracker.model.pin_files import is_glob
 from tracker.model.retirement import retirement
 from tracker.model.vocabulary import Choice, ErrorKind, ToolError
 from tracker.release.census import census_opened
-from tracker.release.compare import Disagreement, ReleaseCheck, check_opened, needed_files
+from tracker.release.compare import DecisionAtPins, Disagreement, ReleaseCheck, check_opened, needed_files
 from tracker.release.errors import NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release
+from tracker.release.redact import published_to
 from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import (
     Moves,
@@ -67,10 +68,11 @@ from tracker.retire.pin_moves import (
     unread_reason,
     without_held_ranges,
 )
-from tracker.upstream.identity import token_login, written_by
+from tracker.upstream.identity import public, token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
     from github import Github
+    from github.Repository import Repository
 
     from tracker.upstream.settings import ClientSettings
 
@@ -158,6 +160,11 @@ def _requirement(move: PinMove, quoted: bool) -> str:
     return f" {markdown_code(move.requirement.text)}:" if quoted else f" {move.requirement.text!r} was"
 
 
+def _decided(decision: DecisionAtPins | None) -> str:
+    """A workaround's decision at a release as the comment's table shows it: ``apply (affected)``."""
+    return f"{decision['decision']} ({decision['reason']})" if decision else "-"
+
+
 def _decisions(result: ReleaseCheck | None) -> dict[str, Choice]:
     if result is None:
         return {}
@@ -194,7 +201,6 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     """The comment's part about one release; ``old_unavailable``: why the old release could not be
     fetched (None: it was, or there was no old pin); ``inline``: its census since the old one;
     ``shown``: how many items each of its lists shows, the rest counted (None: every one)."""
-    before = _decisions(old)
     pins = ", ".join(f"{name} {pin}" for name, pin in new.pins.items()) or "none found"
     was = f"vLLM {move.old}" if move.old is not None else "no vLLM pin"
     files = ", ".join(markdown_code(path) for path in move.paths)
@@ -218,9 +224,12 @@ def release_text(manifest: Manifest, move: ReleaseMove, new: ReleaseCheck, old: 
     if inline is not None:
         lines += inline_lines(move, inline, shown)
     rows = []
+    said_before = {w.id: _decided(w.decision) for w in old.workarounds} if old is not None else {}
+    # Without the old release's check, the column says why: no pin before, or the release not compared.
+    missing = "no pin" if move.old is None else "not compared" if old is None else "not in its manifest"
     for w in new.workarounds:
-        decided = f"{w.decision['decision']} ({w.decision['reason']})" if w.decision else "-"
-        was_decided = before.get(w.id, "-")
+        decided = _decided(w.decision)
+        was_decided = said_before.get(w.id, missing)
         targets = ", ".join(sorted({t.found for t in w.targets})) or "-"
         rows.append(f"| `{w.id}` | {was_decided} | {decided} | {targets} |")
     if rows:
@@ -399,11 +408,17 @@ def check_pull_request(gh: Github, settings: ClientSettings, repository: str, nu
 
 def _check_pull_request(gh: Github, settings: ClientSettings, repository: str, number: int, manifest_path: str, *,
                         progress: Say = silent, warn: Say = silent) -> Checked:
+    repo = gh.get_repo(repository)
+    with published_to(public(repo)):  # on a public repository, pip's words name no index host either
+        return _check_in(gh, settings, repo, repository, number, manifest_path, progress, warn)
+
+
+def _check_in(gh: Github, settings: ClientSettings, repo: Repository, repository: str, number: int,
+              manifest_path: str, progress: Say, warn: Say) -> Checked:
     from github import GithubException
 
     from tracker.retire.removal import manifest_from_text
 
-    repo = gh.get_repo(repository)
     pr = repo.get_pull(number)
     base_text = file_text(repo, manifest_path, pr.base.sha)
     if base_text is None:

@@ -69,7 +69,7 @@ class ProcessReport(TypedDict):
 
     schema: int
     pid: int
-    process: str  # api_server | engine_core | worker | main (tracker.plugin.process_role)
+    process: str  # api_server | engine_core | worker | model_inspection | main (tracker.plugin.process_role)
     parent: int
     started: int | None
     environment: EnvironmentReport | None  # None: the activation never got that far (invalid manifest)

@@ -67,4 +67,11 @@ def written_by(item: Any, login: str) -> bool:
     return isinstance(name, str) and name.lower() == login.lower()
 
 
-__all__ = ["token_login", "written_by"]
+def public(repo: Any) -> bool:
+    """Whether anyone may read what is written to ``repo`` (a PyGithub ``Repository``): GitHub's
+    ``private`` and ``visibility`` fields; a repository that says neither counts as public."""
+    raw = getattr(repo, "raw_data", None) or {}
+    return raw.get("private") is not True or raw.get("visibility") == "public"
+
+
+__all__ = ["public", "token_login", "written_by"]

@@ -1,0 +1,48 @@
+"""Every command's help, as a person reads it at 80 and 100 columns: wrapped at word boundaries
+(a dotted path or an option value never cut in two), and each value named by a real metavar."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+from support import terminal
+
+
+def commands() -> list[str]:
+    shown = subprocess.run([str(terminal.SCRIPT), "-h"], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "200"}, timeout=60).stdout
+    return [line.split()[0] for line in shown.split("\nCommands:\n", 1)[1].splitlines() if line.strip()]
+
+
+def help_of(command: str, width: int) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
+    return subprocess.run([str(terminal.SCRIPT), command, "-h"], capture_output=True, text=True,
+                          env={**env, "COLUMNS": str(width)}, timeout=60).stdout
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_every_commands_help_breaks_lines_only_between_words(width):
+    wide = {command: help_of(command, 400) for command in commands()}
+    for command, text in wide.items():
+        words = set(text.split())
+        narrow = help_of(command, width)
+        broken = [word for word in narrow.split() if word not in words]
+        assert broken == [], f"{command} -h at {width} columns cuts words: {broken}"
+        assert all(len(line) <= width for line in narrow.splitlines() if " " in line.strip()), command
+
+
+def test_no_value_is_named_by_its_python_type():
+    for command in commands():
+        text = help_of(command, 100)
+        assert not re.search(r"<(str|int|float|bool)>|\bTEXT\b|\bINTEGER\b", text.split("Options:", 1)[-1]), command
+
+
+def test_no_help_sends_an_installed_user_to_a_page_the_wheel_lacks():
+    # docs/workarounds.md is named as a path of the user's own repository (retire --docs), not a page of ours.
+    for command in ["", *commands()]:
+        text = help_of(command, 200) if command else subprocess.run(
+            [str(terminal.SCRIPT), "-h"], capture_output=True, text=True, timeout=60).stdout
+        assert not re.search(r"docs/(?!workarounds\.md)|CONTRIBUTING|\.md\b(?<!workarounds\.md)", text), command
