@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracker.retire.bot import Retirer, check_branch, check_repository
+from tracker.retire.bot import Retirer
 from tracker.retire.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, DASHBOARD_TITLE, dashboard_body
 from tracker.retire.failures import GITHUB_ERRORS
 from tracker.retire.proofs import Proofs, read_proofs
 from tracker.retire.proposal import FOREIGN, LABEL, LABEL_COLOUR, Proposal, Proposer
+from tracker.retire.refnames import check_branch, check_repository
 from tracker.retire.removal import (
     DOCS_PATH,
     MANIFEST_PATH,

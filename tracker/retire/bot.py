@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from tracker.retire.inline import states as inline_states
 from tracker.retire.lookahead import dashboard_section
 from tracker.retire.proofs import Proofs
 from tracker.retire.proposal import LABEL, Proposal, Proposer
+from tracker.retire.refnames import check_repository
 from tracker.retire.removal import (
     MANIFEST_PATH,
     ConfigurationError,
@@ -84,32 +84,6 @@ from tracker.upstream.overlay import unchecked, with_facts
 from tracker.upstream.settings import ClientSettings
 from tracker.upstream.tracking import Fresh, learn
 from tracker.upstream.writeback import updated_text
-
-# GitHub's rules: an owner is 1-39 letters, digits and inner hyphens; a repository name is
-# 1-100 letters, digits, '.', '-' and '_'. A leading dot ('.', '..', '.hidden') is refused:
-# it would make the request path leave /repos/OWNER/.
-_REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.)[A-Za-z0-9_.-]{1,100}")
-
-
-def check_repository(name: str) -> str:
-    if not _REPOSITORY.fullmatch(name or ""):
-        raise InputError(f"--repo must be OWNER/NAME (owner: up to 39 letters, digits or hyphens; name: up to "
-                         f"100 letters, digits, '.', '-' or '_', not starting with '.'), got {echoed(name)}")
-    return name
-
-
-_BRANCH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\%]|\.\.|@\{|//|^/|/$|^-|\.$|\.lock$|(?:^|/)\.")
-
-
-def check_branch(name: str, option: str = "--base") -> str:
-    """``name`` if git would take it as a branch name (``git check-ref-format --branch``'s rules, and
-    no '%'); else ``InputError``. No '.' or '..' segment, no escape: the name cannot lead a request
-    path out of the repository's refs."""
-    if not name or name == "@" or _BRANCH_FORBIDDEN.search(name):
-        raise InputError(f"{option} must be a branch name (no '..', no path segment starting with '.', no "
-                         f"spaces, control characters, '%', '~^:?*[\\' or '@{{', not starting or ending with "
-                         f"'/'), got {echoed(name)}")
-    return name
 
 
 class Retirer:

@@ -55,19 +55,16 @@ from tracker.release.opened import OpenedRelease, open_release
 from tracker.release.redact import published_to
 from tracker.retire.limits import clipped, fitted, shortened
 from tracker.retire.pin_moves import (
-    Moves,
     PinMove,
     PinNotice,
-    VllmRequirement,
     elsewhere_lines,
     elsewhere_text,
     file_text,
     notice_lines,
     notices_text,
     pin_moves,
-    unread_reason,
-    without_held_ranges,
 )
+from tracker.retire.release_moves import RELEASES_OPENED, ReleaseMove, release_moves, with_unread, within_budget
 from tracker.upstream.identity import public, token_login, written_by
 
 if TYPE_CHECKING:  # GitHub code (the github extra), imported when a pull request is checked
@@ -80,11 +77,6 @@ MARKER = "<!-- xpu-workarounds:upgrade-check -->"
 IN_SUMMARY = ": the whole list is in this check's step summary"  # where a list the comment shortens is whole
 SUMMARY_SHOWN = 300  # characters of a site's summary in the comment
 REFERENCES_SHOWN = 5  # references named per site in the comment
-# Distinct releases one run fetches and checks (new ones first, then the old ones compared with): a
-# real upgrade moves to one, pin files that disagree to two or three.
-RELEASES_OPENED = 4
-
-
 class UpgradeError(ToolError):
     """The pull request or its files cannot be read (an outside service's), or say something
     unusable (bad input)."""
@@ -97,60 +89,6 @@ class UpgradeError(ToolError):
 
 
 # ------------------------------------------------------------------------------ the text
-
-
-@dataclass
-class ReleaseMove:
-    """Every pin file the PR moves to one release, and the release they pinned before."""
-
-    paths: list[str]
-    old: Version | None
-    new: Version
-    uncompared: str | None = None  # why the old release is not opened (past ``RELEASES_OPENED``)
-
-
-def release_moves(moves: list[PinMove]) -> list[ReleaseMove]:
-    """The moves to each release, in the order the PR's files name them."""
-    found: dict[Version, ReleaseMove] = {}
-    for move in moves:
-        if move.new is None:
-            continue
-        grouped = found.setdefault(move.new, ReleaseMove([], move.old, move.new))
-        grouped.paths.append(move.path)
-        grouped.old = grouped.old or move.old
-    return list(found.values())
-
-
-def within_budget(moves: list[PinMove], releases: list[ReleaseMove]) -> tuple[list[PinMove], list[ReleaseMove]]:
-    """The moves and releases the check opens at most ``RELEASES_OPENED`` releases for: every new release
-    past the bound is not checked (its moves turned into requirements naming no release, which fail the
-    step), and an old release past it only not compared."""
-    named = {release.new for release in releases} | {release.old for release in releases if release.old is not None}
-    kept = releases[:RELEASES_OPENED]
-    opened = {release.new for release in kept}
-    for release in kept:
-        if release.old is None or release.old in opened:
-            continue
-        if len(opened) < RELEASES_OPENED:
-            opened.add(release.old)
-        else:
-            release.uncompared = (f"not fetched: the check opens at most {RELEASES_OPENED} releases per run, and this "
-                                  f"PR's pin files name {len(named)}")
-    over = {release.new for release in releases[RELEASES_OPENED:]}
-    why = (f"not checked: the check opens at most {RELEASES_OPENED} releases per run, and this PR's pin files name "
-           f"{len(named)}")
-    kept_moves = [dataclasses.replace(move, requirement=dataclasses.replace(move.requirement, release=None, why=why))
-                  if move.new in over else move for move in moves]
-    return kept_moves, kept
-
-
-def with_unread(found: Moves) -> list[PinMove]:
-    """The pin files' moves (less the ranges a pinned release lies in, ``without_held_ranges``), then each
-    pin file past the request budget as a requirement naming no release (``pin_moves.Budget``): never
-    passed, it fails the step."""
-    why = unread_reason(found)
-    return [*without_held_ranges(found.pins),
-            *(PinMove(path, None, VllmRequirement("", None, why)) for path in found.unread_pins)]
 
 
 def _requirement(move: PinMove, quoted: bool) -> str:
@@ -470,5 +408,5 @@ def _check_in(gh: Github, settings: ClientSettings, repo: Repository, repository
         return outcome("summary only", "the token may not comment (403): the text is in the step summary")
 
 
-__all__ = ["MARKER", "Checked", "ReleaseMove", "UpgradeError", "check_pull_request", "comment_text", "inline_lines",
+__all__ = ["MARKER", "RELEASES_OPENED", "Checked", "ReleaseMove", "UpgradeError", "check_pull_request", "comment_text", "inline_lines",
            "read_releases", "release_text", "verdicts"]
