@@ -100,7 +100,7 @@ class World:
         """One scheduled run of the workflow's retire step, its JSON outcome and its requests."""
         script, names = retire_step()
         assert names == {"XPU_WORKAROUNDS_GITHUB_TOKEN", "XPU_WORKAROUNDS_CACHE_DIR", "REPOSITORY", "BASE",
-                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY", "LOOK_AHEAD", "PROOFS"}
+                         "MANIFEST", "DOCS", "DRY_RUN", "ONLY", "LOOK_AHEAD", "PROOFS", "INDEX_URL"}
         # The proof job's finding: every removal's copy passed this repository's tests (what a removal
         # whose copy fails does: tests/test_retire_github.py).
         shipped = manifest_from_text(self.project.commits[self.project.branches["main"]].files[MANIFEST_PATH]).ids
@@ -114,6 +114,7 @@ class World:
                     "BASE": "", "MANIFEST": "workarounds.toml", "DOCS": "docs/workarounds.md",
                     "DRY_RUN": "false", "ONLY": "", "LOOK_AHEAD": "true", **pip_environment(self.index),
                     "PROOFS": json.dumps({"proven": list(shipped), "failed": {}}),
+                    "INDEX_URL": "",  # the index-url input left empty: pip's own settings (the stand-in index)
                     # Not the workflow's: the stand-in has no secondary rate limits (tests/conftest.py).
                     "XPU_WORKAROUNDS_GITHUB_WRITE_INTERVAL": "0"})
         self.server.settle()
