@@ -169,7 +169,7 @@ def test_status_reports_over_the_same_run_agrees_with_what_metrics_shows(served)
 
 RULES = vllm_harness.REPO_ROOT / "docs" / "prometheus" / "xpu-workarounds.rules.yml"
 DASHBOARD = json.loads((vllm_harness.REPO_ROOT / "docs" / "grafana" / "xpu-workarounds.json").read_text())
-FAILED = ("failed", "drifted")
+FAILED = ("failed", "drifted", "partial")
 STEP = 1.0  # seconds between the points of a range query
 
 
@@ -311,10 +311,10 @@ def test_the_instance_variable_offers_every_instance_that_reports(fleet):
 
 
 @selection
-def test_failed_or_drifted_counts_every_failed_or_drifted_series(fleet, chosen):
+def test_failed_drifted_or_partial_counts_every_such_series(fleet, chosen):
     instances = SELECTIONS[chosen](fleet)
     expected = [row for row in fleet.workarounds(instances) if row["outcome"] in FAILED]
-    assert stat(fleet, "Workarounds failed or drifted", instances) == len(expected)
+    assert stat(fleet, "Workarounds failed, drifted or partial", instances) == len(expected)
     assert (chosen == "agreeing-only") == (not expected)  # 0 too is an answer, not "no data"
 
 
@@ -357,10 +357,10 @@ def test_applied_per_instance_has_a_line_per_instance_and_process_ending_at_its_
 
 
 @selection
-def test_the_failed_or_drifted_table_names_instance_process_and_workaround(fleet, chosen):
+def test_the_failed_drifted_or_partial_table_names_instance_process_and_workaround(fleet, chosen):
     instances = SELECTIONS[chosen](fleet)
     columns = ("instance", "process", "id", "outcome", "decision", "reason")
-    rows = {tuple(row[c] for c in columns) for row in table(fleet, "Failed or drifted workarounds", instances)}
+    rows = {tuple(row[c] for c in columns) for row in table(fleet, "Failed, drifted or partial workarounds", instances)}
     assert rows == {tuple(row[c] for c in columns) for row in fleet.workarounds(instances) if row["outcome"] in FAILED}
     assert rows == ({(fleet.vllm, "worker", SYNC, "failed", "apply", "forced")} if fleet.vllm in instances else set())
 
@@ -397,8 +397,8 @@ def test_every_workaround_table_shows_each_series_of_each_instance_and_process(f
 
 
 def test_every_panel_is_proven_here():
-    proven = {"Workarounds failed or drifted", "Distinct xpu-workarounds versions and manifests",
+    proven = {"Workarounds failed, drifted or partial", "Distinct xpu-workarounds versions and manifests",
               "Instances reporting", "Waiting in a worker", "Workarounds applied per instance",
-              "Failed or drifted workarounds", "Instances whose xpu-workarounds version or manifest differ",
+              "Failed, drifted or partial workarounds", "Instances whose xpu-workarounds version or manifest differ",
               "Every instance: version, manifest, platform", "Every workaround, by instance and process"}
     assert {panel["title"] for panel in DASHBOARD["panels"]} == proven
