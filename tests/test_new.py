@@ -191,16 +191,23 @@ def test_once_filled_in_lint_passes_and_the_written_test_runs(repository, tree):
     assert done.returncode == 0, done.stdout
 
 
-def test_the_default_release_is_the_newest_on_the_package_index(repository, tmp_path):
+
+def new_from_index(tmp_path: Path, releases: dict[str, dict[str, str] | None]):
+    """``new`` with its targets read from a stand-in package index publishing ``releases`` (version ->
+    the files of its sdist; None: the sdist's default files)."""
     index = Index()
     try:
-        older = XPU_PLATFORM.replace("device_id: int = 0", "device")
-        index.publish("0.98.0", vllm_sdist("0.98.0", {"vllm/platforms/xpu.py": older}))
-        index.publish("0.99.0", vllm_sdist("0.99.0", {"vllm/platforms/xpu.py": XPU_PLATFORM}))
-        result = run("new", NEW_ID, "--target", DOTTED, "-q",
-                     env={**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
+        for version, files in releases.items():
+            index.publish(version, vllm_sdist(version) if files is None else vllm_sdist(version, files))
+        return run("new", NEW_ID, "--target", DOTTED, "-q",
+                   env={**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
     finally:
         index.close()
+
+def test_the_default_release_is_the_newest_on_the_package_index(repository, tmp_path):
+    older = XPU_PLATFORM.replace("device_id: int = 0", "device")
+    result = new_from_index(tmp_path, {"0.98.0": {"vllm/platforms/xpu.py": older},
+                                       "0.99.0": {"vllm/platforms/xpu.py": XPU_PLATFORM}})
     assert result.exit_code == 0, result.output
     assert "in vLLM 0.99.0" in result.stdout.splitlines()[0]
     assert entry(repository)["targets"][0]["params"] == ["device_id"]
@@ -344,15 +351,9 @@ def write_manifest_text(path: Path, text: str) -> Path:
 
 
 def test_a_target_missing_in_older_supported_releases_gets_their_absent_in(repository, tmp_path):
-    index = Index()
-    try:
-        index.publish("0.97.0", vllm_sdist("0.97.0"))  # no vllm/platforms/xpu.py yet
-        index.publish("0.98.0", vllm_sdist("0.98.0", {"vllm/platforms/xpu.py": "class XPUPlatform:\n    pass\n"}))
-        index.publish("0.99.0", vllm_sdist("0.99.0", {"vllm/platforms/xpu.py": XPU_PLATFORM}))
-        result = run("new", NEW_ID, "--target", DOTTED, "-q",
-                     env={**pip_environment(index), "XPU_WORKAROUNDS_CACHE_DIR": str(tmp_path / "cache")})
-    finally:
-        index.close()
+    result = new_from_index(tmp_path, {"0.97.0": None,  # no vllm/platforms/xpu.py yet
+                                       "0.98.0": {"vllm/platforms/xpu.py": "class XPUPlatform:\n    pass\n"},
+                                       "0.99.0": {"vllm/platforms/xpu.py": XPU_PLATFORM}})
     assert result.exit_code == 0, result.output
     assert entry(repository)["targets"] == [{"path": TARGET, "kind": "classmethod", "params": ["device_id"],
                                              "absent_in": "<0.99.0"}]
