@@ -87,7 +87,8 @@ def node(number: int, ip: str, applied: list[str]) -> Node:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_status_cluster_fits_cutting_what_each_node_applies_and_runs_first(width):
-    cluster = Cluster("127.0.0.1:6379", [node(1, "10.0.0.1", list(shipped_ids())), node(2, "10.0.0.2", list(shipped_ids()))], [], [])
+    ids = list(shipped_ids())
+    cluster = Cluster("127.0.0.1:6379", [node(1, "10.0.0.1", ids), node(2, "10.0.0.2", ids)], [], [])
     text = render(cluster, width)
     fits(text, width)
     assert "00000001 10.0.0.1 (head)" in text and "serving-host-2.example.internal" in text
