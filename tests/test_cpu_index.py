@@ -10,11 +10,11 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 from support import vllm_harness
+from support.packages import torch_wheel_index
 
 pytestmark = pytest.mark.pypi_only
 
@@ -29,19 +29,8 @@ def pypi_alone(monkeypatch, tmp_path):
 
 
 def cpu_index(directory: Path) -> str:
-    """A stand-in for PyTorch's CPU wheel index (PEP 503, as pip reads a ``file:`` index): torch
-    2.13.0+cpu alone, as the least preferred wheel there is (``py3-none-any``), so that pip can take
-    it over PyPI's torch 2.13.0 by its version and by nothing else."""
-    version = vllm_harness.E2E_TORCH_CPU.partition("==")[2]
-    wheel = directory / "simple" / "torch" / f"torch-{version}-py3-none-any.whl"
-    wheel.parent.mkdir(parents=True)
-    info = f"torch-{version}.dist-info"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
-        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        archive.writestr(f"{info}/RECORD", f"{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
-    (wheel.parent / "index.html").write_text(f'<a href="{wheel.name.replace("+", "%2B")}">{wheel.name}</a>\n')
-    return (directory / "simple").as_uri()
+    """A stand-in for PyTorch's CPU wheel index: torch 2.13.0+cpu alone."""
+    return torch_wheel_index(directory, vllm_harness.E2E_TORCH_CPU.partition("==")[2])
 
 
 def test_without_the_cpu_index_the_vllm_environment_stops_in_one_line_naming_it(pypi_alone, monkeypatch, tmp_path):

@@ -14,11 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+from support.packages import torch_wheel_index
 from support.vllm_harness import CPU_INDEX
+from support.vllm_harness import E2E_TORCH_CPU as CPU_TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "retire-workarounds.yml"
@@ -581,40 +582,74 @@ def test_a_job_that_installs_the_test_setup_without_the_cpu_index_is_named(tmp_p
     assert without_the_cpu_index(broken) == ["tests"]
 
 
-def cpu_index_chosen(pip_config: str | None, **variables: str) -> str | None:
-    """``PIP_EXTRA_INDEX_URL`` as .ci/run leaves it after ``.ci/cpu-index``, with pip's configuration
-    file ``pip_config`` (None: none) and ``variables`` of pip's environment (the others unset)."""
+def cpu_index_chosen(tmp_path: Path, pip_config: str | None, cpu_index: str,
+                     **variables: str) -> tuple[str | None, str]:
+    """``PIP_EXTRA_INDEX_URL`` as .ci/run leaves it after ``.ci/cpu-index`` (None: unset), and what
+    it said, with pip's configuration file ``pip_config`` (None: none), ``variables`` of pip's
+    environment (the others unset) and ``cpu_index`` standing in for PyTorch's CPU wheel index."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
-    with tempfile.NamedTemporaryFile("w", suffix=".conf") as config:
-        config.write(pip_config or "")
-        config.flush()
-        env.update(PIP_CONFIG_FILE=config.name if pip_config else os.devnull, **variables,
-                   CPU_INDEX_PIP=str(Path(sys.executable).parent / "pip"))
-        done = subprocess.run(["bash", "-c", '. .ci/cpu-index; printf %s "${PIP_EXTRA_INDEX_URL-(unset)}"'],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    config = tmp_path / "pip.conf"
+    config.write_text(pip_config or "")
+    env.update(PIP_CONFIG_FILE=str(config) if pip_config else os.devnull, PIP_CACHE_DIR=str(tmp_path / "cache"),
+               **variables, CPU_INDEX_URL=cpu_index, CPU_INDEX_PIP=str(Path(sys.executable).parent / "pip"))
+    done = subprocess.run(["bash", "-c", 'set -euo pipefail; . .ci/cpu-index; printf %s "${PIP_EXTRA_INDEX_URL-(unset)}"'],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    return None if done.stdout == "(unset)" else done.stdout
+    return (None if done.stdout == "(unset)" else done.stdout), done.stderr
 
 
-def test_the_test_command_names_the_cpu_index_where_pip_knows_pypi_alone():
+@pytest.fixture
+def indexes(tmp_path) -> dict[str, str]:
+    """Stand-ins, all on disk: ``pypi`` serves PyPI's torch 2.13.0 (the CUDA build's version) and no
+    CPU build, ``cpu`` PyTorch's CPU index (2.13.0+cpu), ``mirror`` a mirror that serves the CPU
+    build, ``wheels`` a wheel directory holding it, ``empty`` a wheel directory without it,
+    ``unreachable`` an index that is not there."""
+    version = CPU_TORCH.partition("==")[2]
+    made = {"pypi": torch_wheel_index(tmp_path / "pypi", version.partition("+")[0]),
+            "cpu": torch_wheel_index(tmp_path / "cpu", version),
+            "mirror": torch_wheel_index(tmp_path / "mirror", version)}
+    (tmp_path / "empty").mkdir()
+    return {**made, "wheels": str(tmp_path / "mirror" / "simple" / "torch"), "empty": str(tmp_path / "empty"),
+            "unreachable": (tmp_path / "nowhere" / "simple").as_uri()}
+
+
+def test_the_test_command_names_the_cpu_index_where_pip_knows_pypi_alone(tmp_path, indexes):
     # A GitHub runner, a fresh laptop: pip would take PyPI's CUDA torch (several GB).
-    assert cpu_index_chosen(None) == CPU_INDEX
+    chosen, said = cpu_index_chosen(tmp_path, None, indexes["cpu"], PIP_INDEX_URL=indexes["pypi"])
+    assert chosen == indexes["cpu"]
+    assert said == f"torch's CPU build: PIP_EXTRA_INDEX_URL={indexes['cpu']} (pip does not find {CPU_TORCH} without it)\n"
 
 
 @pytest.mark.parametrize(("pip_config", "variables"), [
-    ("[global]\nfind-links = /opt/wheels\n", {}),  # a wheel directory (this project's machines)
-    ("[global]\nextra-index-url = file:///opt/pypi/simple\n", {}),
-    ("[install]\nindex-url = https://mirror.example/simple\n", {}),
-    (None, {"PIP_INDEX_URL": "https://mirror.example/simple"}),
-    (None, {"PIP_FIND_LINKS": "/opt/wheels"}),
+    ("[global]\nfind-links = {wheels}\nindex-url = {pypi}\n", {}),  # a wheel directory (this project's machines)
+    ("[global]\nextra-index-url = {mirror}\nindex-url = {pypi}\n", {}),
+    ("[install]\nindex-url = {mirror}\n", {}),
+    (None, {"PIP_INDEX_URL": "{mirror}"}),
+    (None, {"PIP_FIND_LINKS": "{wheels}", "PIP_INDEX_URL": "{pypi}"}),
 ])
-def test_the_test_command_leaves_the_cpu_index_out_where_pip_is_told_where_packages_come_from(pip_config,
-                                                                                                variables):
+def test_the_test_command_leaves_the_cpu_index_out_where_pip_finds_the_cpu_build(tmp_path, indexes, pip_config,
+                                                                                variables):
     # Such a machine may not reach PyTorch's index, and pip retries it for every package it looks up.
-    assert cpu_index_chosen(pip_config, **variables) is None
+    # Here the CPU index is not even there: asking it would fail.
+    config = pip_config.format(**indexes) if pip_config else None
+    chosen, said = cpu_index_chosen(tmp_path, config, indexes["unreachable"],
+                                    **{name: value.format(**indexes) for name, value in variables.items()})
+    assert (chosen, said) == (None, "")
 
 
-def test_the_test_command_keeps_an_extra_index_already_given():
-    assert cpu_index_chosen(None, PIP_EXTRA_INDEX_URL="https://other.example/simple") == "https://other.example/simple"
+def test_the_test_command_names_the_cpu_index_where_pips_own_indexes_lack_the_cpu_build(tmp_path, indexes):
+    # A configuration that names a wheel directory and an index, neither holding the CPU build: what
+    # pip is told is not what it finds, so the CPU index is asked, and named.
+    config = f"[global]\nfind-links = {indexes['empty']}\nindex-url = {indexes['pypi']}\n"
+    assert cpu_index_chosen(tmp_path, config, indexes["cpu"])[0] == indexes["cpu"]
 
 
+def test_the_test_command_says_in_one_line_where_no_index_has_the_cpu_build(tmp_path, indexes):
+    chosen, said = cpu_index_chosen(tmp_path, None, indexes["unreachable"], PIP_INDEX_URL=indexes["pypi"])
+    assert chosen is None
+    assert said.count("\n") == 1 and said.startswith(f"torch's CPU build: {CPU_TORCH} is on no index pip reaches")
+
+
+def test_the_test_command_keeps_an_extra_index_already_given(tmp_path, indexes):
+    chosen, said = cpu_index_chosen(tmp_path, None, indexes["cpu"], PIP_EXTRA_INDEX_URL="https://other.example/simple")
+    assert (chosen, said) == ("https://other.example/simple", "")

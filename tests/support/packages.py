@@ -9,6 +9,7 @@ import sys
 import tarfile
 import textwrap
 import types
+import zipfile
 from pathlib import Path
 
 _serial = itertools.count()
@@ -51,3 +52,19 @@ def sdist_bytes(members: dict[str, bytes]) -> bytes:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def torch_wheel_index(directory: Path, version: str) -> str:
+    """A stand-in for PyTorch's CPU wheel index (PEP 503, as pip reads a ``file:`` index), or for a
+    mirror that serves torch's CPU build: torch ``version`` alone, as the least preferred wheel there
+    is (``py3-none-any``), so that pip can take it over PyPI's torch by its version and by nothing
+    else. Returns the index's address."""
+    wheel = directory / "simple" / "torch" / f"torch-{version}-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    info = f"torch-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", f"{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
+    (wheel.parent / "index.html").write_text(f'<a href="{wheel.name.replace("+", "%2B")}">{wheel.name}</a>\n')
+    return (directory / "simple").as_uri()
