@@ -25,7 +25,7 @@ from test_hostile_manifest import mutated_manifests
 from test_manifest import BROKEN, TEXT
 
 from tracker.commands.lint import lint
-from tracker.model import reader, schema
+from tracker.model import keys, reader, schema
 from tracker.retire.removal import remove_entry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,6 +153,36 @@ def test_the_schema_rejects_a_malformed_id(raw_id, table):
     text = SHIPPED.read_text(encoding="utf-8")
     first = text.index('id = "', text.index(f"[[{table}]]"))
     assert schema_errors(text[:first] + f'id = "{raw_id}"' + text[text.index("\n", first):])
+
+
+def _with(text: str, table: str, key: str, value: str) -> str:
+    """``text`` with the first ``[[table]]`` entry's ``key`` set to ``value``."""
+    first = text.index(f'{key} = "', text.index(f"[[{table}]]"))
+    return text[:first] + f'{key} = "{value}"' + text[text.index("\n", first):]
+
+
+@pytest.mark.parametrize("key", sorted(keys.LENGTH_LIMITS))
+@pytest.mark.parametrize("table", ["workaround", "tracked"])
+def test_the_schema_holds_ids_and_titles_to_the_lengths_lint_holds_them_to(tmp_path, table, key):
+    """The committed file says the reader's limit (tracker.model.keys), and the two draw the line at
+    the same character: a value of the limit's length passes both, one character more fails both."""
+    limit = keys.LENGTH_LIMITS[key]
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert committed["properties"][table]["items"]["properties"][key]["maxLength"] == limit
+    manifest = tmp_path / "workarounds.toml"
+    for length in (limit, limit + 1):
+        text = _with(SHIPPED.read_text(encoding="utf-8"), table, key, "a" * length)
+        manifest.write_text(text, encoding="utf-8")
+        lint_refuses = [problem.message for problem in reader.check(manifest) if problem.field.endswith(f".{key}")]
+        schema_refuses = [error for error in schema_errors(text) if error.startswith(f"{table}/0/{key}:")]
+        assert bool(lint_refuses) is bool(schema_refuses) is (length > limit), (length, lint_refuses, schema_refuses)
+
+
+def test_the_schema_holds_an_upstream_marker_to_the_length_lint_holds_it_to():
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    upstream = committed["properties"]["workaround"]["items"]["properties"]["upstream"]["items"]
+    (text_marker,) = [shape for shape in upstream["properties"]["marker"]["oneOf"] if shape["type"] == "string"]
+    assert text_marker["maxLength"] == keys.MARKER_LIMIT
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -62,6 +62,13 @@ def _text(description: str) -> dict[str, Any]:
     return {"type": "string", "pattern": r"\S", "description": description}
 
 
+def _limited(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """``value``, a string's schema, held to the length lint holds ``key`` to (``keys.LENGTH_LIMITS``)."""
+    limit = keys.LENGTH_LIMITS[key]
+    return {**value, "maxLength": limit, "description": f"{value['description']}; at most {limit} characters (the bot "
+                                                        "writes it into issue and pull request titles)"}
+
+
 def _specifier(description: str) -> dict[str, Any]:
     return {"type": "string", "pattern": SPECIFIER, "description": description + " (a PEP 440 specifier)"}
 
@@ -125,7 +132,7 @@ def _upstream() -> dict[str, Any]:
         "remaining": _text("the part of the bug this fix leaves"),
         "marker": {"description": "code vLLM's fix adds (a Python statement or expression), or "
                                   "{ declares = \"parameter\" }: found in a target's source, vLLM carries the fix",
-                   "oneOf": [{"type": "string", "pattern": r"\S"},
+                   "oneOf": [{"type": "string", "pattern": r"\S", "maxLength": keys.MARKER_LIMIT},
                              {"type": "object", "properties": {"declares": {"type": "string",
                                                                             "pattern": r"^[A-Za-z_]\w*$"}},
                               "required": ["declares"], "additionalProperties": False}]},
@@ -146,9 +153,9 @@ def _workaround() -> dict[str, Any]:
               "additionalProperties": _specifier("the versions of this component that have the bug"),
               "description": "one affected window: every component named must match (AND); any window will do (OR)"}
     return _table(keys.WORKAROUND_KEYS, keys.WORKAROUND_REQUIRED, {
-        "id": {"type": "string", "pattern": ID,
-               "description": "lower-case words joined by '-'; the module is workarounds.<id with _>"},
-        "title": _text("one line"),
+        "id": _limited("id", {"type": "string", "pattern": ID,
+                              "description": "lower-case words joined by '-'; the module is workarounds.<id with _>"}),
+        "title": _limited("title", _text("one line")),
         "platform": {"enum": list(PLATFORMS), "description": "where it may apply"},
         "owner": _text("who answers for it"),
         "added": {"type": "string", "format": "date", "description": "a TOML date, such as 2026-07-01 (unquoted)"},
@@ -166,8 +173,8 @@ def _workaround() -> dict[str, Any]:
 
 def _tracked() -> dict[str, Any]:
     return _table(keys.TRACKED_KEYS, keys.TRACKED_REQUIRED, {
-        "id": {"type": "string", "pattern": ID, "description": "lower-case words joined by '-'"},
-        "title": _text("one line"),
+        "id": _limited("id", {"type": "string", "pattern": ID, "description": "lower-case words joined by '-'"}),
+        "title": _limited("title", _text("one line")),
         "file": {"type": "string", "pattern": keys.TRACKED_FILE.pattern,
                  "description": "a .py path in vLLM's source tree, such as vllm/platforms/xpu.py"},
         "marker": _text("a string found in that file exactly in the releases that carry it"),
