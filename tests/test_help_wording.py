@@ -18,8 +18,9 @@ def commands() -> list[str]:
 
 
 def help_of(command: str, width: int) -> str:
+    """``command -h`` (the program's own help for "")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}
-    return subprocess.run([str(terminal.SCRIPT), command, "-h"], capture_output=True, text=True,
+    return subprocess.run([str(terminal.SCRIPT), *([command] if command else []), "-h"], capture_output=True, text=True,
                           env={**env, "COLUMNS": str(width)}, timeout=60).stdout
 
 
@@ -34,15 +35,20 @@ def test_every_commands_help_breaks_lines_only_between_words(width):
         assert all(len(line) <= width for line in narrow.splitlines() if " " in line.strip()), command
 
 
-def test_no_value_is_named_by_its_python_type():
-    for command in commands():
+def test_every_argument_and_value_is_named_by_a_metavar_not_a_placeholder():
+    """No `<str>`, `<path>` or `<text|json|github>` (typer's name of a Python type) anywhere in a help,
+    the program's own included; each argument's line is named by its metavar alone, as its usage line names it."""
+    for command in ["", *commands()]:
         text = help_of(command, 100)
-        assert not re.search(r"<(str|int|float|bool)>|\bTEXT\b|\bINTEGER\b", text.split("Options:", 1)[-1]), command
+        assert not re.search(r"<[^<>\s]*>|\bTEXT\b|\bINTEGER\b", text), f"{command or 'the program'}: {text}"
+        usage = text.split("\n", 1)[0]
+        arguments = text.split("\nArguments:\n", 1)[1].split("\n\n", 1)[0] if "\nArguments:\n" in text else ""
+        for name in re.findall(r"^  (\S(?:\S| (?! ))*)  ", arguments, flags=re.M):
+            assert re.search(rf"[{{\[]{re.escape(name)}[}}\]]", usage), f"{command}: {name!r} is not in {usage!r}"
 
 
 def test_no_help_sends_an_installed_user_to_a_page_the_wheel_lacks():
     # docs/workarounds.md is named as a path of the user's own repository (retire --docs), not a page of ours.
     for command in ["", *commands()]:
-        text = help_of(command, 200) if command else subprocess.run(
-            [str(terminal.SCRIPT), "-h"], capture_output=True, text=True, timeout=60).stdout
+        text = help_of(command, 200)
         assert not re.search(r"docs/(?!workarounds\.md)|CONTRIBUTING|\.md\b(?<!workarounds\.md)", text), command

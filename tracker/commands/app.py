@@ -55,8 +55,9 @@ _SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 def absent_values(kind: type[click.Parameter]) -> type:
     """``kind`` (typer's class of a parameter) giving an absent value (None; ``()`` where it takes
     several) as typer does, through click's public ``Parameter.process_value``, without asking typer
-    to convert it; a value given is converted by typer as it always is (a subclass: every other
-    method is typer's).
+    to convert it; a value given is converted by typer as it always is; an argument's help line
+    named by its metavar (click's public ``Parameter.get_help_record``). A subclass: every other
+    method is typer's.
 
     typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter it processes, absent or not,
     and imports pydantic's validation machinery to do so: most of what ``status --json`` cost beyond
@@ -72,8 +73,16 @@ def absent_values(kind: type[click.Parameter]) -> type:
             value = self.callback(ctx, self, value)
         return value
 
-    return type(kind.__name__, (kind,), {"process_value": process_value, "__module__": __name__,
-                                         "__doc__": kind.__doc__})
+    def get_help_record(self: Any, ctx: click.Context) -> tuple[str, str] | None:
+        """An argument's line in help, named by its metavar alone: typer writes the Python type after
+        it (``ID <str>``), which says nothing a person types."""
+        record: tuple[str, str] | None = kind.get_help_record(self, ctx)
+        return None if record is None else (self.metavar or self.name.upper(), record[1])
+
+    methods: dict[str, Any] = {"process_value": process_value, "__module__": __name__, "__doc__": kind.__doc__}
+    if kind.param_type_name == "argument":
+        methods["get_help_record"] = get_help_record
+    return type(kind.__name__, (kind,), methods)
 
 
 _ABSENT_VALUES: dict[type[click.Parameter], type] = {}

@@ -40,7 +40,7 @@ def given_manifest(ctx: typer.Context) -> Path | None:
 
 ManifestOption = Annotated[
     Path | None,
-    typer.Option("--manifest", help="Manifest to read (default: this repository's workarounds.toml, else the "
+    typer.Option("--manifest", metavar="PATH", help="Manifest to read (default: this repository's workarounds.toml, else the "
                                     "shipped one; status: the shipped one).",
                  envvar=tracker.MANIFEST, show_default=False),
 ]

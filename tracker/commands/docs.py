@@ -13,8 +13,8 @@ from tracker.commands.context import load_manifest
 from tracker.commands.exits import on_os_error
 
 
-def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.",
-                                                        show_default=False)] = None) -> None:
+def docs(ctx: typer.Context, output: Annotated[Path | None, typer.Option(
+        "--output", "-o", metavar="PATH", help="Write here instead of stdout.", show_default=False)] = None) -> None:
     """The workaround catalogue in Markdown, from the manifest."""
     from tracker.model.catalogue import markdown
 

@@ -208,11 +208,11 @@ class Format(StrEnum):
 
 def lint_command(
     ctx: typer.Context,
-    path: Annotated[Path | None, typer.Argument(help="Manifest to check (default: this repository's "
+    path: Annotated[Path | None, typer.Argument(metavar="PATH", help="Manifest to check (default: this repository's "
                                                      "workarounds.toml, else the shipped one).",
                                                 show_default=False)] = None,
     output_format: Annotated[Format, typer.Option(
-        "--format", help="text: PATH:LINE: field: message; json: one object; github: workflow annotations "
+        "--format", metavar="|".join(Format), help="text: PATH:LINE: field: message; json: one object; github: workflow annotations "
                          "(::error file=...,line=...,title=FIELD::message).")] = Format.TEXT,
     json_output: JsonOption = False,
 ) -> None:
