@@ -362,6 +362,18 @@ def test_a_target_missing_in_older_supported_releases_gets_their_absent_in(repos
     assert run("lint", "workarounds.toml").stdout.count("absent_in") == 0  # a specifier lint accepts
 
 
+def test_a_target_absent_in_two_runs_of_releases_asks_for_absent_in_in_words_of_its_own(repository, tmp_path):
+    """No one specifier holds the releases without it: the line says what to write, naming no page the
+    wheel lacks, and the entry gets none."""
+    result = new_from_index(tmp_path, {"0.97.0": None, "0.98.0": {"vllm/platforms/xpu.py": XPU_PLATFORM},
+                                       "0.98.1": None, "0.99.0": {"vllm/platforms/xpu.py": XPU_PLATFORM}})
+    assert result.exit_code == 0, result.output
+    assert "absent_in" not in entry(repository)["targets"][0]
+    assert (f"{TARGET} is absent in vLLM 0.97.0, 0.98.1, which no one specifier holds: write its absent_in by hand "
+            '(a specifier of the releases without it, such as "<0.23.0")') in result.stdout.splitlines()
+    assert "docs/" not in result.stdout
+
+
 @pytest.mark.parametrize(("absent", "expected"), [
     ([], None),
     (["0.19.0", "0.20.0"], "<0.21.0"),

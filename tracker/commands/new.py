@@ -209,7 +209,7 @@ def say_across(read: ReadRelease, across: AcrossReleases, workaround_id: str) ->
                                 f"\"{target.absent_in}\""))
         elif absent:
             typer.echo(one_line(f"{target.path} is absent in {_releases(absent)}, which no one specifier holds: "
-                                "write its absent_in by hand (docs/manifest.md)"))
+                                "write its absent_in by hand (a specifier of the releases without it, such as \"<0.23.0\")"))
         if differs:
             typer.echo(one_line(f"{target.path} differs in {_releases(differs)}: `xpu-workarounds check "
                                 f"--supported --workaround {workaround_id}` names how"))
