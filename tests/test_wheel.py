@@ -149,21 +149,27 @@ def test_the_metadata_says_what_the_package_is_for(wheel):
     assert not any(line.startswith(("Project-URL: ", "Home-page: ")) for line in headers)
 
 
-def test_the_pypi_description_links_nowhere_relative_and_names_files_the_sdist_holds(wheel, sdist):
-    """PyPI shows the description alone: a relative link (README.md's docs/ links) would lead
-    nowhere, so each one is the file's name in the description, and that file is in the sdist."""
+def test_the_pypi_description_names_nothing_the_wheel_lacks_and_says_where_the_rest_is(wheel, sdist):
+    """PyPI shows the description alone, to someone who installs the wheel: it links nowhere relative
+    and names no file of the source distribution that the wheel does not carry (docs/ above all);
+    what it needs of them it says itself, and it says where the rest is documented."""
     head, description = metadata(wheel).split("\n\n", 1)
     assert "Description-Content-Type: text/markdown" in head.splitlines()
     assert description.startswith("# xpu-workarounds\n")
     targets = re.findall(r"\]\(([^)\s]*)\)", description)
     assert all(re.match(r"https?://", target) for target in targets), targets
-    named = set(re.findall(r"`((?:docs/[\w./-]+)|[A-Z]+\.md|LICENSE)`", description))
-    readme = (ROOT / "README.md").read_text()
-    linked = {target.split("#")[0] for target in re.findall(r"\]\(([^)\s:]+)\)", readme)}
-    assert linked and linked <= named  # every file README.md links to is still named
+    assert "docs/" not in description and re.findall(r"[\w./-]+\.md\b", description) == []
+    with zipfile.ZipFile(wheel) as archive:
+        carried = {Path(name).name for name in archive.namelist()}  # LICENSE, workarounds.toml: carried elsewhere
     with tarfile.open(sdist) as archive:
-        files = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {name for name in named if not name.endswith("/")} <= files
+        lacking = {member.name.split("/", 1)[1] for member in archive.getmembers()
+                   if member.isfile() and "/" in member.name and Path(member.name).name not in carried}
+    assert {"CONTRIBUTING.md", "CHANGELOG.md", ".ci/run", "docs/grafana/xpu-workarounds.json"} <= lacking
+    named = {path for path in lacking if re.search(rf"(?<![\w./-]){re.escape(path)}(?![\w./-])", description)}
+    assert named == set(), named
+    documented = " ".join(description.split("\n## Documentation\n", 1)[1].split())
+    assert "`xpu-workarounds COMMAND -h`" in documented and "`xpu-workarounds docs`" in documented
+    assert "source distribution: `pip download --no-deps --no-binary :all: xpu-workarounds`" in documented
 
 
 def test_the_pypi_description_is_for_a_stranger_no_placeholder_installs_by_name_and_no_action_without_a_home(wheel):
@@ -367,14 +373,16 @@ def test_new_never_writes_the_manifest_an_installed_copy_ships(installed, tmp_pa
 
 
 def test_the_pypi_description_names_each_fix_without_the_docs_and_states_the_supported_range(wheel):
-    from tracker.model import reader
+    """The supported range as the manifest the wheel ships declares it in [support]."""
+    import tomllib
 
     description = metadata(wheel).split("\n\n", 1)[1]
     fixes = description.split("## What it fixes", 1)[1].split("\n## ", 1)[0]
-    manifest = reader.load()
-    for workaround in manifest.ids:  # the id itself: `xpu-workarounds explain ID`, said beside the table
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = tomllib.loads(archive.read("tracker/workarounds.toml").decode())
+    for workaround in (entry["id"] for entry in shipped["workaround"]):  # the id itself: `explain ID`, said beside the table
         assert re.search(rf"\| `{re.escape(workaround)}` \|$", fixes, flags=re.M), workaround
     assert "docs/" not in fixes and "`xpu-workarounds explain ID`" in fixes
-    support = manifest.support
-    assert (f"**Supported**: vLLM >= {support['vllm']}, torch >= {support['torch']},\nvllm-xpu-kernels >= "
-            f"{support['vllm-xpu-kernels']}") in description
+    support = shipped["support"]
+    assert (f"**Supported**: vLLM >= {support['vllm']}, torch >= {support['torch']}, vllm-xpu-kernels >= "
+            f"{support['vllm-xpu-kernels']}") in " ".join(description.split())
