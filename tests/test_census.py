@@ -729,6 +729,77 @@ def test_text_that_stands_word_for_word_in_the_cuda_counterpart_is_not_about_xpu
     assert [c.site.line for c in alone.sites] == [3]
 
 
+
+ROPE = '''\
+class Rope:
+    def forward_cuda(self, positions, query, key=None):
+        {cuda}
+
+    def forward_xpu(self, positions, query, key=None):
+        {xpu}
+        ops.rotary_embedding(positions, query, key)
+        return query, key
+'''
+
+
+def test_a_test_in_forward_xpu_returning_to_the_native_path_is_a_fallback_only_where_cuda_keeps_its_kernel():
+    """No comment needed: the XPU kernel lacks a case CUDA's kernel handles. Where CUDA runs the torch
+    path too, XPU taking it is dispatch, whatever a comment beside it says."""
+    fallback = ROPE.format(cuda="ops.rotary_embedding(positions, query, key)",
+                           xpu="if key is None:\n            return self.forward_native(positions, query, key)")
+    site = only_site(fallback)
+    assert (site.line, site.end_line, site.kind.value) == (6, 7, "fallback")
+    assert site.summary.startswith("(no comment) if key is None:")
+    assert sites_of(fallback.replace("ops.rotary_embedding(positions, query, key)\n\n", "pass\n\n", 1)) == []
+    dispatch = ROPE.format(cuda="return self.forward_native(positions, query, key)",
+                           xpu="# No fused XPU kernel for this rope; the generic C++ kernel rejects these\n"
+                               "        # positions. Use the native path.\n"
+                               "        return self.forward_native(positions, query, key)")
+    assert sites_of(dispatch) == []
+    assert len(sites_of(dispatch.replace("return self.forward_native(positions, query, key)\n\n",
+                                         "ops.rotary_embedding(positions, query, key)\n\n", 1))) == 1
+
+
+def test_an_xpu_override_of_a_method_its_base_documents_as_a_fallback_is_a_site(tmp_path):
+    """The platform interface says platforms without ``torch.inference_mode`` override the method to
+    fall back; XPU's override is that fallback, with no comment of its own."""
+    interface = '''\
+    class Platform:
+        @classmethod
+        def inference_mode(cls):
+            """A device-specific wrapper of `torch.inference_mode`.
+
+            This wrapper is recommended because some hardware backends such as TPU
+            do not support `torch.inference_mode`. In such a case, they will fall
+            back to `torch.no_grad` by overriding this method.
+            """
+            return torch.inference_mode(mode=True)
+
+        @classmethod
+        def device_count(cls):
+            """How many devices there are; platforms override this."""
+            return 0
+    '''
+    xpu = '''\
+    class XPUPlatform(Platform):
+        @classmethod
+        def inference_mode(cls):
+            return torch.no_grad()
+
+        @classmethod
+        def device_count(cls):
+            return torch.xpu.device_count()
+    '''
+    files = {"vllm/platforms/interface.py": interface, "vllm/platforms/xpu.py": xpu}
+    taken = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files))
+    assert [(c.site.file, c.site.line, c.site.end_line, c.site.kind.value) for c in taken.sites] == [
+        ("vllm/platforms/xpu.py", 2, 4, "fallback")]
+    # The base in another folder says nothing about this module's methods.
+    elsewhere = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "elsewhere", {
+        "vllm/config/interface.py": interface, "vllm/platforms/xpu.py": xpu}))
+    assert elsewhere.sites == []
+
+
 GRAPHS = '''\
 class XPUPlatform:
     def check_and_update_config(cls, compilation_config):

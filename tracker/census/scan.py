@@ -26,6 +26,7 @@ is read from what made it and the code it covers.
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import functools
 import gc
@@ -34,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from tracker.census import notes, wording, xpu_code
+from tracker.census import native, notes, overrides, wording, xpu_code
 from tracker.census.files import SOURCE_LIMIT, is_xpu_module, may_hold_sites, source_files
 from tracker.census.kinds import Confidence, Kind
 from tracker.census.notes import Note, Said
@@ -81,11 +82,14 @@ def _collector_paused() -> Iterator[None]:
 class FileScan:
     """One file read: its sites (``sites``), and an uncommented one at a given line (``site_at``)."""
 
-    def __init__(self, file: str, source: str, generic: frozenset[str] = frozenset()) -> None:
+    def __init__(self, file: str, source: str, generic: frozenset[str] = frozenset(),
+                 documented: frozenset[str] = frozenset()) -> None:
         self.file = file
         self.source = notes.normalised(source)
         self.lines = notes.lines(self.source)
         self.generic = generic  # the comment lines of its sibling modules (``comment_lines``)
+        self.documented = documented  # methods its base documents as a platform's fallback (``overrides``)
+        self.native = native.Native([], [])  # where ``forward_xpu`` returns to the native path (``_read_code``)
 
     @functools.cached_property
     def _code(self) -> xpu_code.Code | None:
@@ -96,6 +100,7 @@ class FileScan:
         try:
             tree = ast.parse(self.source)
             said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
+            self.native = native.read(tree, self.source)
             return xpu_code.read(tree, len(self.lines), is_xpu_module(self.file), said_xpu)
         except (SyntaxError, ValueError, RecursionError, MemoryError):  # no source vLLM would ship
             return None
@@ -117,6 +122,12 @@ class FileScan:
         parts = [part for note in said if not self._sibling_text(note) and (part := self._part(note, code)) is not None]
         parts += self._patches(code, said)
         parts += self._syncs(code)
+        parts += [_Part(start, end, "(no comment) " + " ".join(self.lines[start - 1].split()) + " -> forward_native, "
+                        "where forward_cuda keeps its kernel", (), "", False, 0, 2, Kind.FALLBACK)
+                  for start, end in self.native.fallbacks]
+        parts += [_Part(start, end, f"(no comment) overrides {name}, the fallback its base documents for platforms "
+                        "without it", (), "", False, 0, 2, Kind.FALLBACK)
+                  for start, end, name in overrides.overridden(code, self.lines, self.documented)]
         return self._merged(parts, code, said)
 
     def site_at(self, line: int, summary: str) -> Site | None:
@@ -155,6 +166,9 @@ class FileScan:
         if placed is None:
             return None
         start, end, in_branch = placed
+        native_return = bisect.bisect_left(self.native.dispatch, start)
+        if note.comment and native_return < len(self.native.dispatch) and self.native.dispatch[native_return] <= end:
+            return None  # XPU takes the native path where CUDA runs no kernel either: dispatch
         inside = in_branch or code.holds(note.first)
         checked = note.comment and code.checks_between(start, end)
         xpu = wording.about_xpu(text)
@@ -318,7 +332,7 @@ class FileScan:
                 previous = patch
             groups.setdefault(patch.group or run, []).append(patch)
         comments = {note.last: note for note in said if note.kind == Note.COMMENT}
-        defined = self._definitions(code) if groups else {}
+        defined = overrides.definitions(code, self.lines, top_level=True) if groups else {}
         parts = []
         for patches in groups.values():
             start, end = min(p.first for p in patches), max(p.last for p in patches)
@@ -336,17 +350,6 @@ class FileScan:
                 parts.append(_Part(start, end, f"(no comment) {rebinds}", (), rebinds, False, 0, 2,
                                    Kind.MONKEY_PATCH))
         return parts
-
-    def _definitions(self, code: xpu_code.Code) -> dict[str, int]:
-        """The module-level functions of the file, by name: their first line."""
-        found: dict[str, int] = {}
-        for statement in code.statements:
-            if statement.definition and statement.kind != "ClassDef":
-                header = next((m for line in range(statement.first, statement.header + 1)
-                               if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", self.lines[line - 1]))), None)
-                if header is not None and not self.lines[statement.first - 1][:1].isspace():
-                    found.setdefault(header.group(1), statement.first)
-        return found
 
     def _merged(self, parts: list[_Part], code: xpu_code.Code, said: list[Said]) -> list[Site]:
         """Overlapping parts, and paragraphs of one docstring, as one site: the first worded part's
