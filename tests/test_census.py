@@ -469,6 +469,32 @@ def test_a_comment_after_the_last_statement_of_the_xpu_branch_is_part_of_it():
     assert (site.line, site.end_line, site.references) == (2, 4, ("vllm-project/vllm#123",))
 
 
+
+def test_a_plain_note_on_a_step_of_xpu_only_code_does_not_end_the_workaround_it_follows():
+    """In an XPU module the comment naming what the rest of the function does stands for all of it:
+    "# Allocate output tensor." below it names a step; a note that explains something of its own, a
+    blank line, or generic code end it as before."""
+    module = '''\
+    class XpuCommunicator:
+        def gather(self, input_, dst=0):
+            # For xpu path, gather doesn't work properly together with ray
+            # cluster so we use all_gather instead for now.
+            input_size = input_.size()
+            # Allocate output tensor.
+            output_tensor = torch.empty((self.world_size,) + input_size)
+            # All-gather.
+            dist.all_gather_into_tensor(output_tensor, input_)
+            return output_tensor
+    '''
+    file = "vllm/distributed/device_communicators/xpu_communicator.py"
+    assert spans(module, file) == [(3, 10)]
+    assert spans(module.replace("# All-gather.", "# XPU lacks all_gather_into_tensor's async form."), file) == [
+        (3, 7), (8, 10)]
+    assert spans(module.replace("            # Allocate", "\n            # Allocate"), file) == [(3, 5)]
+    assert spans(module.replace("class XpuCommunicator", "class Communicator").replace("For xpu path", "On XPU"),
+                 "vllm/distributed/communicator.py") == [(3, 5)]
+
+
 def test_a_neutral_name_for_the_platform_check_is_a_platform_check():
     site = only_site('''\
     def rope(self, positions, query, key):
@@ -937,6 +963,31 @@ def test_uncommented_xpu_code_an_entry_names_is_a_site_because_the_manifest_says
     # Without the entry, its shape says it: a branch that only synchronizes on XPU.
     (shaped,) = scan.scan_tree(tmp_path / "tree")
     assert (shaped.line, shaped.end_line, shaped.kind) == (8, 9, "sync")
+
+
+
+def test_an_entry_s_uncommented_site_starts_at_the_comment_that_explains_it(tmp_path):
+    """The comment above the statement an entry names is its explanation even when it makes no site
+    of its own (a defect, no component named as a word): the site runs from it, and says it."""
+    ucx = {"id": "vllm-ucx-memtype-cache", "title": "vLLM sets UCX_MEMTYPE_CACHE=n on XPU",
+           "file": "vllm/platforms/xpu.py", "marker": 'os.environ["UCX_MEMTYPE_CACHE"] = "n"',
+           "carried_in": ">=0.19.0", "link": "https://openucx.readthedocs.io/en/master/faq.html"}
+    platform = '''\
+    import os
+
+
+    def check_and_update_config(config):
+        config.worker = "xpu"
+
+        # In some cases, the internal memory type cache can misdetect GPU
+        # memory as host memory, also leading to invalid memory access.
+        # ref. https://openucx.readthedocs.io/en/master/faq.html
+        os.environ["UCX_MEMTYPE_CACHE"] = "n"
+    '''
+    manifest = reader.load(manifest_with(tmp_path, ucx))
+    (site,) = census_tree(manifest, write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": platform})).sites
+    assert (site.site.line, site.site.end_line, site.tracked) == (7, 10, "vllm-ucx-memtype-cache")
+    assert site.site.summary.startswith("In some cases, the internal memory type cache can misdetect GPU memory")
 
 
 def test_an_entry_whose_marker_is_in_no_xpu_code_is_named_not_invented(tmp_path):

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from tracker.census import overrides, pinned
 from tracker.census.files import is_xpu_module
-from tracker.census.scan import FileScan, Site
+from tracker.census.scan import FileScan, Site, collector_paused
 from tracker.census.siblings import comment_lines, siblings
 from tracker.model.manifest import InlineWorkaround, Manifest
 from tracker.model.tracked import dead_at
@@ -203,7 +203,13 @@ def compare(new: Census, old: Census) -> Census:
     alike enough in the same file, then in any file; then, in the same file, a site whose words
     are nearly all in the other's (one that grew or shrank: a comment added to the code it was,
     a part dropped). Each site's words are read once, and alike
-    pairs are found through an index of their rarest words: time near-linear in the sites."""
+    pairs are found through an index of their rarest words: time near-linear in the sites (the
+    cycle collector paused meanwhile, as for reading a file: ``scan.collector_paused``)."""
+    with collector_paused():
+        return _compared(new, old)
+
+
+def _compared(new: Census, old: Census) -> Census:
     unmatched_new = dict.fromkeys(range(len(new.sites)))  # ordered sets
     unmatched_old = dict.fromkeys(range(len(old.sites)))
     said_new = [_said(counted) for counted in new.sites]
