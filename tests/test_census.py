@@ -786,6 +786,24 @@ def test_a_test_in_forward_xpu_returning_to_the_native_path_is_a_fallback_only_w
                                          "ops.rotary_embedding(positions, query, key)\n\n", 1))) == 1
 
 
+
+def test_an_xpu_kernel_s_result_cast_back_to_the_caller_s_dtype_is_a_substitute():
+    """No comment needed: the kernel emits another dtype than the one asked of it. Only in XPU-only
+    code, and only the result of an XPU op."""
+    kernel = '''\
+    class XPUW4A8Kernel:
+        def apply_weights(self, layer, x):
+            quant_x, x_scale = quantize(x)
+            out = torch.ops._xpu_C.int4_gemm_w4a8(quant_x, x_scale, layer.weight_packed)
+            return out.to(x.dtype).reshape(x.shape)
+    '''
+    site = only_site(kernel)
+    assert (site.line, site.end_line, site.kind.value) == (5, 5, "substitute")
+    assert sites_of(kernel.replace("XPUW4A8Kernel", "W4A8Kernel")) == []  # generic code: not XPU's
+    assert sites_of(kernel.replace("torch.ops._xpu_C.int4_gemm_w4a8", "torch.ops._C.int4_gemm")) == []
+    assert sites_of(kernel.replace("out.to(x.dtype)", "out.to(torch.float16)")) == []  # not the caller's dtype
+
+
 def test_an_xpu_override_of_a_method_its_base_documents_as_a_fallback_is_a_site(tmp_path):
     """The platform interface says platforms without ``torch.inference_mode`` override the method to
     fall back; XPU's override is that fallback, with no comment of its own."""

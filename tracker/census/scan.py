@@ -118,7 +118,7 @@ class FileScan:
         code.described_by_their_own([branch for note, branch in headed if branch is not None and note.last < branch.body])
         parts = [part for note in said if not self._sibling_text(note) and (part := self._part(note, code)) is not None]
         parts += shapes.patches(code, said, self.lines) + shapes.syncs(code, self.lines)
-        parts += shapes.native_fallbacks(self.native, self.lines)
+        parts += shapes.native_fallbacks(self.native, code, self.lines)
         parts += shapes.overrides_of(code, self.lines, self.documented)
         return self._merged(parts, code, said)
 

@@ -87,9 +87,13 @@ def patches(code: xpu_code.Code, said: list[Said], lines: list[str]) -> list[Par
     return parts
 
 
-def native_fallbacks(found: native.Native, lines: list[str]) -> list[Part]:
+def native_fallbacks(found: native.Native, code: xpu_code.Code, lines: list[str]) -> list[Part]:
+    """A test returning to the native path where CUDA keeps its kernel; an XPU kernel's result cast
+    back as it is returned, in XPU-only code (``tracker.census.native``)."""
     return [Part(start, end, "(no comment) " + " ".join(lines[start - 1].split()) + " -> forward_native, where "
-                 "forward_cuda keeps its kernel", (), "", False, 0, 2, Kind.FALLBACK) for start, end in found.fallbacks]
+                 "forward_cuda keeps its kernel", (), "", False, 0, 2, Kind.FALLBACK) for start, end in found.fallbacks] + [
+        Part(start, end, "(no comment) " + " ".join(lines[start - 1].split()) + ": the XPU kernel's result cast back",
+             (), "", False, 0, 2, Kind.SUBSTITUTE) for start, end in found.casts if code.holds(start)]
 
 
 def overrides_of(code: xpu_code.Code, lines: list[str], documented: frozenset[str]) -> list[Part]:
