@@ -717,6 +717,23 @@ def test_a_site_naming_an_upstream_reference_is_held_with_high_confidence():
     assert (site.kind, site.confidence) == ("switch-off", "high")
 
 
+
+def test_a_fact_of_the_platform_worded_as_a_gap_is_no_site_unless_it_names_a_fix_to_wait_for():
+    """Unsigned USM addresses are XPU's for good: the arithmetic that suits them is no workaround. The
+    same fact behind a component's gap with a version to wait for is one."""
+    fact = '''\
+    def offsets(addresses):
+        if current_platform.is_xpu():
+            # Device addresses are unsigned and can have the high bit set (XPU USM), so they
+            # are added up in uint64; signed arithmetic rejects them.
+            return addresses.view(torch.uint64).sum()
+        return addresses.sum()
+    '''
+    assert sites_of(fact) == []
+    waiting = fact.replace("signed arithmetic rejects them.", "torch's setitem rejects them. TODO(torch>=2.14)")
+    assert spans(waiting) == [(2, 5)]
+
+
 def test_vllm_s_own_fixme_a_user_s_choice_and_several_platforms_named_at_once_are_no_site():
     source = '''\
     if current_platform.is_xpu():
