@@ -469,6 +469,32 @@ def test_a_comment_after_the_last_statement_of_the_xpu_branch_is_part_of_it():
     assert (site.line, site.end_line, site.references) == (2, 4, ("vllm-project/vllm#123",))
 
 
+
+def test_a_plain_note_on_a_step_of_xpu_only_code_does_not_end_the_workaround_it_follows():
+    """In an XPU module the comment naming what the rest of the function does stands for all of it:
+    "# Allocate output tensor." below it names a step; a note that explains something of its own, a
+    blank line, or generic code end it as before."""
+    module = '''\
+    class XpuCommunicator:
+        def gather(self, input_, dst=0):
+            # For xpu path, gather doesn't work properly together with ray
+            # cluster so we use all_gather instead for now.
+            input_size = input_.size()
+            # Allocate output tensor.
+            output_tensor = torch.empty((self.world_size,) + input_size)
+            # All-gather.
+            dist.all_gather_into_tensor(output_tensor, input_)
+            return output_tensor
+    '''
+    file = "vllm/distributed/device_communicators/xpu_communicator.py"
+    assert spans(module, file) == [(3, 10)]
+    assert spans(module.replace("# All-gather.", "# XPU lacks all_gather_into_tensor's async form."), file) == [
+        (3, 7), (8, 10)]
+    assert spans(module.replace("            # Allocate", "\n            # Allocate"), file) == [(3, 5)]
+    assert spans(module.replace("class XpuCommunicator", "class Communicator").replace("For xpu path", "On XPU"),
+                 "vllm/distributed/communicator.py") == [(3, 5)]
+
+
 def test_a_neutral_name_for_the_platform_check_is_a_platform_check():
     site = only_site('''\
     def rope(self, positions, query, key):
@@ -691,6 +717,23 @@ def test_a_site_naming_an_upstream_reference_is_held_with_high_confidence():
     assert (site.kind, site.confidence) == ("switch-off", "high")
 
 
+
+def test_a_fact_of_the_platform_worded_as_a_gap_is_no_site_unless_it_names_a_fix_to_wait_for():
+    """Unsigned USM addresses are XPU's for good: the arithmetic that suits them is no workaround. The
+    same fact behind a component's gap with a version to wait for is one."""
+    fact = '''\
+    def offsets(addresses):
+        if current_platform.is_xpu():
+            # Device addresses are unsigned and can have the high bit set (XPU USM), so they
+            # are added up in uint64; signed arithmetic rejects them.
+            return addresses.view(torch.uint64).sum()
+        return addresses.sum()
+    '''
+    assert sites_of(fact) == []
+    waiting = fact.replace("signed arithmetic rejects them.", "torch's setitem rejects them. TODO(torch>=2.14)")
+    assert spans(waiting) == [(2, 5)]
+
+
 def test_vllm_s_own_fixme_a_user_s_choice_and_several_platforms_named_at_once_are_no_site():
     source = '''\
     if current_platform.is_xpu():
@@ -727,6 +770,95 @@ def test_text_that_stands_word_for_word_in_the_cuda_counterpart_is_not_about_xpu
     alone = census_tree(reader.load(manifest_with(tmp_path)),
                         write_tree(tmp_path / "alone", {f"{folder}/xpu_communicator.py": files[f"{folder}/xpu_communicator.py"]}))
     assert [c.site.line for c in alone.sites] == [3]
+
+
+
+ROPE = '''\
+class Rope:
+    def forward_cuda(self, positions, query, key=None):
+        {cuda}
+
+    def forward_xpu(self, positions, query, key=None):
+        {xpu}
+        ops.rotary_embedding(positions, query, key)
+        return query, key
+'''
+
+
+def test_a_test_in_forward_xpu_returning_to_the_native_path_is_a_fallback_only_where_cuda_keeps_its_kernel():
+    """No comment needed: the XPU kernel lacks a case CUDA's kernel handles. Where CUDA runs the torch
+    path too, XPU taking it is dispatch, whatever a comment beside it says."""
+    fallback = ROPE.format(cuda="ops.rotary_embedding(positions, query, key)",
+                           xpu="if key is None:\n            return self.forward_native(positions, query, key)")
+    site = only_site(fallback)
+    assert (site.line, site.end_line, site.kind.value) == (6, 7, "fallback")
+    assert site.summary.startswith("(no comment) if key is None:")
+    assert sites_of(fallback.replace("ops.rotary_embedding(positions, query, key)\n\n", "pass\n\n", 1)) == []
+    dispatch = ROPE.format(cuda="return self.forward_native(positions, query, key)",
+                           xpu="# No fused XPU kernel for this rope; the generic C++ kernel rejects these\n"
+                               "        # positions. Use the native path.\n"
+                               "        return self.forward_native(positions, query, key)")
+    assert sites_of(dispatch) == []
+    assert len(sites_of(dispatch.replace("return self.forward_native(positions, query, key)\n\n",
+                                         "ops.rotary_embedding(positions, query, key)\n\n", 1))) == 1
+
+
+
+def test_an_xpu_kernel_s_result_cast_back_to_the_caller_s_dtype_is_a_substitute():
+    """No comment needed: the kernel emits another dtype than the one asked of it. Only in XPU-only
+    code, and only the result of an XPU op."""
+    kernel = '''\
+    class XPUW4A8Kernel:
+        def apply_weights(self, layer, x):
+            quant_x, x_scale = quantize(x)
+            out = torch.ops._xpu_C.int4_gemm_w4a8(quant_x, x_scale, layer.weight_packed)
+            return out.to(x.dtype).reshape(x.shape)
+    '''
+    site = only_site(kernel)
+    assert (site.line, site.end_line, site.kind.value) == (5, 5, "substitute")
+    assert sites_of(kernel.replace("XPUW4A8Kernel", "W4A8Kernel")) == []  # generic code: not XPU's
+    assert sites_of(kernel.replace("torch.ops._xpu_C.int4_gemm_w4a8", "torch.ops._C.int4_gemm")) == []
+    assert sites_of(kernel.replace("out.to(x.dtype)", "out.to(torch.float16)")) == []  # not the caller's dtype
+
+
+def test_an_xpu_override_of_a_method_its_base_documents_as_a_fallback_is_a_site(tmp_path):
+    """The platform interface says platforms without ``torch.inference_mode`` override the method to
+    fall back; XPU's override is that fallback, with no comment of its own."""
+    interface = '''\
+    class Platform:
+        @classmethod
+        def inference_mode(cls):
+            """A device-specific wrapper of `torch.inference_mode`.
+
+            This wrapper is recommended because some hardware backends such as TPU
+            do not support `torch.inference_mode`. In such a case, they will fall
+            back to `torch.no_grad` by overriding this method.
+            """
+            return torch.inference_mode(mode=True)
+
+        @classmethod
+        def device_count(cls):
+            """How many devices there are; platforms override this."""
+            return 0
+    '''
+    xpu = '''\
+    class XPUPlatform(Platform):
+        @classmethod
+        def inference_mode(cls):
+            return torch.no_grad()
+
+        @classmethod
+        def device_count(cls):
+            return torch.xpu.device_count()
+    '''
+    files = {"vllm/platforms/interface.py": interface, "vllm/platforms/xpu.py": xpu}
+    taken = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "tree", files))
+    assert [(c.site.file, c.site.line, c.site.end_line, c.site.kind.value) for c in taken.sites] == [
+        ("vllm/platforms/xpu.py", 2, 4, "fallback")]
+    # The base in another folder says nothing about this module's methods.
+    elsewhere = census_tree(reader.load(manifest_with(tmp_path)), write_tree(tmp_path / "elsewhere", {
+        "vllm/config/interface.py": interface, "vllm/platforms/xpu.py": xpu}))
+    assert elsewhere.sites == []
 
 
 GRAPHS = '''\
@@ -866,6 +998,31 @@ def test_uncommented_xpu_code_an_entry_names_is_a_site_because_the_manifest_says
     # Without the entry, its shape says it: a branch that only synchronizes on XPU.
     (shaped,) = scan.scan_tree(tmp_path / "tree")
     assert (shaped.line, shaped.end_line, shaped.kind) == (8, 9, "sync")
+
+
+
+def test_an_entry_s_uncommented_site_starts_at_the_comment_that_explains_it(tmp_path):
+    """The comment above the statement an entry names is its explanation even when it makes no site
+    of its own (a defect, no component named as a word): the site runs from it, and says it."""
+    ucx = {"id": "vllm-ucx-memtype-cache", "title": "vLLM sets UCX_MEMTYPE_CACHE=n on XPU",
+           "file": "vllm/platforms/xpu.py", "marker": 'os.environ["UCX_MEMTYPE_CACHE"] = "n"',
+           "carried_in": ">=0.19.0", "link": "https://openucx.readthedocs.io/en/master/faq.html"}
+    platform = '''\
+    import os
+
+
+    def check_and_update_config(config):
+        config.worker = "xpu"
+
+        # In some cases, the internal memory type cache can misdetect GPU
+        # memory as host memory, also leading to invalid memory access.
+        # ref. https://openucx.readthedocs.io/en/master/faq.html
+        os.environ["UCX_MEMTYPE_CACHE"] = "n"
+    '''
+    manifest = reader.load(manifest_with(tmp_path, ucx))
+    (site,) = census_tree(manifest, write_tree(tmp_path / "tree", {"vllm/platforms/xpu.py": platform})).sites
+    assert (site.site.line, site.site.end_line, site.tracked) == (7, 10, "vllm-ucx-memtype-cache")
+    assert site.site.summary.startswith("In some cases, the internal memory type cache can misdetect GPU memory")
 
 
 def test_an_entry_whose_marker_is_in_no_xpu_code_is_named_not_invented(tmp_path):

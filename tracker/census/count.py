@@ -15,13 +15,14 @@ import math
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from tracker.census import pinned
+from tracker.census import overrides, pinned
 from tracker.census.files import is_xpu_module
-from tracker.census.scan import FileScan, Site
+from tracker.census.scan import FileScan, Site, collector_paused
 from tracker.census.siblings import comment_lines, siblings
 from tracker.model.manifest import InlineWorkaround, Manifest
 from tracker.model.tracked import dead_at
@@ -99,9 +100,9 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
     sources: dict[str, str] = {}
     label = release or "of unknown version"
     tests: dict[str, str] = {}
-    for file, text, generic in _with_siblings(files):
+    for file, text, generic, documented in _with_siblings(files):
         tests.update(pinned.version_tests(text))
-        scan = FileScan(file, text, generic)
+        scan = FileScan(file, text, generic, documented)
         entries = by_file.pop(file, [])
         sites = list(scan.sites)
         covering: dict[int, InlineWorkaround] = {}
@@ -136,21 +137,26 @@ def take(manifest: Manifest, files: Iterable[tuple[str, str]], *, release: str |
     return Census(release, source, dict(pins), counted, unplaced, sources=sources)
 
 
-def _with_siblings(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, frozenset[str]]]:
+def _with_siblings(files: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, frozenset[str], frozenset[str]]]:
     """``files`` each with the comment lines of its sibling modules (``siblings.siblings``; none for a
-    module that is not XPU-only): the XPU-only modules are read last, when every sibling's comment
-    lines are known. Each file's comment lines are kept (a small part of its text), never the text."""
+    module that is not XPU-only) and the methods the modules of its folder document as a platform's
+    fallback (``overrides.documented``): the XPU-only modules are read last, when every sibling's
+    comment lines are known. Each file's comment lines are kept (a small part of its text), never the text."""
     said: dict[str, frozenset[str]] = {}
+    documented: dict[str, frozenset[str]] = {}
     deferred: list[tuple[str, str]] = []
     for file, text in files:
         if is_xpu_module(file):
             deferred.append((file, text))
             continue
         said[file] = frozenset(comment_lines(text.splitlines()))
-        yield file, text, frozenset()
+        for folder, names in overrides.documented(file, text).items():
+            documented[folder] = documented.get(folder, frozenset()) | names
+        yield file, text, frozenset(), frozenset()
     found = siblings([file for file, _ in deferred], said)
     for file, text in deferred:
-        yield file, text, frozenset().union(*(said[other] for other in found.get(file, [])))
+        yield (file, text, frozenset().union(*(said[other] for other in found.get(file, []))),
+               documented.get(str(PurePosixPath(file).parent), frozenset()))
 
 
 def _uncommented(scan: FileScan, inline: InlineWorkaround, sites: list[Site]) -> int | None:
@@ -197,7 +203,13 @@ def compare(new: Census, old: Census) -> Census:
     alike enough in the same file, then in any file; then, in the same file, a site whose words
     are nearly all in the other's (one that grew or shrank: a comment added to the code it was,
     a part dropped). Each site's words are read once, and alike
-    pairs are found through an index of their rarest words: time near-linear in the sites."""
+    pairs are found through an index of their rarest words: time near-linear in the sites (the
+    cycle collector paused meanwhile, as for reading a file: ``scan.collector_paused``)."""
+    with collector_paused():
+        return _compared(new, old)
+
+
+def _compared(new: Census, old: Census) -> Census:
     unmatched_new = dict.fromkeys(range(len(new.sites)))  # ordered sets
     unmatched_old = dict.fromkeys(range(len(old.sites)))
     said_new = [_said(counted) for counted in new.sites]

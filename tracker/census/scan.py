@@ -12,8 +12,10 @@ confidence:
 - a ``raise`` or ``assert`` in a platform check's branch of generic code whose message names the
   gap (a refusal), with that branch; in an XPU-only module, only one naming a known issue or a
   reference;
-- a branch of generic code that does nothing but synchronize (``_syncs``);
-- a rebinding of an imported library's attribute, with the function it installs (``_patches``);
+- a branch of generic code that does nothing but synchronize; a rebinding of an imported library's
+  attribute, with the function it installs; a test in ``forward_xpu`` returning to the native path
+  where ``forward_cuda`` keeps its kernel; an XPU override of a method its base documents as a
+  platform's fallback (``tracker.census.shapes``, with no comment needed);
 - a comment on XPU-only code naming a component's gap or defect, or in generic code a sentence
   naming XPU and a gap, or the words of a temporary measure or a reference (``_part``).
 
@@ -26,18 +28,19 @@ is read from what made it and the code it covers.
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import functools
 import gc
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
-from tracker.census import notes, wording, xpu_code
+from tracker.census import native, notes, shapes, wording, xpu_code
 from tracker.census.files import SOURCE_LIMIT, is_xpu_module, may_hold_sites, source_files
 from tracker.census.kinds import Confidence, Kind
 from tracker.census.notes import Note, Said
+from tracker.census.shapes import Part
 from tracker.census.siblings import SIBLING_SHARE, comment_lines, siblings
 from tracker.census.site import Site
 
@@ -50,25 +53,12 @@ SEGMENT_LINES = 60
 _REFUSALS = frozenset({"Raise", "Assert", "Return"})
 
 
-class _Part(NamedTuple):
-    """What one note or one patch makes, before overlapping parts are merged into sites."""
-
-    start: int
-    end: int
-    summary: str
-    references: tuple[str, ...]
-    said: str
-    worded: bool  # made by words (its summary wins a merge), not by a shape alone
-    docstring: int = 0  # made by a paragraph of the docstring that begins on this line
-    score: int = 2  # how much says it is a workaround (``Confidence.of``)
-    kind: Kind | None = None  # what made it says its kind (a patch, a sync, a logged fallback), else read from its code
-
-
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector paused while one file is read: the syntax tree and the notes are
-    many objects and no cycles, and a collection pass over them each time the allocations pile up
-    makes a large file cost more than its size (restored after, as it was)."""
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while one file is read (or two censuses compared): the syntax
+    tree and the notes (the word sets and their indexes) are many objects and no cycles, and a
+    collection pass over them each time the allocations pile up makes a large input cost more than
+    its size (restored after, as it was)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -81,42 +71,55 @@ def _collector_paused() -> Iterator[None]:
 class FileScan:
     """One file read: its sites (``sites``), and an uncommented one at a given line (``site_at``)."""
 
-    def __init__(self, file: str, source: str, generic: frozenset[str] = frozenset()) -> None:
+    def __init__(self, file: str, source: str, generic: frozenset[str] = frozenset(),
+                 documented: frozenset[str] = frozenset()) -> None:
         self.file = file
         self.source = notes.normalised(source)
         self.lines = notes.lines(self.source)
         self.generic = generic  # the comment lines of its sibling modules (``comment_lines``)
+        self.documented = documented  # methods its base documents as a platform's fallback (``overrides``)
+        self.native = native.Native([], [])  # where ``forward_xpu`` returns to the native path (``_read_code``)
 
     @functools.cached_property
     def _code(self) -> xpu_code.Code | None:
-        with _collector_paused():
+        with collector_paused():
             return self._read_code()
 
     def _read_code(self) -> xpu_code.Code | None:
         try:
             tree = ast.parse(self.source)
             said_xpu = [False, *("xpu" in line.lower() for line in self.lines)]
+            self.native = native.read(tree, self.source)
             return xpu_code.read(tree, len(self.lines), is_xpu_module(self.file), said_xpu)
         except (SyntaxError, ValueError, RecursionError, MemoryError):  # no source vLLM would ship
             return None
 
     @functools.cached_property
+    def _said(self) -> list[Said]:
+        return notes.notes(self.source, self.lines)
+
+    @functools.cached_property
+    def _comments(self) -> dict[int, Said]:  # by first line
+        return {note.first: note for note in self._said if note.kind == Note.COMMENT}
+
+    @functools.cached_property
     def sites(self) -> list[Site]:
-        with _collector_paused():
+        with collector_paused():
             return self._sites()
 
     def _sites(self) -> list[Site]:
         if not may_hold_sites(self.file, self.source):
             return []
-        said = notes.notes(self.source, self.lines)
+        said = self._said
         code = self._code
         if code is None:
             return []
         headed = [(note, code.heads.get(note.first)) for note in said if note.kind == Note.COMMENT]
         code.described_by_their_own([branch for note, branch in headed if branch is not None and note.last < branch.body])
         parts = [part for note in said if not self._sibling_text(note) and (part := self._part(note, code)) is not None]
-        parts += self._patches(code, said)
-        parts += self._syncs(code)
+        parts += shapes.patches(code, said, self.lines) + shapes.syncs(code, self.lines)
+        parts += shapes.native_fallbacks(self.native, code, self.lines)
+        parts += shapes.overrides_of(code, self.lines, self.documented)
         return self._merged(parts, code, said)
 
     def site_at(self, line: int, summary: str) -> Site | None:
@@ -129,9 +132,12 @@ class FileScan:
         branches = [(branch.check, branch.end) for branch in code.checks.values()
                     if branch.check <= line <= branch.end and branch.end - branch.check < BRANCH_LINES]
         start, end = max(branches) if branches else code.statement_at(line)
+        above = next((note for note in self._said if note.kind == Note.COMMENT and note.last == start - 1), None)
+        if above is not None and self._explains(above):  # its explanation, though it makes no site of its own
+            return self._site(above.first, end, notes.summary(above.text), tuple(wording.references(above.text)), above.text)
         return self._site(start, end, summary, (), "")
 
-    def _part(self, note: Said, code: xpu_code.Code) -> _Part | None:
+    def _part(self, note: Said, code: xpu_code.Code) -> Part | None:
         """The site ``note`` makes, if it says it is a workaround and is where one can be."""
         text = note.text
         temporary = wording.TEMPORARY.search(text) is not None or wording.names_reference(text)
@@ -155,6 +161,9 @@ class FileScan:
         if placed is None:
             return None
         start, end, in_branch = placed
+        native_return = bisect.bisect_left(self.native.dispatch, start)
+        if note.comment and native_return < len(self.native.dispatch) and self.native.dispatch[native_return] <= end:
+            return None  # XPU takes the native path where CUDA runs no kernel either: dispatch
         inside = in_branch or code.holds(note.first)
         checked = note.comment and code.checks_between(start, end)
         xpu = wording.about_xpu(text)
@@ -176,11 +185,11 @@ class FileScan:
         score = 2 * temporary + (gap or defect or wants or singled) + component + bool(inside or checked or xpu)
         kind = (Kind.FALLBACK if note.comment and wording.FALLING_BACK.search(text) else
                 Kind.SWITCH_OFF if note.comment and (singled or wording.OFF.search(text)) else None)
-        return _Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True,
+        return Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True,
                      note.docstring, score, kind)
 
     def _message(self, note: Said, statement: xpu_code.Statement, code: xpu_code.Code,
-                 temporary: bool) -> _Part | None:
+                 temporary: bool) -> Part | None:
         """A logged line or a refusal's message that names what XPU lacks (a fallback, a switch-off, a
         ``raise`` naming the gap): with the test that leads to it, when it is in XPU-only code or
         names XPU. A user's explicit choice honoured, and a kernel's declarations to the selector
@@ -210,25 +219,7 @@ class FileScan:
         kind = (Kind.REFUSAL if not logged else Kind.FALLBACK if wording.FALLING_BACK.search(text) else
                 Kind.SWITCH_OFF)
         score = 2 * temporary + 1 + (wording.COMPONENT.search(text) is not None) + code.holds(statement.first)
-        return _Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True, 0, score, kind)
-
-    def _syncs(self, code: xpu_code.Code) -> list[_Part]:
-        """A platform check's branch of generic code that does nothing but synchronize a stream or the
-        device: an extra sync on XPU, a site by its shape (an XPU module synchronizing, or a branch
-        that does more, is XPU's own way of doing something)."""
-        if code.whole_file:
-            return []
-        parts = []
-        for statement in code.statements:
-            if statement.effect != "sync" or not code.holds(statement.first):
-                continue
-            branch = code.platform_branch(statement.first, statement.last)
-            if branch is None or any(other.effect != "sync" for other in code.described(branch.body, branch.end)):
-                continue  # a sync that is part of XPU's own way of doing something, not an extra one
-            start, end = branch.check, branch.end
-            summary = "(no comment) " + " ".join(self.lines[statement.first - 1].split())
-            parts.append(_Part(start, end, summary, (), "", False, 0, 2, Kind.SYNC))
-        return parts
+        return Part(start, end, notes.summary(text), tuple(wording.references(text)), text, True, 0, score, kind)
 
     def _explains(self, note: Said) -> bool:
         """A comment right above a site explains it when it names XPU or says what a workaround says."""
@@ -283,7 +274,7 @@ class FileScan:
         """The last line of the code a comment annotates: the lines below it up to a blank line, a
         comment line or a line left of the comment, each statement begun there whole (a ``def`` or
         ``class``: its header, and no further). Blank lines and imports right below the comment
-        are passed over: it describes the code that follows them."""
+        are passed over, and in XPU-only code a comment explaining nothing of its own (a step's name)."""
         end = note.last
         line = note.last + 1
         leading = True
@@ -292,6 +283,10 @@ class FileScan:
             stripped = content.strip()
             if not stripped and leading:
                 line += 1
+                continue
+            inner = self._comments.get(line) if stripped.startswith("#") and code.holds(note.first) else None
+            if inner is not None and inner.column == note.column and not self._explains(inner):
+                line = inner.last + 1  # a plain note on a step of XPU-only code ("# Allocate output"): still its code
                 continue
             if not stripped or stripped.startswith("#") or len(content) - len(content.lstrip()) < note.column:
                 break
@@ -304,51 +299,7 @@ class FileScan:
             line = end + 1
         return end
 
-    def _patches(self, code: xpu_code.Code, said: list[Said]) -> list[_Part]:
-        """XPU-only code that rebinds an imported module's attribute: a site by its shape, one per
-        function (or per run of module-level statements), with the comment right above it."""
-        groups: dict[int, list[xpu_code.Patch]] = {}  # by function's first line; a module-level run: negative
-        run, previous = 0, None
-        for patch in sorted(code.patches):
-            if not code.holds(patch.first):
-                continue
-            if not patch.group:  # module level: a run of rebindings with no other statement between them
-                if previous is None or code.described(previous.last + 1, patch.first - 1):
-                    run -= 1
-                previous = patch
-            groups.setdefault(patch.group or run, []).append(patch)
-        comments = {note.last: note for note in said if note.kind == Note.COMMENT}
-        defined = self._definitions(code) if groups else {}
-        parts = []
-        for patches in groups.values():
-            start, end = min(p.first for p in patches), max(p.last for p in patches)
-            for patch in patches:  # ``torch.accelerator.get_memory_info = wrapper``: the wrapper is the substitute
-                value = re.search(r"=\s*([A-Za-z_]\w*)\s*$", self.lines[patch.last - 1])
-                if value is not None and value.group(1) in defined:
-                    start = min(start, defined[value.group(1)])
-            above = comments.get(start - 1)
-            targets = sorted({p.target for p in patches})
-            rebinds = f"rebinds {targets[0]}" + (f" and {len(targets) - 1} more" if len(targets) > 1 else "")
-            if above is not None:
-                parts.append(_Part(above.first, end, notes.summary(above.text),
-                                   tuple(wording.references(above.text)), above.text, False, 0, 3, Kind.MONKEY_PATCH))
-            else:
-                parts.append(_Part(start, end, f"(no comment) {rebinds}", (), rebinds, False, 0, 2,
-                                   Kind.MONKEY_PATCH))
-        return parts
-
-    def _definitions(self, code: xpu_code.Code) -> dict[str, int]:
-        """The module-level functions of the file, by name: their first line."""
-        found: dict[str, int] = {}
-        for statement in code.statements:
-            if statement.definition and statement.kind != "ClassDef":
-                header = next((m for line in range(statement.first, statement.header + 1)
-                               if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", self.lines[line - 1]))), None)
-                if header is not None and not self.lines[statement.first - 1][:1].isspace():
-                    found.setdefault(header.group(1), statement.first)
-        return found
-
-    def _merged(self, parts: list[_Part], code: xpu_code.Code, said: list[Said]) -> list[Site]:
+    def _merged(self, parts: list[Part], code: xpu_code.Code, said: list[Said]) -> list[Site]:
         """Overlapping parts, and paragraphs of one docstring, as one site: the first worded part's
         summary, every reference, every text; a comment right above a site's first line (its
         explanation) begins it. A site's kind is read from what made it and the code it covers; its
@@ -364,7 +315,7 @@ class FileScan:
         parts = [part._replace(start=explained.first) if (explained := above.get(part.start - 1)) is not None
                  and self._explains(explained) and not part.docstring else part for part in parts]
         sites: list[Site] = []
-        run: list[_Part] = []
+        run: list[Part] = []
 
         def close() -> None:
             if run:
@@ -387,7 +338,7 @@ class FileScan:
         close()
         return sites
 
-    def _kind(self, run: list[_Part], code: xpu_code.Code, start: int, end: int) -> Kind:
+    def _kind(self, run: list[Part], code: xpu_code.Code, start: int, end: int) -> Kind:
         """What a site does (``tracker.census.kinds``): a patch, a sync or a fallback its parts say;
         else a switch its code or words say; else a refusal when raising is all it does; else a substitute."""
         made = {part.kind for part in run if part.kind is not None}
@@ -395,7 +346,7 @@ class FileScan:
             if kind in made:
                 return kind
         effects = [statement.effect for statement in code.described(start, end) for statement in
-                   self._simple(code, statement)]
+                   code.simple(statement)]
         if "sync" in effects:
             return Kind.SYNC
         if Kind.SWITCH_OFF in made or "off" in effects:
@@ -404,14 +355,6 @@ class FileScan:
         if Kind.REFUSAL in made or (acting and all(effect in ("raise", "assert") for effect in acting)):
             return Kind.REFUSAL if all(effect in ("raise", "assert", "return") for effect in acting) else Kind.SUBSTITUTE
         return Kind.SUBSTITUTE
-
-    @staticmethod
-    def _simple(code: xpu_code.Code, statement: xpu_code.Statement) -> list[xpu_code.Statement]:
-        """The simple statements of ``statement`` (itself when simple), read from the line index."""
-        if statement.effect is not None or statement.header == statement.last:
-            return [statement]
-        return [inner for line in range(statement.header + 1, statement.last + 1)
-                for inner in code.starts.get(line, []) if inner.header == inner.last]
 
     def _site(self, start: int, end: int, summary: str, refs: tuple[str, ...], said: str,
               kind: Kind = Kind.SUBSTITUTE, confidence: Confidence = Confidence.MEDIUM) -> Site:

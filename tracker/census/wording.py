@@ -83,12 +83,17 @@ _COMPONENT = (
     r"\btriton\b", r"\bkernels?\b", r"\bray\b", r"\bucx\b", r"\bdpctl\b", r"\bsycl\b", r"\boperators?\b",
     r"\bop\b",
 )
-# Not a workaround whatever else it says: a user's explicit choice honoured, an explanation of a past fix,
-# vLLM's interfaces shaped after CUDA's.
+# Not a workaround whatever else it says (unless it names a temporary measure or a reference): a user's
+# explicit choice honoured, an explanation of a past fix, vLLM's interfaces shaped after CUDA's, a fact
+# of the platform.
 _NOT_A_GAP = (
     r"\bexplicitly (?:requested|set|asked|chosen|selected)\b", r"\bopt[- ]in\b", r"\bpreviously\b",
     r"\bused to\b", r"\bidentified\b", r"\bdiffers? from cuda", r"\bcompatible (?:to|with) cuda", r"\bxpu uses\b",
     r"\bdoes(?: not|n't) (?:yet )?support xpu\b", r"\bnot (?:yet )?ported\b",
+    # facts of the platform no fix will change (the definition's own examples): unsigned USM addresses,
+    # spawn as the only start method
+    r"\b(?:addresses|pointers)\b[^.;]{0,60}\bunsigned\b", r"\bunsigned\b[^.;]{0,60}\b(?:addresses|pointers)\b",
+    r"\bspawn is the only\b",
 )
 # XPU named among other platforms ("cpu/xpu runners", "ROCm and XPU take the Triton path"): the text is
 # about several platforms' choice, not about what XPU lacks.

@@ -150,6 +150,13 @@ class Code:
             return line, line
         return (inner.first, inner.header) if line <= inner.header else (inner.first, inner.last)
 
+    def simple(self, statement: Statement) -> list[Statement]:
+        """The simple statements of ``statement`` (itself when simple), read from the line index."""
+        if statement.effect is not None or statement.header == statement.last:
+            return [statement]
+        return [inner for line in range(statement.header + 1, statement.last + 1)
+                for inner in self.starts.get(line, []) if inner.header == inner.last]
+
     def described(self, start: int, end: int) -> list[Statement]:
         """The outermost statements beginning on lines ``start``..``end``."""
         found = []
