@@ -19,7 +19,7 @@ Both are moved into place atomically (the record written by ``paths.atomic_write
 The whole support range stays: the directory is held under ``CAP_BYTES`` (1 GiB, some 80
 readings: three times vLLM's 22 supported releases), and above it the readings used longest
 ago go first (a use is a check, a census or ``new`` reading it; the one just stored is never
-evicted), with their census results (``census_cache``). ``usage`` and ``clean`` are the
+evicted), with their census results (``census_cache``) and bindings (``bindings_cache``). ``usage`` and ``clean`` are the
 ``cache`` command's.
 """
 
@@ -174,9 +174,10 @@ def evict(where: Path, cap: int, keep: str | None = None) -> list[str]:
         (where / name).unlink(missing_ok=True)
         (where / f"{name}.json").unlink(missing_ok=True)
         if digest is not None:
-            from tracker.release import census_cache
+            from tracker.release import bindings_cache, census_cache
 
             census_cache.forget(where, digest)
+            bindings_cache.forget(where, digest)
         total -= size
         removed.append(name)
     return removed
