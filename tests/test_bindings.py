@@ -113,6 +113,16 @@ def test_the_filter_drops_files_that_only_name_the_target_and_they_bind_nothing(
         assert not any(may_bind(target, relative, text.encode()) for target in (TARGET, METHOD)), relative
 
 
+def test_many_targets_find_what_each_finds_alone():
+    # Over 16 targets, each file is first matched to the targets whose last name is one of its words.
+    files = [(f"vllm/worker/{form}.py", source.encode()) for form, (source, _) in FORMS.items()]
+    files.append(("vllm/worker/memory.py", OWN.encode()))
+    decoys = [f"vllm.worker.memory:Reader.decoy_{number}" for number in range(20)]
+    alone = bindings_in([TARGET], files) + bindings_in([METHOD], files)
+    assert len(alone) == sum(len(bound) for _, bound in FORMS.values()) + 1
+    assert bindings_in([*decoys, METHOD, TARGET], files) == sorted(alone, key=lambda b: (b.target, b.file, b.line))
+
+
 def test_a_file_that_does_not_parse_or_is_not_vllms_is_skipped():
     files = [("vllm/broken.py", b"import vllm.worker.memory as m\nx.y = m.get_memory_info(\n"),
              ("other/x.py", b"import torch, vllm.worker.memory as m\ntorch.f = m.get_memory_info\n"),

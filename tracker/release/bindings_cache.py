@@ -10,7 +10,7 @@ answer too). A target not in it is looked for alone, and added. Written atomical
 under ``RESULT_LIMIT`` bytes, whose key is the one asked for, whose payload still has the sha256
 written beside it, every binding a file, a positive line and a name; anything else is ignored
 (computed again and replaced). Nothing is ever unpickled. A release's entry goes when its
-reading is evicted; it keeps at most ``KEPT_TARGETS`` targets, those asked about last.
+reading is evicted (``cache.BESIDE``); it keeps at most ``KEPT_TARGETS`` targets, those asked about last.
 """
 
 from __future__ import annotations
@@ -93,14 +93,6 @@ def write(where: Path, digest: str, found: Found) -> None:
                                   separators=(",", ":")))
 
 
-def forget(where: Path, digest: str) -> None:
-    """Remove the entry of the release whose reading had sha256 ``digest`` (it was evicted)."""
-    folder = where / "bindings"
-    if folder.is_dir() and not folder.is_symlink():
-        for version in range(1, BINDINGS_VERSION + 1):
-            (folder / f"{digest}-b{version}.json").unlink(missing_ok=True)
-
-
 def cached_bindings(targets: Iterable[str], where: Path | None, digest: str | None,
                     files: Callable[[], Iterable[tuple[str, bytes]]]) -> list[Binding]:
     """The bindings of ``targets`` in the release whose reading has sha256 ``digest`` in the release
@@ -140,4 +132,4 @@ def release_bindings(targets: Iterable[str], release: OpenedRelease) -> list[Bin
     return cached_bindings(targets, where, release.digest, files)
 
 
-__all__ = ["KEPT_TARGETS", "RESULT_LIMIT", "cached_bindings", "forget", "key", "read", "release_bindings", "write"]
+__all__ = ["KEPT_TARGETS", "RESULT_LIMIT", "cached_bindings", "key", "read", "release_bindings", "write"]

@@ -47,6 +47,7 @@ RECORD_LIMIT = 4096  # bytes: a record is one small JSON object
 STALE_DOWNLOAD_SECONDS = 24 * 3600  # a temporary download directory older than this was left by a killed run
 READING_SUFFIX = ".zip"
 _DOWNLOAD_PREFIX = ".download-"
+BESIDE = ("census", "bindings")  # what is kept of a reading beside it, each entry named "<its sha256>-..."
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as pip reports a full disk
 
 
@@ -174,13 +175,21 @@ def evict(where: Path, cap: int, keep: str | None = None) -> list[str]:
         (where / name).unlink(missing_ok=True)
         (where / f"{name}.json").unlink(missing_ok=True)
         if digest is not None:
-            from tracker.release import bindings_cache, census_cache
-
-            census_cache.forget(where, digest)
-            bindings_cache.forget(where, digest)
+            _forget_beside(where, digest)
         total -= size
         removed.append(name)
     return removed
+
+
+def _forget_beside(where: Path, digest: str) -> None:
+    """Remove what is kept beside the reading whose sha256 was ``digest``: every entry of ``BESIDE``
+    named by it (``census_cache``, ``bindings_cache``)."""
+    for name in BESIDE:
+        folder = where / name
+        if folder.is_dir() and not folder.is_symlink():
+            for entry in os.scandir(folder):
+                if entry.name.startswith(f"{digest}-"):
+                    os.unlink(entry.path)
 
 
 @dataclass(frozen=True)
