@@ -61,6 +61,8 @@ FORMS = {
     "multiline_setattr": ("import torch\nfrom vllm.worker import memory\n\nsetattr(\n    torch.accelerator,\n"
                           "    'get_memory_info',\n    memory.get_memory_info,\n)\n",
                           [(TARGET, 4, "torch.accelerator.get_memory_info")]),
+    "paren_import": ("from vllm.worker.memory import (get_memory_info as info)\nimport torch\n\ntorch.f = info\n",
+                     [(TARGET, 4, "torch.f")]),
     "backslash_import": ("from vllm.worker.memory import Reader, \\\n    get_memory_info\nimport torch\n"
                          "torch.f: object = get_memory_info\n",
                          [(TARGET, 4, "torch.f")]),
