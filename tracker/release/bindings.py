@@ -73,7 +73,8 @@ def bindings_in(targets: Iterable[str], files: Iterable[tuple[str, bytes]]) -> l
         if len(filters) > _FEW:  # many targets: only those whose last name is a word of the file (as ``passes`` needs)
             spelled = data.decode("ascii") if text is None else f"{text}\n{unicodedata.normalize('NFKC', text)}"
             candidates = [one for last in by_last.keys() & set(_WORD.findall(spelled)) for one in by_last[last]]
-        if not any(one.passes(relative, data, text) for one in candidates):
+        # Many candidates: parsing the file costs less than filtering it for each.
+        if len(candidates) <= _FEW and not any(one.passes(relative, data, text) for one in candidates):
             continue
         try:
             tree = ast.parse(text if text is not None else data.decode("ascii"), filename=relative)
