@@ -12,8 +12,10 @@ written is ignored. The CLI case: real pip against the package index on loopback
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -27,6 +29,8 @@ from typer.testing import CliRunner
 from tracker.commands.app import app
 from tracker.release import bindings_cache, cache
 from tracker.release.bindings import Binding, bindings, bindings_in, may_bind
+from tracker.release.errors import CheckInputError, NotFetchable
+from tracker.release.opened import OpenedRelease
 
 TARGET = "vllm.worker.memory:get_memory_info"
 METHOD = "vllm.worker.memory:Reader.read"
@@ -125,6 +129,19 @@ def test_many_targets_find_what_each_finds_alone(decoy):
     alone = bindings_in([TARGET], files) + bindings_in([METHOD], files)
     assert len(alone) == sum(len(bound) for _, bound in FORMS.values()) + 1
     assert bindings_in([*decoys, METHOD, TARGET], files) == sorted(alone, key=lambda b: (b.target, b.file, b.line))
+
+
+@pytest.mark.parametrize("asked", [None, "0.99.0"])
+def test_an_archive_holding_a_file_twice_is_refused_as_bad_input_or_the_indexs_wrong_answer(tmp_path, asked):
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as written:
+        for text in (b"x = 1\n", b"x = 2\n"):
+            member = tarfile.TarInfo("vllm-0.99.0/vllm/twice.py")
+            member.size = len(text)
+            written.addfile(member, io.BytesIO(text))
+    release = OpenedRelease(tmp_path, archive.name, "0.99.0", None, {}, archive=archive, asked=asked)
+    with pytest.raises(NotFetchable if asked else CheckInputError, match="twice.py is in it twice"):
+        bindings_cache.release_bindings([TARGET], release)
 
 
 def test_a_file_that_does_not_parse_or_is_not_vllms_is_skipped():

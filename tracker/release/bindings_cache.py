@@ -10,7 +10,7 @@ answer too). A target not in it is looked for alone, and added. Written atomical
 under ``RESULT_LIMIT`` bytes, whose key is the one asked for, whose payload still has the sha256
 written beside it, every binding a file, a positive line and a name; anything else is ignored
 (computed again and replaced). Nothing is ever unpickled. A release's entry goes when its
-reading is evicted (``cache.BESIDE``); it keeps at most ``KEPT_TARGETS`` targets, those asked about last.
+reading is evicted (``cache.BESIDE``); it keeps at most ``KEPT_TARGETS`` targets, those added last.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tracker import paths
 from tracker.release import cache
 from tracker.release.archive import members
 from tracker.release.bindings import BINDINGS_VERSION, Binding, bindings, bindings_in
+from tracker.release.fetch import index_answered
 from tracker.release.opened import OpenedRelease
 
 RESULT_LIMIT = 4 << 20  # bytes: a release's entry is a few KiB
@@ -106,7 +107,6 @@ def cached_bindings(targets: Iterable[str], where: Path | None, digest: str | No
     if missing:
         computed = bindings_in(missing, files())
         for target in missing:
-            kept.pop(target, None)
             kept[target] = [binding for binding in computed if binding.target == target]
         with contextlib.suppress(OSError):  # not kept: the next check looks again
             write(where, digest, kept)
@@ -129,7 +129,8 @@ def release_bindings(targets: Iterable[str], release: OpenedRelease) -> list[Bin
     def files() -> Iterator[tuple[str, bytes]]:
         return members(archive, lambda relative: relative.startswith("vllm/") and relative.endswith(".py"))
 
-    return cached_bindings(targets, where, release.digest, files)
+    with index_answered(release.asked):  # an archive the index gave that breaks a rule: its wrong answer
+        return cached_bindings(targets, where, release.digest, files)
 
 
 __all__ = ["KEPT_TARGETS", "RESULT_LIMIT", "cached_bindings", "key", "read", "release_bindings", "write"]

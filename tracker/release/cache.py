@@ -19,8 +19,8 @@ Both are moved into place atomically (the record written by ``paths.atomic_write
 The whole support range stays: the directory is held under ``CAP_BYTES`` (1 GiB, some 80
 readings: three times vLLM's 22 supported releases), and above it the readings used longest
 ago go first (a use is a check, a census or ``new`` reading it; the one just stored is never
-evicted), with their census results (``census_cache``) and bindings (``bindings_cache``). ``usage`` and ``clean`` are the
-``cache`` command's.
+evicted), with what is kept beside them (``BESIDE``: census results, ``census_cache``; bindings,
+``bindings_cache``). ``usage`` and ``clean`` are the ``cache`` command's.
 """
 
 from __future__ import annotations

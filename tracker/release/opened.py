@@ -58,6 +58,7 @@ class OpenedRelease:
     pins: dict[str, Version]  # its XPU pins (requirements/xpu.txt), of PINNED_COMPONENTS only
     digest: str | None = None  # the sha256 of its reading in the release cache (``vllm==X``), else None
     archive: Path | None = None  # the wheel, sdist or reading it was opened from; None: a tree read where it is
+    asked: str | None = None  # the version asked of the index (``vllm==X``): its archive is the index's answer
 
 
 def opened_tree(root: Path, label: str | None = None, *, also: Collection[str] = (),
@@ -156,7 +157,7 @@ def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the
             if package:  # vLLM's package, though none of its files is kept (or read)
                 (root / "vllm").mkdir(exist_ok=True)
             opened = opened_tree(root, found.label, also=wanted, named=found.path)
-        yield dataclasses.replace(opened, digest=found.digest, archive=found.path)
+        yield dataclasses.replace(opened, digest=found.digest, archive=found.path, asked=found.asked)
 
 
 __all__ = ["DECLARING", "VERSION_FILE", "OpenedRelease", "open_release", "opened_found", "opened_tree", "release_file"]
