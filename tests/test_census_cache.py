@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import cache_entries
 from support.package_index import Index, pip_environment, vllm_sdist
 from support.repository import FROZEN_MANIFEST
 from typer.testing import CliRunner
@@ -65,13 +66,7 @@ def entries(cache: Path) -> list[Path]:
 
 def rewrite(entry: Path, change, *, digest: bool = True) -> None:
     """The entry with ``change(payload)`` applied, its payload's sha256 recomputed unless ``digest`` is false."""
-    document = json.loads(entry.read_text())
-    change(document["census"])
-    if digest:
-        document["sha256"] = hashlib.sha256(json.dumps(document["census"], sort_keys=True,
-                                                       separators=(",", ":")).encode()).hexdigest()
-    entry.write_text(json.dumps(document))
-    entry.chmod(0o600)
+    cache_entries.rewrite(entry, "census", change, digest=digest)
 
 
 def summaries(document: dict) -> list[str]:

@@ -68,7 +68,9 @@ def test_the_cache_is_private(index, cache):
     releases = cache / "releases"
     assert stat.S_IMODE(releases.stat().st_mode) == 0o700
     assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in releases.iterdir()} == {
-        READING: 0o600, f"{READING}.json": 0o600}  # the sdist itself is not kept
+        READING: 0o600, f"{READING}.json": 0o600, "bindings": 0o700}  # the sdist itself is not kept
+    (kept,) = (releases / "bindings").iterdir()  # where the release binds a target under another name
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert json.loads((releases / f"{READING}.json").read_text()) == {
         "version": VERSION, "sha256": hashlib.sha256((releases / READING).read_bytes()).hexdigest(),
         "sdist": SDIST, "sdist_sha256": hashlib.sha256(index.sdist).hexdigest()}

@@ -5,9 +5,10 @@ its ``get_mem_info_wrapper`` to ``torch.accelerator.get_memory_info``, and vllm-
 ``vllm/v1/worker/cpu/shm.py`` its ``get_memory_info``. Callers going through such a name reach the
 wrapper only because the plugin redirects the function itself (docs/how-it-works.md, "Every
 reference"); ``check`` and ``new`` say where they are, so that the author of a workaround knows
-which callers it has. Nothing is imported or executed: each file is parsed
-(``tracker.engine.source.parsed_file``), and only files whose text names the target's last
-name are.
+which callers it has. Nothing is imported or executed: a file is parsed only when its text can
+hold a binding of a target (``may_bind``: its last name where a binding's value names it, and the
+name before it), and its tree walked once. What a release binds is kept in the release cache, per
+target, under the reading's sha256 and ``BINDINGS_VERSION`` (``bindings_cache``).
 
 A binding is an assignment whose value is the target (by the name the file imported or defined
 it under, or a dotted path through an imported module; ``staticmethod(...)`` and
@@ -20,11 +21,15 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.engine.source import parsed_file
+from tracker.source_text import SOURCE_LIMIT, decoded
+
+BINDINGS_VERSION = 2  # the rule's version: a change to what a binding is, or to its fields, raises it
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,34 +48,107 @@ class Binding:
         return {"target": self.target, "file": self.file, "line": self.line, "name": self.name}
 
 
-def words(targets: Iterable[str]) -> list[str]:
-    """The last names of ``targets``: a file that binds one of them holds its name (``open_release``'s
-    ``mentioning``)."""
-    return sorted({path.replace(":", ".").rpartition(".")[2] for path in targets})
-
-
 def bindings(targets: Iterable[str], root: Path) -> list[Binding]:
     """Every binding of ``targets`` (``package.module:Qualified.name``) under another name in the
     Python files of the tree ``root`` (its ``vllm/`` package), by file and line."""
+    return bindings_in(targets, _tree_files(root))
+
+
+def bindings_in(targets: Iterable[str], files: Iterable[tuple[str, bytes]]) -> list[Binding]:
+    """``bindings`` of the ``files`` given as (path relative to the tree, bytes): those of vLLM's
+    package (``vllm/**.py``, at most ``SOURCE_LIMIT`` bytes) that ``may_bind`` passes are parsed."""
     wanted = {path.replace(":", "."): path for path in targets}
     if not wanted:
         return []
-    last_names = words(wanted.values())
+    filters = [_Filter(dotted) for dotted in wanted]
+    by_last: dict[str, list[_Filter]] = {}
+    for one in filters:
+        by_last.setdefault(one.last, []).append(one)
     found: list[Binding] = []
-    for path in _python_files(root / "vllm"):
+    for relative, data in files:
+        if not (relative.startswith("vllm/") and relative.endswith(".py")) or len(data) > SOURCE_LIMIT:
+            continue
+        text = None if data.isascii() else decoded(data)
+        candidates = filters
+        if len(filters) > _FEW:  # many targets: only those whose last name is a word of the file (as ``passes`` needs)
+            spelled = data.decode("ascii") if text is None else f"{text}\n{unicodedata.normalize('NFKC', text)}"
+            candidates = [one for last in by_last.keys() & set(_WORD.findall(spelled)) for one in by_last[last]]
+        # Many candidates: parsing the file costs less than filtering it for each.
+        if len(candidates) <= _FEW and not any(one.passes(relative, data, text) for one in candidates):
+            continue
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            tree = ast.parse(text if text is not None else data.decode("ascii"), filename=relative)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested too deeply
             continue
-        if not any(name in text for name in last_names):
-            continue
-        tree = parsed_file(path)
-        if tree is None:
-            continue
-        relative = path.relative_to(root).as_posix()
         found += [Binding(wanted[dotted], relative, line, name)
                   for dotted, line, name in _bound(tree, relative) if dotted in wanted]
     return sorted(found, key=lambda binding: (binding.target, binding.file, binding.line))
+
+
+_FEW = 16  # targets looked for one by one in each file; more are first matched to the file's words
+_WORD = re.compile(r"\w+")
+# Between a token and the next one: spaces, line ends, a backslash continuation, a comment (to its
+# line's end: one way to match it, never a backtracking search), an opening parenthesis
+# (``staticmethod(``, ``import (``).
+_GAP = r"(?:\s|\\|\(|#[^\n]*(?![^\n]))*"
+
+
+class _Filter:
+    """What a file holds when it can bind the target at dotted path ``dotted`` (``may_bind``)."""
+
+    def __init__(self, dotted: str) -> None:
+        parts = dotted.split(".")
+        self.last, self.owner = parts[-1], parts[-2]
+        self.last_bytes, self.owner_bytes = self.last.encode(), self.owner.encode()
+        name = re.escape(self.last)
+        self.named = re.compile(rf"(?:\.|\bimport\b|,){_GAP}\b{name}\b"
+                                rf"|^(?:async(?:\s|\\)+)?(?:def|class)(?:\s|\\)+{name}\b", re.M)
+        self.owner_word = re.compile(rf"\b{re.escape(self.owner)}\b")
+
+    def passes(self, relative: str, data: bytes, text: str | None) -> bool:
+        if text is None:  # ASCII: what the parser reads is these bytes
+            if self.last_bytes not in data:
+                return False
+            in_path = self.owner in relative[:-3].split("/")
+            if not in_path and self.owner_bytes not in data:
+                return False
+            spellings = [data.decode("ascii")]
+        else:
+            in_path = self.owner in relative[:-3].split("/")
+            spellings = [one for one in dict.fromkeys([text, unicodedata.normalize("NFKC", text)]) if self.last in one]
+        if not in_path and not any(self.owner_word.search(one) for one in spellings):
+            return False
+        return any(self.named.search(one) for one in spellings)
+
+
+def may_bind(target: str, relative: str, data: bytes) -> bool:
+    """Whether the file at ``relative`` (relative to the tree) with bytes ``data`` can hold a binding
+    of ``target`` (``package.module:Qualified.name``); a file it says cannot, cannot. A binding's
+    value resolves, through the file's imports and top-level definitions, to the target's dotted
+    path ``... owner.last``, so:
+
+    - ``last`` is written as an attribute (``.last``), among an import's names (after ``import``
+      or ``,``), or as a top-level ``def``/``class`` (at the start of a line): the value's last
+      attribute, or the name a plain name in it was imported or defined under;
+    - ``owner`` is a word of the file or a part of its path: the attribute or imported name before
+      ``last``, the module an import names, or the package a relative import or a top-level
+      definition counts from.
+
+    Between tokens any spaces, line ends, backslash continuations, comments and opening
+    parentheses may stand. Python reads identifiers in their NFKC form: a file that is not ASCII
+    is looked at as written and in that form."""
+    return _Filter(target.replace(":", ".")).passes(relative, data, None if data.isascii() else decoded(data))
+
+
+def _tree_files(root: Path) -> Iterator[tuple[str, bytes]]:
+    for path in _python_files(root / "vllm"):
+        try:
+            if not path.is_file() or path.stat().st_size > SOURCE_LIMIT:
+                continue
+            data = path.read_bytes()
+        except (OSError, ValueError):
+            continue
+        yield path.relative_to(root).as_posix(), data
 
 
 def _python_files(top: Path) -> Iterator[Path]:
@@ -87,14 +165,14 @@ def _module_name(relative: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.Module, relative: str) -> dict[str, str]:
-    """The names the file at ``relative`` binds by ``import`` (anywhere in it) or by a top-level
-    definition, each to the dotted path it stands for."""
+def _imports(imports: list[ast.Import | ast.ImportFrom], body: list[ast.stmt], relative: str) -> dict[str, str]:
+    """The names the file at ``relative`` binds by ``imports`` (anywhere in it) or by a top-level
+    definition (of its ``body``), each to the dotted path it stands for."""
     known: dict[str, str] = {}
     module = _module_name(relative)
     # What a relative import counts from: a package's own name, a module's package.
     package = module.split(".") if relative.endswith("/__init__.py") else module.split(".")[:-1]
-    for node in ast.walk(tree):
+    for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -102,7 +180,7 @@ def _imports(tree: ast.Module, relative: str) -> dict[str, str]:
                 else:
                     top = alias.name.partition(".")[0]
                     known[top] = top
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 anchor = package[:len(package) - node.level + 1] if node.level <= len(package) else []
@@ -110,9 +188,9 @@ def _imports(tree: ast.Module, relative: str) -> dict[str, str]:
             for alias in node.names:
                 if alias.name != "*":
                     known[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            known[node.name] = f"{module}.{node.name}"
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            known[statement.name] = f"{module}.{statement.name}"
     return known
 
 
@@ -130,21 +208,27 @@ def _dotted(node: ast.expr, known: dict[str, str]) -> str | None:
 
 
 def _bound(tree: ast.Module, relative: str) -> Iterator[tuple[str, int, str]]:
-    """(dotted path of the value, line, name it is bound as) of each binding in the file at ``relative``."""
-    known = _imports(tree, relative)
-    yield from _in_body(tree.body, known, _module_name(relative), None)
+    """(dotted path of the value, line, name it is bound as) of each binding in the file at
+    ``relative``: one walk of its tree gathers its imports and the statements that may bind."""
+    imports: list[ast.Import | ast.ImportFrom] = []
+    # (value, line, what it is bound to, the attribute setattr names): resolved once the imports are known
+    found: list[tuple[ast.expr, int, ast.expr, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and len(node.args) == 3 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-            dotted = _dotted(node.args[2], known)
-            if dotted is not None:
-                yield dotted, node.lineno, f"{ast.unparse(node.args[0])}.{node.args[1].value}"
+            found.append((node.args[2], node.lineno, node.args[0], f".{node.args[1].value}"))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if isinstance(target, ast.Attribute):
-                    dotted = _dotted(node.value, known)
-                    if dotted is not None:
-                        yield dotted, node.lineno, ast.unparse(target)
+            found += [(node.value, node.lineno, target, "")
+                      for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                      if isinstance(target, ast.Attribute)]
+    known = _imports(imports, tree.body, relative)
+    yield from _in_body(tree.body, known, _module_name(relative), None)
+    for value, line, target, attribute in found:
+        dotted = _dotted(value, known)
+        if dotted is not None:
+            yield dotted, line, f"{ast.unparse(target)}{attribute}"
 
 
 def _in_body(body: list[ast.stmt], known: dict[str, str], module: str, owner: str | None) -> Iterator[tuple[str, int, str]]:
@@ -166,4 +250,4 @@ def _in_body(body: list[ast.stmt], known: dict[str, str], module: str, owner: st
                     yield dotted, node.lineno, f"{module}.{target.id}"
 
 
-__all__ = ["Binding", "bindings", "words"]
+__all__ = ["BINDINGS_VERSION", "Binding", "bindings", "bindings_in", "may_bind"]

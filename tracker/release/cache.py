@@ -19,8 +19,8 @@ Both are moved into place atomically (the record written by ``paths.atomic_write
 The whole support range stays: the directory is held under ``CAP_BYTES`` (1 GiB, some 80
 readings: three times vLLM's 22 supported releases), and above it the readings used longest
 ago go first (a use is a check, a census or ``new`` reading it; the one just stored is never
-evicted), with their census results (``census_cache``). ``usage`` and ``clean`` are the
-``cache`` command's.
+evicted), with what is kept beside them (``BESIDE``: census results, ``census_cache``; bindings,
+``bindings_cache``). ``usage`` and ``clean`` are the ``cache`` command's.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ RECORD_LIMIT = 4096  # bytes: a record is one small JSON object
 STALE_DOWNLOAD_SECONDS = 24 * 3600  # a temporary download directory older than this was left by a killed run
 READING_SUFFIX = ".zip"
 _DOWNLOAD_PREFIX = ".download-"
+BESIDE = ("census", "bindings")  # what is kept of a reading beside it, each entry named "<its sha256>-..."
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as pip reports a full disk
 
 
@@ -174,12 +175,21 @@ def evict(where: Path, cap: int, keep: str | None = None) -> list[str]:
         (where / name).unlink(missing_ok=True)
         (where / f"{name}.json").unlink(missing_ok=True)
         if digest is not None:
-            from tracker.release import census_cache
-
-            census_cache.forget(where, digest)
+            _forget_beside(where, digest)
         total -= size
         removed.append(name)
     return removed
+
+
+def _forget_beside(where: Path, digest: str) -> None:
+    """Remove what is kept beside the reading whose sha256 was ``digest``: every entry of ``BESIDE``
+    named by it (``census_cache``, ``bindings_cache``)."""
+    for name in BESIDE:
+        folder = where / name
+        if folder.is_dir() and not folder.is_symlink():
+            for entry in os.scandir(folder):
+                if entry.name.startswith(f"{digest}-"):
+                    os.unlink(entry.path)
 
 
 @dataclass(frozen=True)

@@ -177,16 +177,6 @@ def write(where: Path, asked: str, census: Census) -> None:
         os.unlink(entry.path)
 
 
-def forget(where: Path, digest: str) -> None:
-    """Remove every result of the release whose reading had sha256 ``digest`` (it was evicted)."""
-    folder = where / "census"
-    if not folder.is_dir() or folder.is_symlink():
-        return
-    for entry in os.scandir(folder):
-        if entry.name.startswith(f"{digest}-"):
-            os.unlink(entry.path)
-
-
 def cached_census(manifest: Manifest, where: Path | None, digest: str | None, compute: Callable[[], Census]) -> Census:
     """The census of the release whose reading has sha256 ``digest`` in the release cache ``where``:
     the kept one, else ``compute()``'s, then kept. Without a digest (a tree, a file named on the
@@ -205,5 +195,5 @@ def cached_census(manifest: Manifest, where: Path | None, digest: str | None, co
     return census
 
 
-__all__ = ["CENSUS_VERSION", "KEPT_PER_RELEASE", "RESULT_LIMIT", "cached_census", "decode", "encode", "forget", "key",
+__all__ = ["CENSUS_VERSION", "KEPT_PER_RELEASE", "RESULT_LIMIT", "cached_census", "decode", "encode", "key",
            "read", "write"]

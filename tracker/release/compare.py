@@ -27,7 +27,8 @@ from tracker.model.environment import Settings
 from tracker.model.manifest import InlineWorkaround, Manifest, Target, Workaround
 from tracker.model.pins import XPU_REQUIREMENTS
 from tracker.model.vocabulary import SCHEMA, Choice, Reason, TargetFound, TargetKind
-from tracker.release.bindings import Binding, bindings, words
+from tracker.release.bindings import Binding
+from tracker.release.bindings_cache import release_bindings
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import OpenedRelease, open_release, opened_tree
 from tracker.source_text import read_source
@@ -210,7 +211,7 @@ def check_opened(manifest: Manifest, release: OpenedRelease, *, progress: Callab
         decisions = [*decide_stack(manifest, Settings(), described=described, platform=("xpu", "assumed"),
                                    detected={}, probe=False).decisions]
     checks = []
-    bound = bindings((t.path for w in manifest.workarounds for t in w.targets), root)
+    bound = release_bindings((t.path for w in manifest.workarounds for t in w.targets), release)
     for index, (w, decided) in enumerate(zip(manifest.workarounds, decisions, strict=True), 1):
         progress(f"checking {w.id} ({index}/{len(manifest.workarounds)})")
         checks.append(with_bindings(check_workaround(w, root, version, decided), w, bound))
@@ -262,7 +263,7 @@ def check(manifest: Manifest, what: str, *, workdir: Path | None = None, progres
           warn: Say = silent) -> ReleaseCheck:
     """``what``: ``vllm==X``, or a path to a wheel, an sdist or a source tree (``opened.open_release``)."""
     with open_release(what, also=needed_files(manifest), workdir=workdir, sites=False, progress=progress,
-                      warn=warn, mentioning=words(t.path for w in manifest.workarounds for t in w.targets)) as release:
+                      warn=warn) as release:
         return check_opened(manifest, release, progress=progress)
 
 

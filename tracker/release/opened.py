@@ -57,6 +57,8 @@ class OpenedRelease:
     version: Version | None  # that version, when PEP 440 reads it (else: of unknown version)
     pins: dict[str, Version]  # its XPU pins (requirements/xpu.txt), of PINNED_COMPONENTS only
     digest: str | None = None  # the sha256 of its reading in the release cache (``vllm==X``), else None
+    archive: Path | None = None  # the wheel, sdist or reading it was opened from; None: a tree read where it is
+    asked: str | None = None  # the version asked of the index (``vllm==X``): its archive is the index's answer
 
 
 def opened_tree(root: Path, label: str | None = None, *, also: Collection[str] = (),
@@ -108,20 +110,18 @@ def _text(root: Path, relative: str, shown: Path) -> str | None:
 
 @contextlib.contextmanager
 def open_release(what: str, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 sites: bool = True, progress: Say = silent, warn: Say = silent,
-                 mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
+                 sites: bool = True, progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
     """``what`` (``vllm==X``, or the path of a wheel, an sdist or a source tree) opened once, for the
     length of the block (the module docstring): of an archive, the files ``release_file`` names and
     ``also`` (paths relative to the tree) unpacked into a private temporary directory removed after
     the block; a source tree where it is. ``CheckInputError`` when ``what`` is none of these or breaks
     a rule; ``NotFetchable`` when the index does not give the release, or gives something that is no
     release. ``reader`` names who reads the files in the progress line; ``sites``: false when no
-    census reads it (only ``also`` and the declaring files are unpacked); ``mentioning``: of an
-    archive, vLLM's Python files whose text holds one of these words are unpacked too (where a
-    target may be bound under another name: ``tracker.release.bindings``)."""
+    census reads it (only ``also`` and the declaring files are unpacked). What else a reader reads
+    of an archive it reads from the archive itself (``OpenedRelease.archive``: ``bindings_cache``)."""
     with release_source(what, workdir=workdir, progress=progress, warn=warn) as found:
         with opened_found(found, also=also, reader=reader, workdir=workdir, sites=sites, progress=progress,
-                          warn=warn, mentioning=mentioning) as opened:
+                          warn=warn) as opened:
             try:
                 yield opened
             finally:
@@ -130,12 +130,10 @@ def open_release(what: str, *, also: Collection[str] = (), reader: str = "the ch
 
 @contextlib.contextmanager
 def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the check", workdir: Path | None = None,
-                 sites: bool = True, progress: Say = silent, warn: Say = silent,
-                 mentioning: Collection[str] = ()) -> Iterator[OpenedRelease]:
+                 sites: bool = True, progress: Say = silent, warn: Say = silent) -> Iterator[OpenedRelease]:
     """What ``fetch.release_source`` found, opened as ``open_release`` opens it (``warn`` is told of a
     member no file system takes, which is not read)."""
     wanted = set(also)
-    words = [word.encode() for word in mentioning]
     if found.path.is_dir():
         yield opened_tree(found.path, also=wanted)
         return
@@ -147,20 +145,19 @@ def opened_found(found: Found, *, also: Collection[str] = (), reader: str = "the
             """What a reader reads: the files named, and of the others those the census can find a
             site in or says it skips (over ``SOURCE_LIMIT``, as in a tree)."""
             return (relative in wanted or relative in DECLARING
-                    or (sites and (len(data) > SOURCE_LIMIT or may_hold_sites(relative, data)))
-                    or any(word in data for word in words))
+                    or (sites and (len(data) > SOURCE_LIMIT or may_hold_sites(relative, data))))
 
         def read(relative: str) -> bool:
             nonlocal package
             package = package or (relative.startswith("vllm/") and release_file(relative))
-            return relative in wanted or relative in DECLARING or ((sites or bool(words)) and release_file(relative))
+            return relative in wanted or relative in DECLARING or (sites and release_file(relative))
 
         with index_answered(found.asked):
             archive.unpack(found.path, root, read, kept=kept, skipped=warn)
             if package:  # vLLM's package, though none of its files is kept (or read)
                 (root / "vllm").mkdir(exist_ok=True)
             opened = opened_tree(root, found.label, also=wanted, named=found.path)
-        yield dataclasses.replace(opened, digest=found.digest)
+        yield dataclasses.replace(opened, digest=found.digest, archive=found.path, asked=found.asked)
 
 
 __all__ = ["DECLARING", "VERSION_FILE", "OpenedRelease", "open_release", "opened_found", "opened_tree", "release_file"]

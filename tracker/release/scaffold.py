@@ -25,7 +25,8 @@ from tracker.escape import toml_string
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, TargetKind, module_of
-from tracker.release.bindings import Binding, bindings, words
+from tracker.release.bindings import Binding
+from tracker.release.bindings_cache import release_bindings
 from tracker.release.errors import CheckInputError, NotFetchable
 from tracker.release.fetch import Say, silent
 from tracker.release.opened import open_release
@@ -167,10 +168,10 @@ def read_targets(targets: Sequence[str], release: str, *, progress: Say = silent
     for target in targets:
         check_spelling(target)
     with open_release(release, also=wanted_files(targets), reader="new", sites=False, progress=progress,
-                      warn=warn, mentioning=words(target.replace(":", ".") for target in targets)) as opened:
+                      warn=warn) as opened:
         named = f"vLLM {opened.declared}" if opened.declared else opened.label
         found = [find_target(target, opened.root, named) for target in targets]
-        return ReadRelease(opened.label, opened.declared, found, bindings((t.path for t in found), opened.root))
+        return ReadRelease(opened.label, opened.declared, found, release_bindings((t.path for t in found), opened))
 
 
 def _string(text: str) -> str:
