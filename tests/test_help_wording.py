@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -11,12 +12,15 @@ import pytest
 from support import terminal
 
 
-def commands() -> list[str]:
+# Each help is asked of the real script once per file: the tests read the same pages at their widths.
+@functools.cache
+def commands() -> tuple[str, ...]:
     shown = subprocess.run([str(terminal.SCRIPT), "-h"], capture_output=True, text=True,
                            env={**os.environ, "COLUMNS": "200"}, timeout=60).stdout
-    return [line.split()[0] for line in shown.split("\nCommands:\n", 1)[1].splitlines() if line.strip()]
+    return tuple(line.split()[0] for line in shown.split("\nCommands:\n", 1)[1].splitlines() if line.strip())
 
 
+@functools.cache
 def help_of(command: str, width: int) -> str:
     """``command -h`` (the program's own help for "")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XPU_WORKAROUNDS")}

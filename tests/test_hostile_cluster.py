@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from test_cluster_status import cli
 
+from tracker.commands.cluster import BadAddress, endpoint
+
 
 class Listener:
     """A loopback TCP server that handles each connection with ``behave``."""
@@ -82,11 +84,24 @@ def test_a_port_that_accepts_but_is_not_ray_is_one_line_exit_4_within_the_timeou
         assert "not as a Ray cluster" in line or "Connection reset" in line, line
 
 
-@pytest.mark.parametrize("address", ["http://127.0.0.1:80", "127.0.0.1:0", "127.0.0.1:99999", ":6379",
-                                     "ray://", "[::1", "127.0.0.1:\u0666", "127.0.0.1:6379:6380", "head node:6379",
-                                     "[::1]:x", "[127.0.0.1]:6379", "::1:6379", "-head:6379", "héad:6379",
-                                     "999.1.1.1:6379"])
+NOT_HOST_AND_PORT = ["http://127.0.0.1:80", "127.0.0.1:0", "127.0.0.1:99999", ":6379", "ray://", "[::1",
+                     "127.0.0.1:\u0666", "127.0.0.1:6379:6380", "head node:6379", "[::1]:x", "[127.0.0.1]:6379",
+                     "::1:6379", "-head:6379", "héad:6379", "999.1.1.1:6379"]
+
+
+@pytest.mark.parametrize("address", NOT_HOST_AND_PORT)
+def test_an_address_that_is_not_host_and_port_is_refused_before_any_connection(address):
+    # What the command checks every --address with before it connects (the command itself: below).
+    with pytest.raises(BadAddress) as refused:
+        endpoint(address)
+    assert str(refused.value) == f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto"
+
+
+# The real script, for a few of them (a port out of range, no host, a host that is not ASCII):
+# bad input, exit 2, in one line.
+@pytest.mark.parametrize("address", ["127.0.0.1:99999", ":6379", "héad:6379"])
 def test_an_address_that_is_not_host_and_port_is_bad_input_in_one_line(address):
+    assert address in NOT_HOST_AND_PORT
     result = cli("status", "--cluster", "--address", address, "--timeout", "2")
 
     assert result.returncode == 2, result.stderr

@@ -73,11 +73,20 @@ def sdist(dists):
 
 
 @pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory):
-    """The wheel installed by name (its base dependencies from the index) in a fresh environment."""
-    bin_dir = venv(tmp_path_factory.mktemp("installed") / "venv")
-    subprocess.run([str(bin_dir / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
-    return bin_dir
+def installed_with_report(wheel, tmp_path_factory):
+    """The wheel installed by name (its base dependencies from the index, as wheels) in a fresh
+    environment, and pip's report of what it resolved and installed there."""
+    directory = tmp_path_factory.mktemp("installed")
+    bin_dir = venv(directory / "venv")
+    report = directory / "report.json"
+    subprocess.run([str(bin_dir / "pip"), "install", "-q", "--only-binary=:all:", "--report", str(report), str(wheel)],
+                   check=True, capture_output=True)
+    return bin_dir, json.loads(report.read_text())
+
+
+@pytest.fixture(scope="module")
+def installed(installed_with_report):
+    return installed_with_report[0]
 
 
 def test_the_build_makes_one_sdist_and_one_wheel_of_this_version(dists):
@@ -257,16 +266,15 @@ def test_installed_wheel_runs_status_outside_the_checkout(installed, tmp_path):
     assert "site-packages/tracker/workarounds.toml: ok" in lint.stdout
 
 
-def test_a_base_install_on_a_bare_machine_pulls_no_github_client_and_compiles_only_what_typer_needs(wheel, tmp_path):
-    """What pip resolves for ``pip install xpu-workarounds`` on a bare machine (its report, nothing
-    installed): no GitHub client, and no compiled package but pydantic's core, which typer 0.29 and
-    later require and every vLLM image has already (what it adds there: the test below)."""
-    bin_dir = venv(tmp_path / "venv")
-    report = tmp_path / "report.json"
-    subprocess.run([str(bin_dir / "pip"), "install", "-q", "--dry-run", "--ignore-installed", "--only-binary=:all:",
-                    "--report", str(report), str(wheel)], check=True, capture_output=True)
+def test_a_base_install_on_a_bare_machine_pulls_no_github_client_and_compiles_only_what_typer_needs(
+        installed_with_report):
+    """What pip resolves for ``pip install xpu-workarounds`` on a bare machine (its report of the
+    install into a fresh environment): no GitHub client, and no compiled package but pydantic's
+    core, which typer 0.29 and later require and every vLLM image has already (what it adds
+    there: the test below)."""
+    _, report = installed_with_report
     resolved = {item["metadata"]["name"].lower().replace("_", "-"): item["download_info"]["url"].rsplit("/", 1)[-1]
-                for item in json.loads(report.read_text())["install"]}
+                for item in report["install"]}
     assert {"xpu-workarounds", "typer", "rich", "packaging", "tomlkit", "platformdirs"} <= set(resolved)
     compiled = {name for name, file in resolved.items() if not file.endswith("-none-any.whl")}
     assert compiled <= {"pydantic-core"}, compiled

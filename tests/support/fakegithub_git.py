@@ -192,6 +192,8 @@ def _tree_json(server: FakeGitHub, r: Repo, sha: str, files: dict[str, str], rec
         parts = path.split("/")
         if not recursive and len(parts) > 1:
             parts = parts[:1]
+            if parts[0] in entries:  # the folder's subtree is the same for each of its files
+                continue
             sub = {p[len(parts[0]) + 1:]: t for p, t in files.items() if p.startswith(parts[0] + "/")}
             sub_sha = tree_sha(sub)
             git.trees[sub_sha] = sub

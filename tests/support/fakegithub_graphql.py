@@ -481,13 +481,12 @@ def answer(server: FakeGitHub, request: Request) -> Reply:
                            "documentation_url": "https://docs.github.com/graphql"}, costed=False)
     try:
         payload = request.get_json(force=True, silent=True) or {}
-        document = parse(str(payload.get("query") or ""))
+        document, problems = _parsed(str(payload.get("query") or ""))
     except GraphQLError as error:
         return Reply(200, {"errors": [{"message": error.message, "type": "SYNTAX_ERROR"}]}, costed=False)
     variables = payload.get("variables") or {}
-    problems = _validate(str(payload.get("query") or ""), document)
     if problems:
-        return Reply(200, {"errors": [{"message": p.message, "type": "undefinedField"} for p in problems]},
+        return Reply(200, {"errors": [{"message": message, "type": "undefinedField"} for message in problems]},
                      _headers(server, switches), costed=False)
     try:
         cost, nodes = measure(document, variables)
@@ -510,6 +509,14 @@ def answer(server: FakeGitHub, request: Request) -> Reply:
     if result.errors:
         body["errors"] = [_error(e) for e in result.errors]
     return Reply(200, body, _headers(server, switches), costed=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[Any, tuple[str, ...]]:
+    """The document of a query and what validating it found, once per query text (a client sends
+    the same query again run after run; nothing reads or answers it differently the second time)."""
+    document = parse(text)
+    return document, tuple(problem.message for problem in _validate(text, document))
 
 
 _LITERALS = re.compile(r'"(?:[^"\\]|\\.)*"|\b\d+\b')
