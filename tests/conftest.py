@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -102,19 +103,30 @@ def own_workarounds(tmp_path_factory: pytest.TempPathFactory) -> own_workaround.
     return own_workaround.for_child(tmp_path_factory.mktemp("own-workarounds"))
 
 
-@pytest.fixture(scope="session")
-def release_probe(e2e_python: Path, installed_project: Path) -> Callable[[str], dict]:
-    """``release_probe(release)``: what the workarounds did inside that release's real source
+class ReleaseProbes:
+    """``probes(release)``: what the workarounds did inside that release's real source
     (tests/support/vllm_harness.py ``probe_release``), probed once per release and session
-    however many test files ask."""
-    results: dict[str, dict] = {}
+    however many test files ask; ``probes.start(*releases)`` starts those probes without waiting,
+    two at a time (each is one process importing vLLM: a core each)."""
 
-    def probe(release: str) -> dict:
-        if release not in results:
-            results[release] = vllm_harness.probe_release(e2e_python, installed_project, release)
-        return results[release]
+    def __init__(self, pool: ThreadPoolExecutor, e2e_python: Path, installed_project: Path) -> None:
+        self.pool, self.python, self.project = pool, e2e_python, installed_project
+        self.probed: dict[str, Future[dict]] = {}
 
-    return probe
+    def start(self, *releases: str) -> None:
+        for release in releases:
+            if release not in self.probed:
+                self.probed[release] = self.pool.submit(vllm_harness.probe_release, self.python, self.project, release)
+
+    def __call__(self, release: str) -> dict:
+        self.start(release)
+        return self.probed[release].result()
+
+
+@pytest.fixture(scope="session")
+def release_probe(e2e_python: Path, installed_project: Path) -> Iterator[ReleaseProbes]:
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="release-probe") as pool:
+        yield ReleaseProbes(pool, e2e_python, installed_project)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The census on the released source of vLLM: each release's sdist fetched from PyPI as the
-command fetches it and cached with the files the census reads (tests/support/vllm_harness.py
-``release_source``), read by the function the command runs (``census_tree``) against the
-shipped manifest's ``[[tracked]]`` entries.
+command fetches it into the CLI's release cache, and its census taken by the function the command
+runs (``census_of``: tests/support/vllm_harness.py ``release_census``) against the shipped
+manifest's ``[[tracked]]`` entries, kept in that cache as the command keeps it; a tree of the
+files the census reads (``release_source``) for what is read where it is (``census_tree``).
 
 The yardstick is the careful reading of vLLM 0.34.0 and 0.29.0 under one written definition
 (../shared/reference/vllm-census-truth.md beside the repository, read at run time and not shipped:
@@ -54,12 +55,14 @@ PLATFORM_CHECK = re.compile(r'is_xpu\(\)|type == "xpu"|PlatformEnum\.XPU')
 
 @pytest.fixture(scope="module")
 def census_of():
-    """``census_of(release)``: the census of that release's source, taken once."""
+    """``census_of(release)``: the census of that release's source, taken once per machine: kept in
+    the CLI's release cache (tests/support/vllm_harness.py ``release_census``), where the command
+    below finds it."""
     taken: dict[str, Census] = {}
 
     def take(release: str) -> Census:
         if release not in taken:
-            taken[release] = census_tree(MANIFEST, vllm_harness.release_source(release))
+            taken[release] = vllm_harness.release_census(MANIFEST, release)
         return taken[release]
 
     return take
@@ -158,11 +161,14 @@ def test_adopting_every_untracked_site_of_0_34_0_gives_each_an_entry_covering_it
     assert check_tree(reader.load(path), root).tracked_problems == []  # each marker is where the entry says
 
 
-def test_a_release_census_through_the_command_tracks_every_trackable_site_of_the_newest_release():
+def test_a_release_census_through_the_command_tracks_every_trackable_site_of_the_newest_release(census_of):
+    # vllm==X, as a user asks: the reading from the release cache, its census the one kept there
+    # by the tests above (``census_of``), as the command keeps its own.
     newest = vllm_harness.release_source(vllm_harness.ALL_RELEASES[-1])
-    older = vllm_harness.release_source("0.33.0")
-    result = CliRunner().invoke(app, ["census", "--json", "--check", str(newest), "--since", str(older)],
-                                env={"XPU_WORKAROUNDS_MANIFEST": None})
+    for release in (vllm_harness.ALL_RELEASES[-1], "0.33.0"):
+        census_of(release)
+    result = CliRunner().invoke(app, ["census", "--json", "--check", f"vllm=={vllm_harness.ALL_RELEASES[-1]}",
+                                      "--since", "vllm==0.33.0"], env={"XPU_WORKAROUNDS_MANIFEST": None})
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["release"] == vllm_harness.ALL_RELEASES[-1]

