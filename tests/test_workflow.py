@@ -653,3 +653,33 @@ def test_the_test_command_says_in_one_line_where_no_index_has_the_cpu_build(tmp_
 def test_the_test_command_keeps_an_extra_index_already_given(tmp_path, indexes):
     chosen, said = cpu_index_chosen(tmp_path, None, indexes["cpu"], PIP_EXTRA_INDEX_URL="https://other.example/simple")
     assert (chosen, said) == ("https://other.example/simple", "")
+
+
+# ------------------------------------------------------------- shell pipelines under pipefail
+
+def quiet_greps_at_a_pipes_end(text: str) -> list[str]:
+    """Lines that pipe into a ``grep`` that stops at its first match (``-q``, ``-m``). Under
+    ``pipefail`` (.ci/run's ``set -o pipefail``, GitHub's default ``bash -eo pipefail``) the
+    writer may then die of SIGPIPE and fail the pipeline, so the test reads as "no match" or fails
+    the step at random: .ci/cpu-index once added an unreachable index that way on CI's machine."""
+    stops = re.compile(r"\|\s*grep\b[^|;&]*\s-(?:[A-Za-z]*[qm]|-quiet\b|-silent\b|-max-count\b)")
+    return [line.strip() for line in text.splitlines() if stops.search(line)]
+
+
+def test_no_shell_of_the_project_pipes_into_a_grep_that_stops_early():
+    shells = [*sorted((ROOT / ".ci").iterdir()), *WORKFLOWS, ROOT / "action.yml"]
+    found = {path.name: lines for path in shells if path.is_file()
+             if (lines := quiet_greps_at_a_pipes_end(path.read_text()))}
+    assert found == {}
+
+
+@pytest.mark.parametrize(("line", "caught"), [
+    ("if ! pip config list | grep -Eq '^x='; then", True),
+    ("ls dist/ | grep -qx name", True),
+    ("pip list | grep --quiet torch", True),
+    ("pip list | grep -m1 torch", True),
+    ("grep -q torch requirements.txt", False),
+    ("pip list | grep torch > found.txt", False),
+])
+def test_a_pipe_into_a_grep_that_stops_early_is_named(line, caught):
+    assert bool(quiet_greps_at_a_pipes_end(line)) is caught
