@@ -50,10 +50,11 @@ def read(tree: ast.Module, source: str) -> Native:
         if xpu is None:
             continue
         kernel = cuda is not None and _runs_kernel(cuda)
+        both = kernel and _runs_kernel(xpu)  # once a method, not once a test in it: linear in the file
         for inner in ast.walk(xpu):
             if isinstance(inner, ast.Return) and _native(inner.value) and not kernel:
                 dispatch.add(inner.lineno)
-            elif isinstance(inner, ast.If) and kernel and _runs_kernel(xpu) and any(
+            elif isinstance(inner, ast.If) and both and any(
                     isinstance(statement, ast.Return) and _native(statement.value) for statement in inner.body):
                 fallbacks.append((inner.lineno, inner.body[-1].end_lineno or inner.body[-1].lineno))
     return Native(fallbacks, sorted(dispatch), casts)
