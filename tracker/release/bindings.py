@@ -106,15 +106,12 @@ class _Filter:
         self.owner_word = re.compile(rf"\b{re.escape(self.owner)}\b")
 
     def passes(self, relative: str, data: bytes, text: str | None) -> bool:
+        in_path = self.owner in relative[:-3].split("/")
         if text is None:  # ASCII: what the parser reads is these bytes
-            if self.last_bytes not in data:
-                return False
-            in_path = self.owner in relative[:-3].split("/")
-            if not in_path and self.owner_bytes not in data:
+            if self.last_bytes not in data or (not in_path and self.owner_bytes not in data):
                 return False
             spellings = [data.decode("ascii")]
         else:
-            in_path = self.owner in relative[:-3].split("/")
             spellings = [one for one in dict.fromkeys([text, unicodedata.normalize("NFKC", text)]) if self.last in one]
         if not in_path and not any(self.owner_word.search(one) for one in spellings):
             return False
