@@ -207,6 +207,25 @@ def test_check_says_where_the_release_binds_a_target_under_another_name(tmp_path
             "its class only)") in text
 
 
+def test_a_name_a_release_binds_a_target_under_reaches_the_terminal_as_text(tmp_path):
+    # setattr's name is any string the release's source holds: an escape sequence, a line break and a
+    # workflow command after it stay text on the note's one line (the table's cells already did).
+    archive = tmp_path / "vllm-0.99.0.tar.gz"
+    archive.write_bytes(sdist_bytes({
+        "vllm-0.99.0/PKG-INFO": b"Metadata-Version: 2.1\nName: vllm\nVersion: 0.99.0\n",
+        "vllm-0.99.0/vllm/worker/memory.py": b"def get_memory_info(device=None):\n    return 1, 2\n\n\n"
+                                            b"class Reader:\n    def read(self):\n        pass\n",
+        "vllm-0.99.0/vllm/worker/installs.py": b"import torch\nfrom vllm.worker.memory import get_memory_info\n\n"
+                                              b"setattr(torch, 'f\\x1b]0;pwned\\x07\\n::warning::forged', get_memory_info)\n",
+    }))
+    result = run("--manifest", str(memory_manifest(tmp_path / "workarounds.toml")), "check", str(archive))
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert not any(line.startswith("::") for line in result.stdout.splitlines())
+    assert ("note: memory-seen: vllm/worker/installs.py:4 binds vllm.worker.memory:get_memory_info as "
+            "torch.f\\x1b]0;pwned\\x07\\n::warning::forged: callers through that name reach the wrapper too") in result.stdout
+
+
 def test_a_wheel_is_read_with_its_metadata_as_the_version(tmp_path):
     wheel = tmp_path / "vllm-0.99.0-cp38-abi3-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

@@ -34,11 +34,13 @@ def render(result: ReleaseCheck, width: int | None = None) -> str:
         rows.append((w.id, found, f"{source}/{'yes' if w.carries_fix else 'no'}", decided))
     lines.append(table(("ID", "TARGETS", "VLLM FIX (SOURCE/MANIFEST)", "AT THE XPU PINS"), rows, width=width))
     problems = result.problems
-    lines += ["", *map(str, problems)] if problems else ["", "no drift: the manifest matches this release's source"]
+    # What a release's source says (a problem's text, a binding's name) is text this tool did not write.
+    lines += ["", *(one_line(str(p)) for p in problems)] if problems else [
+        "", "no drift: the manifest matches this release's source"]
     carried = [t.id for t in result.tracked if t.found]
     lines += ["", f"vLLM's own XPU workarounds tracked here and found in it: {', '.join(carried) or 'none'}"]
-    lines += [f"note: {w.id}: {note}" for w in result.workarounds for note in w.notes]
-    lines += [f"note: {problem}" for problem in result.tracked_problems]
+    lines += [one_line(f"note: {w.id}: {note}") for w in result.workarounds for note in w.notes]
+    lines += [one_line(f"note: {problem}") for problem in result.tracked_problems]
     return prose_wrapped(lines, width)
 
 
