@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -26,11 +25,11 @@ import pytest
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import install, store, writes
+from support.manifests import checked, loaded
 from support.repository import FROZEN_MANIFEST, stand_in_module
 from test_workflow import ACTION as ACTION_FILE
 from test_workflow import retire_script, run_scripts
 
-from tracker.model import reader
 from tracker.model.manifest import Layout
 from tracker.retire import BRANCH_PREFIX, DASHBOARD_LABEL, FACTS_BRANCH, FACTS_ID, read_marker, remove_entry
 
@@ -56,17 +55,12 @@ def adopter_files(layout: str = LAYOUT) -> dict[str, str]:
              # Outside the layout: same names, someone else's files.
              "tests/test_workaround_static_launcher_uva.py": "def test_theirs():\n    pass\n",
              "workarounds/static_launcher_uva.py": "# not a workaround module of this repository\n"}
-    for w in reader.load(write_temp(text)).workarounds:
+    for w in loaded(text).workarounds:
         name = w.module.removeprefix("workarounds.")
         files[f"xpu/workarounds/{name}.py"] = stand_in_module(w.symptom)
         files[f"xpu/tests/test_workaround_{name}.py"] = "def test_switches_off():\n    pass\n"
     return files
 
-
-def write_temp(text: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="xpu-workarounds-test-")) / "workarounds.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 class Step:
@@ -145,7 +139,7 @@ def test_an_adopter_laid_out_otherwise_gets_exactly_the_right_removal_pr(adopter
     changed = {path for path in branch.files if branch.files[path] != base[path]}
     assert changed == {"xpu/workarounds.toml"}
     assert branch.files["xpu/workarounds.toml"] == remove_entry(base["xpu/workarounds.toml"], STATIC)
-    assert reader.check(write_temp(branch.files["xpu/workarounds.toml"])) == []
+    assert checked(branch.files["xpu/workarounds.toml"]) == []
     assert "`xpu/workarounds.toml`" in pr.body and "docs/workarounds.md" not in pr.body + branch.message
     # Beside it, only the upstream-facts PR, which edits the manifest where it is and creates nothing.
     assert sorted(p.head for p in repo.pulls.values()) == sorted([FACTS_BRANCH, BRANCH_PREFIX + STATIC])
@@ -253,9 +247,9 @@ def triton_manifest(sources: bool = True) -> str:
 
 
 def test_a_component_a_window_names_without_a_source_is_a_lint_error():
-    problems = [str(p) for p in reader.check(write_temp(triton_manifest(sources=False)))]
+    problems = [str(p) for p in checked(triton_manifest(sources=False))]
     assert len(problems) == 1 and "affected[0].triton: no source releases triton" in problems[0], problems
-    assert reader.check(write_temp(triton_manifest())) == []
+    assert checked(triton_manifest()) == []
 
 
 def test_a_sources_table_naming_a_fourth_repository_is_honoured(server, tmp_path):
@@ -270,7 +264,7 @@ def test_a_sources_table_naming_a_fourth_repository_is_honoured(server, tmp_path
     module = TRITON_FIX.replace("-", "_")
     repo = server.add_repo(ADOPTER)
     repo.commit("A stack tracking the Triton backend", files={
-        "workarounds.toml": text, "docs/workarounds.md": markdown(reader.load(write_temp(text))),
+        "workarounds.toml": text, "docs/workarounds.md": markdown(loaded(text)),
         "workarounds/__init__.py": "", f"workarounds/{module}.py": stand_in_module("slow block loads"),
         f"tests/test_workaround_{module}.py": "def test_switches_off():\n    pass\n",
         "workarounds/main_stream_sync.py": stand_in_module("wrong tokens with pipeline parallelism")})
@@ -814,8 +808,8 @@ def test_the_vllm_source_says_where_vllms_pins_are_read():
     from tracker.upstream.audit import vllm_source
 
     text = TRACKED + '\n[sources.vllm]\nrepository = "xpu-fork/vllm"\npins = "requirements/xpu-fork.txt"\n'
-    assert vllm_source(reader.load(write_temp(text))) == ("xpu-fork/vllm", "requirements/xpu-fork.txt")
-    assert vllm_source(reader.load(write_temp(TRACKED))) == ("vllm-project/vllm", "requirements/xpu.txt")
+    assert vllm_source(loaded(text)) == ("xpu-fork/vllm", "requirements/xpu-fork.txt")
+    assert vllm_source(loaded(TRACKED)) == ("vllm-project/vllm", "requirements/xpu.txt")
 
 
 # ------------------------------------------- the upgrade check believes only itself

@@ -81,10 +81,10 @@ def test_a_wrong_answer_in_a_refresh_over_a_cache_keeps_the_cache_as_it_was(gith
 
 
 @pytest.fixture
-def scenario():
+def scenario(tmp_path):
     with FakeGitHub() as server:
         install(server)
-        yield Scenario(server)
+        yield Scenario(server, tmp_path / "cache")
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -356,13 +356,13 @@ RETIRE_FIELDS = [
 
 
 @pytest.fixture(scope="module")
-def acted_on():
+def acted_on(tmp_path_factory):
     """A repository in which a first run opened a removal PR and the dashboard issue, for the
     dry runs of the table below, which read them: one run for the whole table, since each dry
     run sends no write (asserted) and so leaves the repository as the next one reads it."""
     with FakeGitHub() as server:
         install(server)
-        acted = Scenario(server)
+        acted = Scenario(server, tmp_path_factory.mktemp("acted-on") / "cache")
         acted.seed_upstream()
         acted.run()
         yield acted

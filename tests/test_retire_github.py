@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -25,12 +24,12 @@ from github import Auth
 from support import upstream_history
 from support.fakegithub import FakeGitHub
 from support.fakegithub_git import close_by_person, deny, install, merge_by_person, store, writes
+from support.manifests import loaded
 from support.repository import frozen, lint_problems
 from typer.testing import CliRunner
 
 import tracker
 from tracker.commands.app import app
-from tracker.model import reader
 from tracker.model.catalogue import markdown
 from tracker.retire import (
     BRANCH_PREFIX,
@@ -68,7 +67,7 @@ def with_floor(text: str, **floors: str) -> str:
 class Scenario:
     """One repository on the stand-in server, and runs of the retirer against it."""
 
-    def __init__(self, server: FakeGitHub):
+    def __init__(self, server: FakeGitHub, cache_dir: Path):
         self.server = server
         self.repo = server.add_repo(REPOSITORY)
         files = frozen()
@@ -81,7 +80,8 @@ class Scenario:
         self.gh = github.Github(auth=Auth.Token(TOKEN), base_url=server.base_url, retry=None, timeout=15,
                                 seconds_between_requests=None, seconds_between_writes=None)
         self.lines: list[str] = []
-        self.cache_dir = Path(tempfile.mkdtemp(prefix="xpu-workarounds-cache-"))
+        self.cache_dir = cache_dir
+        cache_dir.mkdir()
         self.upstream_seeded = False
 
     def seed_upstream(self) -> None:
@@ -156,15 +156,10 @@ class Scenario:
                     line for line in expected["README.md"].splitlines(keepends=True)
                     if not (line.startswith("|") and f"]({DOCS_PATH}#{workaround_id})" in line))
             assert {p: t for p, t in tip.files.items() if p != DOCS_PATH} == expected
-            edited = reader.load(_write(expected[MANIFEST_PATH]))
+            edited = loaded(expected[MANIFEST_PATH])
             assert tip.files[DOCS_PATH] == markdown(edited)
             assert lint_problems(tip.files) == []
 
-
-def _write(text: str) -> Path:
-    path = Path(tempfile.mkdtemp()) / MANIFEST_PATH
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def owned(workaround_id: str, files: dict[str, str]) -> set[str]:
@@ -174,17 +169,17 @@ def owned(workaround_id: str, files: dict[str, str]) -> set[str]:
 
 
 @pytest.fixture
-def scenario():
+def scenario(tmp_path):
     with FakeGitHub() as server:
         install(server)
-        yield Scenario(server)
+        yield Scenario(server, tmp_path / "cache")
 
 
 @pytest.fixture
-def enterprise_scenario():
+def enterprise_scenario(tmp_path):
     with FakeGitHub(prefix="/api/v3") as server:  # GitHub Enterprise Server's API base
         install(server)
-        yield Scenario(server)
+        yield Scenario(server, tmp_path / "cache")
 
 
 def actions(outcome) -> dict[str, tuple[str, int | None]]:
@@ -235,13 +230,13 @@ def test_the_edited_manifest_on_the_branch_passes_lint_against_the_branchs_own_t
     scenario.run()
     files = scenario.files(BRANCH_PREFIX + STATIC)
     assert lint_problems(files) == []
-    assert STATIC not in [w.id for w in reader.load(_write(files[MANIFEST_PATH])).workarounds]
+    assert STATIC not in [w.id for w in loaded(files[MANIFEST_PATH]).workarounds]
 
 
 def test_the_branchs_docs_are_regenerated_from_its_manifest(scenario):
     scenario.run()
     files = scenario.files(BRANCH_PREFIX + STATIC)
-    assert files[DOCS_PATH] == markdown(reader.load(_write(files[MANIFEST_PATH])))
+    assert files[DOCS_PATH] == markdown(loaded(files[MANIFEST_PATH]))
 
 
 def test_the_lint_check_of_a_branch_catches_a_missing_module(scenario):
@@ -286,7 +281,7 @@ def test_first_run_opens_one_dashboard_issue_listing_every_workaround(scenario):
     [dashboard] = scenario.dashboards()
     assert outcome.dashboard.action == "opened" and outcome.dashboard.issue == dashboard.number
     assert dashboard.title == DASHBOARD_TITLE
-    manifest = reader.load(_write(scenario.manifest_text))
+    manifest = loaded(scenario.manifest_text)
     for w in manifest.workarounds:
         row = next(line for line in dashboard.body.splitlines() if line.startswith(f"| `{w.id}` |"))
         assert all(f"`{window.describe()}`" in row for window in w.affected)

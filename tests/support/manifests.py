@@ -9,6 +9,7 @@ Anything a test does not name is a valid default, so each test states only what 
 from __future__ import annotations
 
 import datetime
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,22 @@ def write_manifest(path: Path, *entries: dict[str, Any], support: dict[str, str]
                    tracked: list[dict[str, Any]] | None = None) -> Path:
     path.write_text(manifest_text(*entries, support=support, tracked=tracked), encoding="utf-8")
     return path
+
+
+def loaded(text: str) -> Any:
+    """``reader.load`` of a manifest given as text (written to a directory removed after)."""
+    return _read(text, "load")
+
+
+def checked(text: str) -> list[Any]:
+    """``reader.check`` (lint's problems) of a manifest given as text."""
+    return _read(text, "check")
+
+
+def _read(text: str, how: str) -> Any:
+    from tracker.model import reader
+
+    with tempfile.TemporaryDirectory(prefix="xpu-workarounds-test-") as scratch:
+        path = Path(scratch) / "workarounds.toml"
+        path.write_text(text, encoding="utf-8")
+        return getattr(reader, how)(path)
