@@ -41,14 +41,16 @@ def test_every_commands_help_breaks_lines_only_between_words(width):
 
 def test_every_argument_and_value_is_named_by_a_metavar_not_a_placeholder():
     """No `<str>`, `<path>` or `<text|json|github>` (typer's name of a Python type) anywhere in a help,
-    the program's own included; each argument's line is named by its metavar alone, as its usage line names it."""
+    the program's own included; each argument's line is named by its metavar alone, as its usage line names it
+    (``[ID]`` when optional, ``ID`` when required, as click writes them)."""
     for command in ["", *commands()]:
         text = help_of(command, 100)
         assert not re.search(r"<[^<>\s]*>|\bTEXT\b|\bINTEGER\b", text), f"{command or 'the program'}: {text}"
         usage = text.split("\n", 1)[0]
         arguments = text.split("\nArguments:\n", 1)[1].split("\n\n", 1)[0] if "\nArguments:\n" in text else ""
+        assert "{" not in usage, f"{command}: a required argument is written as click writes it (ID), not {usage!r}"
         for name in re.findall(r"^  (\S(?:\S| (?! ))*)  ", arguments, flags=re.M):
-            assert re.search(rf"[{{\[]{re.escape(name)}[}}\]]", usage), f"{command}: {name!r} is not in {usage!r}"
+            assert re.search(rf"(?:\[|(?<= )){re.escape(name)}(?:\]|$)", usage), f"{command}: {name!r} is not in {usage!r}"
 
 
 def test_no_help_sends_an_installed_user_to_a_page_the_wheel_lacks():

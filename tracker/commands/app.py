@@ -56,8 +56,9 @@ def absent_values(kind: type[click.Parameter]) -> type:
     """``kind`` (typer's class of a parameter) giving an absent value (None; ``()`` where it takes
     several) as typer does, through click's public ``Parameter.process_value``, without asking typer
     to convert it; a value given is converted by typer as it always is; an argument's help line
-    named by its metavar (click's public ``Parameter.get_help_record``). A subclass: every other
-    method is typer's.
+    named by its metavar (click's public ``Parameter.get_help_record``), and its place on the usage
+    line written as click does (``Parameter.get_usage_pieces``). A subclass: every other method is
+    typer's.
 
     typer 0.29 builds a pydantic ``TypeAdapter`` for every parameter it processes, absent or not,
     and imports pydantic's validation machinery to do so: most of what ``status --json`` cost beyond
@@ -79,9 +80,16 @@ def absent_values(kind: type[click.Parameter]) -> type:
         record: tuple[str, str] | None = kind.get_help_record(self, ctx)
         return None if record is None else (self.metavar or self.name.upper(), record[1])
 
+    def get_usage_pieces(self: Any, ctx: click.Context) -> list[str]:
+        """An argument on the usage line as click writes it: ``ID`` when required, ``[ID]`` when
+        not (typer writes a required one ``{ID}``, which reads as a literal brace or a set)."""
+        name = self.metavar or self.name.upper()
+        return [(name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")]
+
     methods: dict[str, Any] = {"process_value": process_value, "__module__": __name__, "__doc__": kind.__doc__}
     if kind.param_type_name == "argument":
         methods["get_help_record"] = get_help_record
+        methods["get_usage_pieces"] = get_usage_pieces
     return type(kind.__name__, (kind,), methods)
 
 
