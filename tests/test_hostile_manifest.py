@@ -115,7 +115,9 @@ def test_a_manifest_that_would_take_the_parser_minutes_is_refused_before_it_in_o
     manifest.write_text(text)
     started = time.perf_counter()
     code, lines = lint(manifest)
-    assert time.perf_counter() - started < 2  # refused before tomllib: milliseconds, not seconds
+    # Refused before tomllib (milliseconds); the bound is loose for a loaded machine (.ci/test runs
+    # these tests at a low priority beside vLLM), and still far below what tomllib would take.
+    assert time.perf_counter() - started < 10
     assert code == 1 and len(lines) == 1 and PROBLEM.match(lines[0]), lines
     assert lines[0].startswith(f"{manifest}:2: toml: ")
 
