@@ -87,6 +87,23 @@ def test_every_supported_release_is_one_line_and_a_drifted_one_exits_3_naming_th
     assert "/files/vllm-0.97.0.tar.gz" not in index.requests and "/files/vllm-1.0.0rc1.tar.gz" not in index.requests
 
 
+def test_the_releases_the_cache_lacks_are_fetched_side_by_side_each_once_and_answered_in_order(
+        index, manifest, tmp_path):
+    for version in ("0.99.1", "0.99.2", "0.99.3"):
+        index.publish(version, release(version, "device_id: int = 0, stream=None"))
+    index.together = 2  # the first sdist is held until a second is asked for (tests/support/package_index.py)
+
+    first = check(index, manifest, tmp_path)
+
+    assert first.exit_code == 3, first.output
+    assert list(rows(first.stdout)) == ["0.98.0", "0.99.0", "0.99.1", "0.99.2", "0.99.3"]
+    assert index.most_in_flight >= 2
+    fetched = [path for path in index.requests if "/files/" in path]
+    assert sorted(fetched) == [f"/files/vllm-{v}.tar.gz" for v in ("0.98.0", "0.99.0", "0.99.1", "0.99.2", "0.99.3")]
+    again = check(index, manifest, tmp_path)  # every reading is in the cache now: nothing is fetched
+    assert again.stdout == first.stdout and [path for path in index.requests if "/files/" in path] == fetched
+
+
 def test_one_workaround_is_checked_alone_and_json_says_each_release(index, manifest, tmp_path):
     result = check(index, manifest, tmp_path, "--workaround", "steady-memory", "--json")
     assert result.exit_code == 0, result.output

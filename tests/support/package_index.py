@@ -53,12 +53,31 @@ class Index:
         self.digests: dict[str, str] = {name: digest or hashlib.sha256(self.sdist).hexdigest()}
         self.refused: dict[str, int] = {}  # file name -> the HTTP status answered instead of it
         self.prefix, self.query = prefix, query
+        # ``together = N``: the first sdist asked for is held until N are asked for at once (at most
+        # 30 s), which proves the client fetches them side by side; ``most_in_flight`` says how many were.
+        self.together, self.in_flight, self.most_in_flight = 1, 0, 0
+        self.flight = threading.Condition()
         self.credentials = f"Basic {base64.b64encode(unquote(userinfo).encode()).decode()}" if userinfo else None
         index = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 index.requests.append(self.path)
+                if "/files/" in self.path:
+                    with index.flight:
+                        index.in_flight += 1
+                        index.most_in_flight = max(index.most_in_flight, index.in_flight)
+                        index.flight.notify_all()
+                        index.flight.wait_for(lambda: index.most_in_flight >= index.together, timeout=30)
+                    try:
+                        self.answer()
+                    finally:
+                        with index.flight:
+                            index.in_flight -= 1
+                else:
+                    self.answer()
+
+            def answer(self) -> None:
                 status, body = index.answer(self.path, self.headers.get("Authorization"))
                 if body is None:
                     self.send_error(status)

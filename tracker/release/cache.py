@@ -162,7 +162,10 @@ def evict(where: Path, cap: int, keep: str | None = None) -> list[str]:
             except OSError:
                 pass
         elif entry.name.endswith(READING_SUFFIX) and entry.is_file(follow_symlinks=False):
-            info = entry.stat(follow_symlinks=False)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:  # evicted meanwhile by another fetch (check --supported fetches two at once)
+                continue
             found.append((info.st_mtime, entry.name, info.st_size))
     total = sum(size for _, _, size in found)
     removed = []
@@ -189,7 +192,7 @@ def _forget_beside(where: Path, digest: str) -> None:
         if folder.is_dir() and not folder.is_symlink():
             for entry in os.scandir(folder):
                 if entry.name.startswith(f"{digest}-"):
-                    os.unlink(entry.path)
+                    Path(entry.path).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
