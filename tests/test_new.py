@@ -192,10 +192,10 @@ def test_once_filled_in_lint_passes_and_the_written_test_runs(repository, tree):
 
 
 
-def new_from_index(tmp_path: Path, releases: dict[str, dict[str, str] | None]):
-    """``new`` with its targets read from a stand-in package index publishing ``releases`` (version ->
-    the files of its sdist; None: the sdist's default files)."""
-    index = Index()
+def new_from_index(tmp_path: Path, releases: dict[str, dict[str, str] | None], index: Index | None = None):
+    """``new`` with its targets read from a stand-in package index (``index``, else a new one)
+    publishing ``releases`` (version -> the files of its sdist; None: the sdist's default files)."""
+    index = index or Index()
     try:
         for version, files in releases.items():
             index.publish(version, vllm_sdist(version) if files is None else vllm_sdist(version, files))
@@ -351,10 +351,16 @@ def write_manifest_text(path: Path, text: str) -> Path:
 
 
 def test_a_target_missing_in_older_supported_releases_gets_their_absent_in(repository, tmp_path):
+    index = Index()
+    # After the newest, the older releases are fetched side by side: the first is held until both are asked for.
+    index.together, index.held = 2, {"vllm-0.97.0.tar.gz", "vllm-0.98.0.tar.gz"}
     result = new_from_index(tmp_path, {"0.97.0": None,  # no vllm/platforms/xpu.py yet
                                        "0.98.0": {"vllm/platforms/xpu.py": "class XPUPlatform:\n    pass\n"},
-                                       "0.99.0": {"vllm/platforms/xpu.py": XPU_PLATFORM}})
+                                       "0.99.0": {"vllm/platforms/xpu.py": XPU_PLATFORM}}, index)
     assert result.exit_code == 0, result.output
+    assert index.most_in_flight == 2
+    assert sorted(path for path in index.requests if "/files/" in path) == [
+        f"/files/vllm-{version}.tar.gz" for version in ("0.97.0", "0.98.0", "0.99.0")]  # each once
     assert entry(repository)["targets"] == [{"path": TARGET, "kind": "classmethod", "params": ["device_id"],
                                              "absent_in": "<0.99.0"}]
     assert (f'{TARGET} is absent in vLLM 0.97.0, 0.98.0: wrote absent_in = "<0.99.0"') in result.stdout

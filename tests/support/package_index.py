@@ -53,9 +53,11 @@ class Index:
         self.digests: dict[str, str] = {name: digest or hashlib.sha256(self.sdist).hexdigest()}
         self.refused: dict[str, int] = {}  # file name -> the HTTP status answered instead of it
         self.prefix, self.query = prefix, query
-        # ``together = N``: the first sdist asked for is held until N are asked for at once (at most
-        # 30 s), which proves the client fetches them side by side; ``most_in_flight`` says how many were.
+        # ``together = N``: the first sdist asked for (of ``held``, when given) is held until N are
+        # asked for at once (at most 30 s), which proves the client fetches them side by side;
+        # ``most_in_flight`` says how many were.
         self.together, self.in_flight, self.most_in_flight = 1, 0, 0
+        self.held: set[str] | None = None  # file names; None: every sdist
         self.flight = threading.Condition()
         self.credentials = f"Basic {base64.b64encode(unquote(userinfo).encode()).decode()}" if userinfo else None
         index = self
@@ -68,7 +70,8 @@ class Index:
                         index.in_flight += 1
                         index.most_in_flight = max(index.most_in_flight, index.in_flight)
                         index.flight.notify_all()
-                        index.flight.wait_for(lambda: index.most_in_flight >= index.together, timeout=30)
+                        if index.held is None or self.path.rpartition("/")[2] in index.held:
+                            index.flight.wait_for(lambda: index.most_in_flight >= index.together, timeout=30)
                     try:
                         self.answer()
                     finally:

@@ -25,6 +25,7 @@ from tracker.escape import toml_string
 from tracker.model.keys import TARGET_PATH
 from tracker.model.placeholders import placeholder
 from tracker.model.vocabulary import TARGET_KINDS, TargetKind, module_of
+from tracker.release.ahead import fetched_ahead
 from tracker.release.bindings import Binding
 from tracker.release.bindings_cache import release_bindings
 from tracker.release.errors import CheckInputError, NotFetchable
@@ -62,23 +63,25 @@ def across_releases(targets: Sequence[ReadTarget], newest: Version, releases: Se
     or parameters. A release that cannot be read is named (``unread``), not fatal."""
     found = AcrossReleases(read=[newest], absent={t.path: [] for t in targets}, differs={t.path: [] for t in targets})
     others = [release for release in releases if release != newest]
-    for number, release in enumerate(others, 1):
-        def step(text: str, release: Version = release, number: int = number) -> None:
-            progress(f"vllm=={release} ({number}/{len(others)}): {text}")
+    with fetched_ahead(others) as ready:
+        for number, release in enumerate(others, 1):
+            def step(text: str, release: Version = release, number: int = number) -> None:
+                progress(f"vllm=={release} ({number}/{len(others)}): {text}")
 
-        try:
-            with open_release(f"vllm=={release}", also=wanted_files([t.path for t in targets]), reader="new",
-                              sites=False, progress=step, warn=warn) as opened:
-                for target in targets:
-                    there = declared_fingerprint(target.path, opened.root)
-                    if there is None:
-                        found.absent[target.path].append(release)
-                    elif there != target.fingerprint:
-                        found.differs[target.path].append(release)
-        except (NotFetchable, CheckInputError) as error:
-            found.unread[str(release)] = str(error)
-            continue
-        found.read.append(release)
+            ready(release, step)
+            try:
+                with open_release(f"vllm=={release}", also=wanted_files([t.path for t in targets]), reader="new",
+                                  sites=False, progress=step, warn=warn) as opened:
+                    for target in targets:
+                        there = declared_fingerprint(target.path, opened.root)
+                        if there is None:
+                            found.absent[target.path].append(release)
+                        elif there != target.fingerprint:
+                            found.differs[target.path].append(release)
+            except (NotFetchable, CheckInputError) as error:
+                found.unread[str(release)] = str(error)
+                continue
+            found.read.append(release)
     found.read.sort()
     return found
 

@@ -10,22 +10,19 @@ answers in one row: the problems of the workarounds asked about, or why it could
 from __future__ import annotations
 
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from tracker.model.manifest import Manifest
 from tracker.model.vocabulary import SCHEMA
-from tracker.release import cache
+from tracker.release.ahead import fetched_ahead
 from tracker.release.compare import Disagreement, check
 from tracker.release.errors import CheckInputError, NotFetchable
-from tracker.release.fetch import Say, fetch, index_versions, pip_failure, silent
+from tracker.release.fetch import Say, index_versions, pip_failure, silent
 
 _AVAILABLE = re.compile(r"^Available versions: (?P<versions>.+)$", re.M)
-AHEAD = 2  # releases fetched at once beside the one checked: pip's download, then the reading made
 
 
 def index_releases(*, timeout: float = 120) -> list[Version]:
@@ -102,42 +99,15 @@ def check_supported(manifest: Manifest, workaround: str | None = None, *, progre
     if not releases:
         raise NotFetchable(f"the package index lists no vLLM release from the support floor {floor} on")
     rows = []
-    pool = ThreadPoolExecutor(max_workers=AHEAD, thread_name_prefix="fetch-ahead")
-    try:
-        ahead = _fetched_ahead(pool, releases)
+    with fetched_ahead(releases) as ready:
         for number, release in enumerate(releases, 1):
             def step(text: str, release: Version = release, number: int = number) -> None:
                 progress(f"vllm=={release} ({number}/{len(releases)}): {text}")
 
-            fetching = ahead.get(release)
-            if fetching is not None and not fetching.done():
-                step("fetching with pip (pip download)")
-                fetching.result()
+            ready(release, step)
             step("checking")
             rows.append(check_release(manifest, release, workaround, progress=step, warn=warn))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # stopped (Ctrl-C): no fetch starts after
     return SupportedCheck(str(floor), workaround, rows)
-
-
-def _fetched_ahead(pool: ThreadPoolExecutor, releases: list[Version]) -> dict[Version, Future[None]]:
-    """Each release whose reading the cache lacks, being fetched into it (in order, ``AHEAD`` at
-    once); none when the cache cannot be used (each release is then fetched when it is checked)."""
-    try:
-        where = cache.directory()
-    except OSError:  # UnsafeLocation too: the check of the first release says why, once
-        return {}
-    missing = [release for release in releases if not (where / f"{cache.reading_name(str(release))}.json").exists()]
-    return {release: pool.submit(_fetch_into, where, str(release)) for release in missing}
-
-
-def _fetch_into(where: Path, version: str) -> None:
-    """``version``'s reading kept in the cache, as ``check`` keeps it. A failure is left for the
-    check of that release, which fetches it again and says what went wrong in its own row."""
-    try:
-        cache.store(where, version, lambda into: fetch(version, into))
-    except (OSError, NotFetchable, CheckInputError):
-        pass
 
 
 __all__ = ["ReleaseRow", "SupportedCheck", "check_release", "check_supported", "index_releases"]
