@@ -5,14 +5,16 @@ does what the plugin does in a vLLM server, with this package's real code: regis
 and installs the metrics in this process (the API server's part), starts an ``EngineCore`` that
 starts a ``VllmWorker-0`` (the names vLLM gives them), each registering the plugin, waits for
 their reports, then serves prometheus_client's registry (the one vLLM serves at ``/metrics``)
-on a free 127.0.0.1 port and prints ``{"port": N}``. It serves until killed; its children
-leave when it does. Nothing of vLLM is imported: a target whose module no process imports
+on a free 127.0.0.1 port and prints ``{"port": N}``. It serves until stopped; SIGTERM ends it as
+it ends ``vllm serve`` (a normal exit: the reports directory ``metrics.install`` made is removed),
+and its children leave when it does. Nothing of vLLM is imported: a target whose module no process imports
 stays ``waiting`` in every process.
 """
 
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 
@@ -42,6 +44,7 @@ def engine_core(ready) -> None:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     tracker.plugin.register()
     metrics.install()
     context = multiprocessing.get_context("spawn")

@@ -610,13 +610,18 @@ def api_server(e2e_python: Path, model: Path, workdir: Path, env: dict[str, str]
 def metrics_server(e2e_python: Path, workdir: Path, env: dict[str, str], timeout: float = 300) -> Iterator[str]:
     """``tests/scripts/metrics_server.py``: this package's metrics served as in a vLLM server (an API
     server, an engine core and a worker registering the plugin), without vLLM; yields its
-    ``host:port`` once it listens, and stops it (its children with it: its own session) on the way out."""
+    ``host:port`` once it listens, and stops it (its children with it: its own session) on the way out,
+    as ``vllm serve`` is stopped (SIGTERM). Its temporary files go in ``workdir/tmp``; the reports
+    directory the plugin made there must be gone once it stopped (HarnessError otherwise)."""
     workdir.mkdir(parents=True, exist_ok=True)
     announced = workdir / "metrics_server.json"
     log = workdir / "metrics_server.log"
+    scratch = workdir / "tmp"
+    scratch.mkdir(exist_ok=True)
     with open(announced, "w") as output, open(log, "w") as errors:
-        process = subprocess.Popen([str(e2e_python), str(SCRIPTS / "metrics_server.py")], cwd=workdir, env=env,
-                                   stdout=output, stderr=errors, start_new_session=True)
+        process = subprocess.Popen([str(e2e_python), str(SCRIPTS / "metrics_server.py")], cwd=workdir,
+                                   env={**env, "TMPDIR": str(scratch)}, stdout=output, stderr=errors,
+                                   start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
         while not announced.read_text().endswith("\n"):
@@ -628,3 +633,6 @@ def metrics_server(e2e_python: Path, workdir: Path, env: dict[str, str], timeout
         yield f"127.0.0.1:{json.loads(announced.read_text())['port']}"
     finally:
         stop_session(process)
+    left = sorted(path.name for path in scratch.iterdir())
+    if left:
+        raise HarnessError(f"the metrics server, stopped by SIGTERM, left {left} in its TMPDIR")
