@@ -14,7 +14,9 @@ are tested against.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -24,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 import urllib.request
@@ -439,10 +442,21 @@ def decided(report: dict, workaround_id: str) -> tuple[str, str, str]:
 # -------------------------------------------------------- running in the venv
 
 
+@functools.cache
+def children_tmp() -> str:
+    """The TMPDIR of the processes the tests start: vLLM leaves its IPC sockets and its distributed
+    set-up files in it; a short path under the system's (a socket's path may not exceed 107 bytes),
+    removed when this process exits, so nothing of them stays behind."""
+    path = tempfile.mkdtemp(prefix="xw-tmp-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def subprocess_env(pythonpath: list[Path], **variables: str) -> dict[str, str]:
     """This process's environment minus anything that would steer the child (the
-    caller's own XPU_WORKAROUNDS_*, VLLM_*, PYTHONPATH), plus offline settings and
-    ``variables``. Hugging Face stays offline: the model is made locally."""
+    caller's own XPU_WORKAROUNDS_*, VLLM_*, PYTHONPATH), plus offline settings, a temporary
+    directory of the tests' own (``children_tmp``) and ``variables``. Hugging Face stays
+    offline: the model is made locally."""
     steering = ("XPU_WORKAROUNDS", "VLLM_", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
     env = {name: value for name, value in os.environ.items() if not name.startswith(steering)}
     env.update({
@@ -453,6 +467,7 @@ def subprocess_env(pythonpath: list[Path], **variables: str) -> dict[str, str]:
         "DO_NOT_TRACK": "1",
         "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; the default would reserve several
         "TOKENIZERS_PARALLELISM": "false",
+        "TMPDIR": children_tmp(),
     })
     env.update(variables)
     return env
