@@ -51,7 +51,7 @@ def _started(pool: ThreadPoolExecutor, releases: Sequence[Version]) -> dict[Vers
         where = cache.directory()
     except OSError:  # UnsafeLocation too: the read of the first release says why, once
         return {}
-    missing = [release for release in releases if not (where / f"{cache.reading_name(str(release))}.json").exists()]
+    missing = [release for release in releases if not cache.recorded(where, str(release))]
     return {release: pool.submit(_fetch_into, where, str(release)) for release in missing}
 
 

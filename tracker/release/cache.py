@@ -86,10 +86,21 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _record(where: Path, name: str) -> Path:
+    """The record (version, sha256, sdist) of the reading ``name``."""
+    return where / f"{name}.json"
+
+
+def recorded(where: Path, version: str) -> bool:
+    """Whether the cache has a record of ``version``'s reading (not whether the reading is intact:
+    ``cached`` checks that)."""
+    return _record(where, reading_name(version)).exists()
+
+
 def cached(where: Path, version: str) -> tuple[Reading | None, str | None]:
     """The cached reading of ``version`` if it is intact, else None; and why a cached one was not used."""
     reading = where / reading_name(version)
-    record = where / f"{reading.name}.json"
+    record = _record(where, reading.name)
     if paths.read_private(record, RECORD_LIMIT) is None:
         return None, None  # never cached (or its record is gone: fetched again)
     found = paths.read_json(record, RECORD_LIMIT)
@@ -134,16 +145,16 @@ def store(where: Path, version: str, download: Callable[[Path], Path]) -> Readin
         made = make_reading(fetched, Path(scratch) / name)
         os.chmod(made, 0o600)
         digest = sha256_of(made)
-        (where / f"{name}.json").unlink(missing_ok=True)  # no record names the bytes being replaced
+        _record(where, name).unlink(missing_ok=True)  # no record names the bytes being replaced
         os.replace(made, where / name)
-    paths.atomic_write(where / f"{name}.json", json.dumps({"version": version, "sha256": digest,
+    paths.atomic_write(_record(where, name), json.dumps({"version": version, "sha256": digest,
                                                            "sdist": fetched.name, "sdist_sha256": sdist_sha256}))
     evict(where, CAP_BYTES, keep=name)
     return Reading(where / name, fetched.name, digest)
 
 
 def _record_digest(where: Path, name: str) -> str | None:
-    found = paths.read_json(where / f"{name}.json", RECORD_LIMIT)
+    found = paths.read_json(_record(where, name), RECORD_LIMIT)
     digest = found.get("sha256") if isinstance(found, dict) else None
     return digest if isinstance(digest, str) else None
 
@@ -176,7 +187,7 @@ def evict(where: Path, cap: int, keep: str | None = None) -> list[str]:
             continue
         digest = _record_digest(where, name)
         (where / name).unlink(missing_ok=True)
-        (where / f"{name}.json").unlink(missing_ok=True)
+        _record(where, name).unlink(missing_ok=True)
         if digest is not None:
             _forget_beside(where, digest)
         total -= size
@@ -242,4 +253,4 @@ def clean(path: str) -> None:
 
 
 __all__ = ["CAP_BYTES", "Reading", "Usage", "archive_name", "cached", "clean", "directory", "evict", "make_reading",
-           "reading_name", "store", "usage"]
+           "reading_name", "recorded", "store", "usage"]
